@@ -1,0 +1,84 @@
+"""metal_backend: a ggml-style compute backend for Python.
+
+Devices, buffer types (shared, private, mapped), buffers, tensors, graphs and backends that compute
+graphs: Metal on Apple silicon, a fast CPU device everywhere, and MetalSim, which runs the Metal
+kernels on the CPU so the Metal path is tested where no Mac exists.
+"""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from . import _core
+from ._core import (
+    Backend,
+    BackendOptions,
+    Buffer,
+    BufferType,
+    Device,
+    DeviceCaps,
+    DeviceError,
+    DeviceProps,
+    DeviceType,
+    InvalidArgumentError,
+    MetalBackendError,
+    OutOfMemoryError,
+    OutOfRangeError,
+    Registry,
+    UnsupportedOpError,
+    registries,
+)
+
+__version__: str = _core.__version__
+
+# Real devices in order of preference for device(None); MetalSim is for testing and only by name.
+_PREFERRED = ("Metal", "CPU")
+
+
+def devices() -> List[Device]:
+    """Every device of every registry."""
+    return [dev for reg in registries() for dev in reg.devices]
+
+
+def device(name: Optional[str] = None) -> Device:
+    """The device called `name` ("Metal", "CPU", "MetalSim").
+
+    With no name, the best real device: Metal where present, else the CPU; never MetalSim.
+    An unknown name raises InvalidArgumentError (a ValueError) listing the known names.
+    """
+    all_devices = devices()
+    if name is None:
+        for preferred in _PREFERRED:
+            for dev in all_devices:
+                if dev.name == preferred:
+                    return dev
+        raise MetalBackendError("no real device is registered")  # the CPU registry always exists
+    if not isinstance(name, str):
+        raise TypeError(f"device name must be a str, got {type(name).__name__}")
+    for dev in all_devices:
+        if dev.name == name:
+            return dev
+    known = ", ".join(repr(dev.name) for dev in all_devices)
+    raise InvalidArgumentError(f"[metal_backend.device] unknown device {name!r}; known devices: {known}")
+
+
+__all__ = [
+    "Backend",
+    "BackendOptions",
+    "Buffer",
+    "BufferType",
+    "Device",
+    "DeviceCaps",
+    "DeviceError",
+    "DeviceProps",
+    "DeviceType",
+    "InvalidArgumentError",
+    "MetalBackendError",
+    "OutOfMemoryError",
+    "OutOfRangeError",
+    "Registry",
+    "UnsupportedOpError",
+    "__version__",
+    "device",
+    "devices",
+    "registries",
+]

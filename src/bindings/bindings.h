@@ -1,0 +1,23 @@
+// The pybind11 module `metal_backend._core` is assembled from one file per topic; module.cpp calls
+// each init_<topic> in dependency order.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstddef>
+
+namespace mb::bindings {
+
+namespace py = pybind11;
+
+void init_errors(py::module_& m);
+void init_types(py::module_& m);
+void init_device(py::module_& m);
+void init_buffer(py::module_& m);
+void init_backend(py::module_& m);
+
+// A Python int as a byte count or offset: TypeError if not an int, InvalidArgumentError if negative,
+// OutOfRangeError if it does not fit (OutOfMemoryError instead when `too_big_is_oom`).
+size_t to_size(py::handle value, const char* who, const char* what, bool too_big_is_oom = false);
+
+}  // namespace mb::bindings

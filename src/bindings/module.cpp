@@ -1,0 +1,10 @@
+#include "bindings/bindings.h"
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "metal_backend native core: devices, buffers, tensors, graphs and backends";
+    m.attr("__version__") = MB_VERSION;
+    mb::bindings::init_errors(m);
+    mb::bindings::init_device(m);
+    mb::bindings::init_buffer(m);
+    mb::bindings::init_backend(m);
+}

@@ -1,0 +1,64 @@
+#include "core/backend.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "core/errors.h"
+
+namespace mb {
+
+static std::string known_keys(const std::map<std::string, int64_t>& options) {
+    std::string out;
+    for (const auto& kv : options) out += (out.empty() ? "" : ", ") + kv.first;
+    return out;
+}
+
+int64_t Backend::option(const std::string& key) const {
+    auto it = options_.find(key);
+    if (it == options_.end()) {
+        fail<InvalidArgumentError>("Backend::option", "unknown option '", key, "' (known: ", known_keys(options_), ")");
+    }
+    return it->second;
+}
+
+void Backend::set_option(const std::string& key, int64_t value) {
+    auto it = limits_.find(key);
+    if (it == limits_.end()) {
+        fail<InvalidArgumentError>("Backend::set_option", "unknown option '", key, "' for backend '", name(),
+                                   "' (known: ", known_keys(options_), ")");
+    }
+    if (value < it->second.first || value > it->second.second) {
+        fail<InvalidArgumentError>("Backend::set_option", "option '", key, "' must be in [", it->second.first, ", ",
+                                   it->second.second, "], got ", value);
+    }
+    options_[key] = value;
+    on_option_changed(key);
+}
+
+void Backend::apply_params(const std::string& params) {
+    std::istringstream in(params);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        if (item.find_first_not_of(" \t") == std::string::npos) continue;
+        auto eq = item.find('=');
+        if (eq == std::string::npos) {
+            fail<InvalidArgumentError>("Backend::apply_params", "expected key=value, got '", item, "' in '", params, "'");
+        }
+        std::string key = item.substr(0, eq), text = item.substr(eq + 1);
+        key.erase(0, key.find_first_not_of(" \t"));
+        key.erase(key.find_last_not_of(" \t") + 1);
+        char* end = nullptr;
+        long long value = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0') {
+            fail<InvalidArgumentError>("Backend::apply_params", "value of '", key, "' is not an integer: '", text, "'");
+        }
+        set_option(key, value);
+    }
+}
+
+void Backend::declare_option(const std::string& key, int64_t default_value, int64_t min_value, int64_t max_value) {
+    options_[key] = default_value;
+    limits_[key] = {min_value, max_value};
+}
+
+}  // namespace mb

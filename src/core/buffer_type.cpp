@@ -1,0 +1,22 @@
+#include "core/buffer_type.h"
+
+#include "core/buffer.h"
+#include "core/device.h"
+#include "core/errors.h"
+
+namespace mb {
+
+std::shared_ptr<Buffer> BufferType::alloc(size_t size) {
+    if (size > max_size_) {
+        fail<OutOfMemoryError>("BufferType::alloc", "cannot allocate ", size, " bytes from '", name_,
+                               "': max_size is ", max_size_);
+    }
+    const size_t total = device_->memory().total;
+    if (total != 0 && size > total) {
+        fail<OutOfMemoryError>("BufferType::alloc", "cannot allocate ", size, " bytes from '", name_,
+                               "': device '", device_->name(), "' has ", total, " bytes in total");
+    }
+    return std::make_shared<Buffer>(shared_from_this(), allocate_storage(size), name_);
+}
+
+}  // namespace mb

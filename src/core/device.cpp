@@ -1,0 +1,14 @@
+#include "core/device.h"
+
+#include "core/buffer_type.h"
+#include "core/errors.h"
+
+namespace mb {
+
+bool Device::supports_buft(const BufferType& buft) const { return &buft.device() == this; }
+
+std::shared_ptr<Buffer> Device::buffer_from_host_ptr(void*, size_t, size_t, std::shared_ptr<void>) {
+    fail<UnsupportedOpError>("Device::buffer_from_host_ptr", "device '", name(), "' cannot wrap host memory");
+}
+
+}  // namespace mb

@@ -1,0 +1,56 @@
+// A Device (ggml_backend_device): one piece of hardware with its memory, its buffer types, and the
+// backends that compute on it. Devices are created once by their registry and live for the process.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mb {
+
+class Backend;
+class Buffer;
+class BufferType;
+
+enum class DeviceType { CPU, GPU, ACCEL };
+
+struct DeviceCaps {
+    bool async = false;                 // asynchronous compute and tensor copies
+    bool host_buffer = false;           // has a pinned host buffer type
+    bool buffer_from_host_ptr = false;  // can wrap caller memory without copy
+    bool events = false;                // cross-backend synchronisation events
+};
+
+struct DeviceMemory {
+    size_t free = 0;
+    size_t total = 0;
+};
+
+class Device : public std::enable_shared_from_this<Device> {
+public:
+    virtual ~Device() = default;
+
+    virtual std::string name() const = 0;
+    virtual std::string description() const = 0;
+    virtual DeviceType type() const = 0;
+    virtual DeviceMemory memory() const = 0;
+    virtual DeviceCaps caps() const = 0;
+    // Device-specific facts beyond the common props (GPU family, simdgroup support...), as strings.
+    virtual std::map<std::string, std::string> extra_props() const { return {}; }
+
+    virtual std::shared_ptr<BufferType> default_buffer_type() = 0;
+    virtual std::vector<std::shared_ptr<BufferType>> buffer_types() = 0;
+    virtual bool supports_buft(const BufferType& buft) const;
+
+    // Wraps caller memory [ptr, ptr + size) without copy. `owner` keeps that memory alive for as long
+    // as the returned buffer's storage lives. Throws UnsupportedOpError where caps() says no.
+    virtual std::shared_ptr<Buffer> buffer_from_host_ptr(void* ptr, size_t size, size_t max_tensor_size,
+                                                         std::shared_ptr<void> owner);
+
+    // `params`: comma-separated key=value options (e.g. "n_threads=4"); unknown keys raise.
+    virtual std::shared_ptr<Backend> init_backend(const std::string& params) = 0;
+};
+
+}  // namespace mb

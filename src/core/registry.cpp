@@ -1,0 +1,17 @@
+#include "core/registry.h"
+
+#include <mutex>
+
+namespace mb {
+
+const std::vector<std::shared_ptr<Registry>>& registries() {
+    // Never destroyed: devices must outlive every buffer, and buffers can live until interpreter exit.
+    static auto* list = [] {
+        auto* l = new std::vector<std::shared_ptr<Registry>>();
+        l->push_back(make_cpu_registry());
+        return l;
+    }();
+    return *list;
+}
+
+}  // namespace mb

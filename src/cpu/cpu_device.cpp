@@ -1,0 +1,85 @@
+#include "cpu/cpu_device.h"
+
+#include <unistd.h>
+
+#include <cstdint>
+
+#include "core/buffer.h"
+#include "core/errors.h"
+#include "core/registry.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/host_info.h"
+
+namespace mb {
+
+namespace {
+
+// 64 bytes: one cache line, and the widest vector load (AVX-512) of the kernels.
+constexpr size_t kHostAlignment = 64;
+
+size_t page_size() {
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<size_t>(p) : 4096;
+}
+
+class HostBufferType final : public BufferType {
+public:
+    HostBufferType(Device* device, std::string name, size_t alignment)
+        : BufferType(device, std::move(name), alignment, SIZE_MAX, /*is_host=*/true) {}
+
+protected:
+    std::shared_ptr<Storage> allocate_storage(size_t size) override {
+        return std::make_shared<HostStorage>(size, alignment());
+    }
+};
+
+}  // namespace
+
+CpuDevice::CpuDevice()
+    : description_(host_cpu_name()),
+      memory_total_(host_memory_total()),
+      host_(std::make_shared<HostBufferType>(this, "CPU", kHostAlignment)),
+      // Mapped buffers wrap caller memory; allocating one gives page-aligned host memory to wrap.
+      mapped_(std::make_shared<HostBufferType>(this, "CPU_Mapped", page_size())) {}
+
+DeviceMemory CpuDevice::memory() const {
+    size_t free = host_memory_available();
+    return {free < memory_total_ ? free : memory_total_, memory_total_};
+}
+
+DeviceCaps CpuDevice::caps() const {
+    DeviceCaps c;
+    c.async = false;
+    c.host_buffer = false;
+    c.buffer_from_host_ptr = true;
+    c.events = false;
+    return c;
+}
+
+std::shared_ptr<Buffer> CpuDevice::buffer_from_host_ptr(void* ptr, size_t size, size_t max_tensor_size,
+                                                        std::shared_ptr<void> owner) {
+    if (ptr == nullptr && size != 0) {
+        fail<InvalidArgumentError>("CpuDevice::buffer_from_host_ptr", "null pointer with size ", size);
+    }
+    if (max_tensor_size > size) {
+        fail<InvalidArgumentError>("CpuDevice::buffer_from_host_ptr", "max_tensor_size ", max_tensor_size,
+                                   " exceeds the wrapped size ", size);
+    }
+    auto storage = std::make_shared<BorrowedStorage>(ptr, size, std::move(owner));
+    return std::make_shared<Buffer>(mapped_, std::move(storage), mapped_->name());
+}
+
+std::shared_ptr<Backend> CpuDevice::init_backend(const std::string& params) {
+    auto backend = std::make_shared<CpuBackend>(std::static_pointer_cast<CpuDevice>(shared_from_this()));
+    backend->apply_params(params);
+    return backend;
+}
+
+std::shared_ptr<Registry> make_cpu_registry() {
+    auto reg = std::make_shared<Registry>();
+    reg->name = "CPU";
+    reg->devices.push_back(std::make_shared<CpuDevice>());
+    return reg;
+}
+
+}  // namespace mb

@@ -1,0 +1,38 @@
+// The CPU device: host memory, and backends that compute graphs on a thread pool. It is the default
+// device where no GPU exists and the reference every other device is compared against.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/buffer_type.h"
+#include "core/device.h"
+
+namespace mb {
+
+class CpuDevice final : public Device {
+public:
+    CpuDevice();
+
+    std::string name() const override { return "CPU"; }
+    std::string description() const override { return description_; }
+    DeviceType type() const override { return DeviceType::CPU; }
+    DeviceMemory memory() const override;
+    DeviceCaps caps() const override;
+
+    std::shared_ptr<BufferType> default_buffer_type() override { return host_; }
+    std::vector<std::shared_ptr<BufferType>> buffer_types() override { return {host_, mapped_}; }
+
+    std::shared_ptr<Buffer> buffer_from_host_ptr(void* ptr, size_t size, size_t max_tensor_size,
+                                                 std::shared_ptr<void> owner) override;
+    std::shared_ptr<Backend> init_backend(const std::string& params) override;
+
+private:
+    std::string description_;
+    size_t memory_total_;
+    std::shared_ptr<BufferType> host_;
+    std::shared_ptr<BufferType> mapped_;
+};
+
+}  // namespace mb
