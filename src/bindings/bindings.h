@@ -15,6 +15,9 @@ void init_types(py::module_& m);
 void init_device(py::module_& m);
 void init_buffer(py::module_& m);
 void init_backend(py::module_& m);
+void init_tensor(py::module_& m);
+void init_ops(py::module_& m);
+void init_graph(py::module_& m);
 
 // A Python int as a byte count or offset: TypeError if not an int, InvalidArgumentError if negative,
 // OutOfRangeError if it does not fit (OutOfMemoryError instead when `too_big_is_oom`).

@@ -4,7 +4,11 @@ PYBIND11_MODULE(_core, m) {
     m.doc() = "metal_backend native core: devices, buffers, tensors, graphs and backends";
     m.attr("__version__") = MB_VERSION;
     mb::bindings::init_errors(m);
+    mb::bindings::init_types(m);
     mb::bindings::init_device(m);
     mb::bindings::init_buffer(m);
     mb::bindings::init_backend(m);
+    mb::bindings::init_tensor(m);
+    mb::bindings::init_ops(m);
+    mb::bindings::init_graph(m);
 }

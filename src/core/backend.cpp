@@ -3,7 +3,9 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "core/buffer.h"
 #include "core/errors.h"
+#include "core/tensor.h"
 
 namespace mb {
 
@@ -54,6 +56,41 @@ void Backend::apply_params(const std::string& params) {
         }
         set_option(key, value);
     }
+}
+
+Status Backend::graph_compute(Graph& graph) {
+    Status s = graph_compute_async(graph);
+    synchronize();
+    return s;
+}
+
+static Buffer& tensor_buffer(const Tensor& t, const char* who, size_t offset, size_t n) {
+    const auto& buf = t.data_buffer();
+    if (!buf) fail<InvalidArgumentError>(who, "tensor ", t.describe(), " is not allocated");
+    if (offset > t.nbytes() || n > t.nbytes() - offset) {
+        fail<OutOfRangeError>(who, "range [", offset, ", ", offset + n, ") is outside tensor ", t.describe(), " of ",
+                              t.nbytes(), " bytes");
+    }
+    return *buf;
+}
+
+void Backend::set_tensor_async(Tensor& t, const void* src, size_t offset, size_t n) {
+    Buffer& buf = tensor_buffer(t, "Backend::set_tensor_async", offset, n);
+    buf.set(src, t.data_offset() + offset, n);
+}
+
+void Backend::get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t n) {
+    tensor_buffer(t, "Backend::get_tensor_async", offset, n).get(dst, t.data_offset() + offset, n);
+}
+
+bool Backend::supports_family(int family) const {
+    fail<UnsupportedOpError>("Backend::supports_family", "GPU families are a Metal notion; backend '", name(),
+                             "' has none");
+}
+
+void Backend::capture_next_compute() {
+    fail<UnsupportedOpError>("Backend::capture_next_compute", "GPU trace capture needs Metal; backend '", name(),
+                             "' cannot capture");
 }
 
 void Backend::declare_option(const std::string& key, int64_t default_value, int64_t min_value, int64_t max_value) {

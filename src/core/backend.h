@@ -2,7 +2,9 @@
 // user can read and set from Python; every environment-style switch of ggml is one of them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,6 +12,13 @@
 namespace mb {
 
 class Device;
+class Graph;
+struct Tensor;
+
+enum class Status : int32_t { SUCCESS = 0, ABORTED = 1, FAILED = -1, ALLOC_FAILED = -2 };
+
+// Asked between units of work (nodes on the CPU, command buffers on Metal); true stops the compute.
+using AbortCallback = std::function<bool()>;
 
 class Backend {
 public:
@@ -19,6 +28,23 @@ public:
     virtual std::shared_ptr<Device> device() const = 0;
     // Waits for all queued work; raises DeviceError for work that failed.
     virtual void synchronize() {}
+
+    // Computes the graph and waits. Raises InvalidArgumentError for unallocated tensors or tensors in
+    // buffers this device cannot use, UnsupportedOpError for a node it cannot run.
+    Status graph_compute(Graph& graph);
+    // Queues the graph; synchronize() waits. Backends without async compute run it here.
+    virtual Status graph_compute_async(Graph& graph) = 0;
+    // Copies into/out of a tensor's bytes [offset, offset + n), ordered after queued work; complete
+    // at synchronize(). The defaults are synchronous.
+    virtual void set_tensor_async(Tensor& t, const void* src, size_t offset, size_t n);
+    virtual void get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t n);
+    // Reorders independent nodes for concurrency (Metal); a no-op elsewhere.
+    virtual void graph_optimize(Graph& graph) {}
+    // Metal only: GPU family queries and trace capture; elsewhere UnsupportedOpError.
+    virtual bool supports_family(int family) const;
+    virtual void capture_next_compute();
+
+    void set_abort_callback(AbortCallback cb) { abort_callback_ = std::move(cb); }
 
     const std::map<std::string, int64_t>& options() const { return options_; }
     int64_t option(const std::string& key) const;
@@ -32,10 +58,12 @@ protected:
     void declare_option(const std::string& key, int64_t default_value, int64_t min_value, int64_t max_value);
     // Called after an option changed, so the backend can react (e.g. resize its thread pool).
     virtual void on_option_changed(const std::string& key) {}
+    bool should_abort() const { return abort_callback_ && abort_callback_(); }
 
 private:
     std::map<std::string, int64_t> options_;
     std::map<std::string, std::pair<int64_t, int64_t>> limits_;
+    AbortCallback abort_callback_;
 };
 
 }  // namespace mb

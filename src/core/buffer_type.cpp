@@ -3,8 +3,11 @@
 #include "core/buffer.h"
 #include "core/device.h"
 #include "core/errors.h"
+#include "core/tensor.h"
 
 namespace mb {
+
+size_t BufferType::alloc_size(const Tensor& t) const { return t.nbytes(); }
 
 std::shared_ptr<Buffer> BufferType::alloc(size_t size) {
     if (size > max_size_) {

@@ -12,6 +12,7 @@ namespace mb {
 
 class Buffer;
 class Device;
+struct Tensor;
 
 class BufferType : public std::enable_shared_from_this<BufferType> {
 public:
@@ -25,6 +26,10 @@ public:
     size_t max_size() const { return max_size_; }
     bool is_host() const { return is_host_; }
     Device& device() const { return *device_; }
+
+    // Bytes a tensor needs in a buffer of this type: its data plus any scratch the device's kernels
+    // keep behind it (Metal's MUL_MAT_ID and FLASH_ATTN_EXT). Allocators call this.
+    virtual size_t alloc_size(const Tensor& t) const;
 
     // Allocates `size` bytes (0 is legal). Throws OutOfMemoryError, with the sizes involved, when the
     // request exceeds max_size or the device's memory, or when the allocation itself fails.

@@ -13,6 +13,7 @@ namespace mb {
 class Backend;
 class Buffer;
 class BufferType;
+struct Tensor;
 
 enum class DeviceType { CPU, GPU, ACCEL };
 
@@ -43,6 +44,12 @@ public:
     virtual std::shared_ptr<BufferType> default_buffer_type() = 0;
     virtual std::vector<std::shared_ptr<BufferType>> buffer_types() = 0;
     virtual bool supports_buft(const BufferType& buft) const;
+    // Whether a backend of this device can compute `node` (its op with these types and layouts).
+    // Exact: a device never claims a node it cannot run.
+    virtual bool supports_op(const Tensor& node) const = 0;
+    // Whether it pays to run `node` here even though its weights live in host memory (ggml's
+    // offload_op: large batches only).
+    virtual bool offload_op(const Tensor& node) const { return false; }
 
     // Wraps caller memory [ptr, ptr + size) without copy. `owner` keeps that memory alive for as long
     // as the returned buffer's storage lives. Throws UnsupportedOpError where caps() says no.

@@ -1,14 +1,110 @@
 #include "cpu/cpu_backend.h"
 
+#include <unordered_set>
+
+#include "core/buffer.h"
+#include "core/buffer_type.h"
+#include "core/errors.h"
+#include "core/graph.h"
 #include "cpu/cpu_device.h"
+#include "cpu/cpu_ops.h"
 #include "cpu/host_info.h"
 
 namespace mb {
+
+namespace {
+
+// Resolves Tensor::data for every tensor of a graph for the duration of one compute, holding the
+// storages so that a concurrent free() cannot pull memory away mid-compute.
+class HostBinding {
+public:
+    HostBinding(const Graph& graph, const Device& device, const char* who) {
+        for (Tensor* t : graph.all_tensors()) bind(*t, device, who);
+    }
+    ~HostBinding() {
+        for (Tensor* t : bound_) t->data = nullptr;
+    }
+    HostBinding(const HostBinding&) = delete;
+    HostBinding& operator=(const HostBinding&) = delete;
+
+private:
+    void bind(Tensor& t, const Device& device, const char* who) {
+        const auto& buf = t.data_buffer();
+        if (!buf) {
+            fail<InvalidArgumentError>(who, "tensor ", t.describe(), " (op ", op_name(t.op),
+                                       ") is not allocated: place it with mb.alloc_ctx_tensors or a GraphAllocator");
+        }
+        if (!device.supports_buft(*buf->buffer_type())) {
+            fail<InvalidArgumentError>(who, "tensor ", t.describe(), " lives in a '", buf->buffer_type()->name(),
+                                       "' buffer, which device '", device.name(), "' cannot compute on");
+        }
+        auto storage = buf->storage(who);
+        size_t off = t.data_offset(), n = t.nbytes();
+        if (off > storage->size() || n > storage->size() - off) {
+            fail<OutOfRangeError>(who, "tensor ", t.describe(), " at offset ", off, " (", n,
+                                  " bytes) does not fit its buffer of ", storage->size(), " bytes");
+        }
+        t.data = static_cast<uint8_t*>(storage->host_ptr()) + off;
+        bound_.push_back(&t);
+        if (seen_.insert(storage.get()).second) storages_.push_back(std::move(storage));
+    }
+
+    std::vector<Tensor*> bound_;
+    std::unordered_set<const Storage*> seen_;
+    std::vector<std::shared_ptr<Storage>> storages_;
+};
+
+}  // namespace
 
 CpuBackend::CpuBackend(std::shared_ptr<CpuDevice> device) : device_(std::move(device)) {
     declare_option("n_threads", host_core_count(), 1, 512);
 }
 
 std::shared_ptr<Device> CpuBackend::device() const { return device_; }
+
+void CpuBackend::on_option_changed(const std::string& key) {
+    if (key == "n_threads") {
+        std::lock_guard<std::mutex> lock(mutex_);
+        pool_.reset();  // recreated with the new size at the next compute
+    }
+}
+
+Status CpuBackend::graph_compute_async(Graph& graph) {
+    static const char* who = "CpuBackend::graph_compute";
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (Tensor* node : graph.nodes()) {
+        if (!cpu_supports_op(*node)) {
+            std::string srcs;
+            for (Tensor* s : node->src) {
+                if (s) srcs += (srcs.empty() ? "" : ", ") + s->describe();
+            }
+            fail<UnsupportedOpError>(who, "the CPU cannot run ", op_name(node->op), " -> ", node->describe(),
+                                     " from (", srcs, ")");
+        }
+    }
+    HostBinding binding(graph, *device_, who);
+    const int nth = n_threads();
+    if (!pool_) pool_ = std::make_unique<ThreadPool>(nth);
+
+    for (Tensor* node : graph.nodes()) {
+        CpuKernel kernel = cpu_kernel(node->op);
+        if (!kernel || node->is_empty()) continue;
+        if (should_abort()) return Status::ABORTED;
+        ComputeParams params;
+        params.nth = nth;
+        params.pool = pool_.get();
+        params.wsize = cpu_work_size(*node, nth);
+        if (params.wsize + 64 > scratch_.size()) scratch_.resize(params.wsize + 64);
+        // 64-byte aligned for vector loads.
+        auto base = reinterpret_cast<uintptr_t>(scratch_.data());
+        params.wdata = scratch_.data() + ((64 - base % 64) % 64);
+        pool_->run(nth, [&](int ith) {
+            ComputeParams mine = params;
+            mine.ith = ith;
+            kernel(mine, *node);
+        });
+    }
+    return Status::SUCCESS;
+}
 
 }  // namespace mb

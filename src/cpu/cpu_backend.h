@@ -1,10 +1,13 @@
-// A CPU backend: computes graphs on the host with its own number of threads.
+// A CPU backend: computes graphs on the host with its own pool of n_threads threads.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/backend.h"
+#include "cpu/thread_pool.h"
 
 namespace mb {
 
@@ -16,11 +19,18 @@ public:
 
     std::string name() const override { return "CPU"; }
     std::shared_ptr<Device> device() const override;
+    Status graph_compute_async(Graph& graph) override;
 
     int n_threads() const { return static_cast<int>(option("n_threads")); }
 
+protected:
+    void on_option_changed(const std::string& key) override;
+
 private:
     std::shared_ptr<CpuDevice> device_;
+    std::mutex mutex_;  // one compute at a time per backend
+    std::unique_ptr<ThreadPool> pool_;
+    std::vector<uint8_t> scratch_;
 };
 
 }  // namespace mb

@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "core/registry.h"
 #include "cpu/cpu_backend.h"
+#include "cpu/cpu_ops.h"
 #include "cpu/host_info.h"
 
 namespace mb {
@@ -68,6 +69,8 @@ std::shared_ptr<Buffer> CpuDevice::buffer_from_host_ptr(void* ptr, size_t size, 
     auto storage = std::make_shared<BorrowedStorage>(ptr, size, std::move(owner));
     return std::make_shared<Buffer>(mapped_, std::move(storage), mapped_->name());
 }
+
+bool CpuDevice::supports_op(const Tensor& node) const { return cpu_supports_op(node); }
 
 std::shared_ptr<Backend> CpuDevice::init_backend(const std::string& params) {
     auto backend = std::make_shared<CpuBackend>(std::static_pointer_cast<CpuDevice>(shared_from_this()));

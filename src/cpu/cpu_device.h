@@ -24,6 +24,10 @@ public:
     std::shared_ptr<BufferType> default_buffer_type() override { return host_; }
     std::vector<std::shared_ptr<BufferType>> buffer_types() override { return {host_, mapped_}; }
 
+    // The CPU computes on any memory the host can address.
+    bool supports_buft(const BufferType& buft) const override { return buft.is_host(); }
+    bool supports_op(const Tensor& node) const override;
+
     std::shared_ptr<Buffer> buffer_from_host_ptr(void* ptr, size_t size, size_t max_tensor_size,
                                                  std::shared_ptr<void> owner) override;
     std::shared_ptr<Backend> init_backend(const std::string& params) override;

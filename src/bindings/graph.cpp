@@ -1,0 +1,133 @@
+// Graphs, graph allocation, and computing graphs on backends.
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include "bindings/tensor.h"
+#include "core/allocation.h"
+#include "core/backend.h"
+#include "core/buffer.h"
+#include "core/buffer_type.h"
+#include "core/device.h"
+#include "core/errors.h"
+#include "core/graph.h"
+
+namespace mb::bindings {
+
+namespace {
+
+std::shared_ptr<Graph> make_graph(py::args outputs) {
+    std::vector<Tensor*> outs;
+    for (py::handle o : outputs) {
+        if (py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o)) {
+            for (py::handle x : o) outs.push_back(x.cast<TensorHandle>().get());
+        } else {
+            outs.push_back(o.cast<TensorHandle>().get());
+        }
+    }
+    return std::make_shared<Graph>(std::move(outs));
+}
+
+std::vector<TensorHandle> handles(const std::vector<Tensor*>& ts) {
+    std::vector<TensorHandle> out;
+    out.reserve(ts.size());
+    for (Tensor* t : ts) out.push_back(handle(t));
+    return out;
+}
+
+// Runs compute without the GIL; a Python abort callback takes the GIL when asked.
+Status compute(Backend& b, Graph& g, bool wait) {
+    py::gil_scoped_release nogil;
+    return wait ? b.graph_compute(g) : b.graph_compute_async(g);
+}
+
+}  // namespace
+
+void init_graph(py::module_& m) {
+    py::enum_<Status>(m, "Status", "Outcome of a graph compute.")
+        .value("SUCCESS", Status::SUCCESS)
+        .value("ABORTED", Status::ABORTED)
+        .value("FAILED", Status::FAILED)
+        .value("ALLOC_FAILED", Status::ALLOC_FAILED);
+
+    py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph", "The nodes that compute some outputs, sources first.")
+        .def(py::init(&make_graph), "Graph(*outputs): every node the outputs need, in topological order.")
+        .def_property_readonly("nodes", [](const Graph& g) { return handles(g.nodes()); })
+        .def_property_readonly("leafs", [](const Graph& g) { return handles(g.leafs()); })
+        .def_property_readonly("outputs", [](const Graph& g) { return handles(g.outputs()); })
+        .def("__len__", [](const Graph& g) { return g.nodes().size(); })
+        .def("__repr__", [](const Graph& g) {
+            return "<Graph: " + std::to_string(g.nodes().size()) + " node(s), " + std::to_string(g.leafs().size()) + " leaf(s)>";
+        });
+    py::type::of<Context>().attr("build_graph") = py::cpp_function(
+        [](py::object, py::args outputs) { return make_graph(outputs); }, py::is_method(py::type::of<Context>()),
+        py::name("build_graph"), "ctx.build_graph(*outputs) -> Graph.");
+
+    py::class_<GraphAllocator>(m, "GraphAllocator",
+                               "Places a graph's unallocated tensors in one buffer, reusing memory of tensors no\n"
+                               "longer needed; inputs, leafs and outputs are never overwritten.")
+        .def(py::init([](py::handle target) {
+            return std::make_unique<GraphAllocator>(buffer_type_of(target, "GraphAllocator"));
+        }), py::arg("target"), "target: a Backend, Device or BufferType.")
+        .def("alloc_graph", [](GraphAllocator& a, Graph& g) {
+            py::gil_scoped_release nogil;
+            return a.alloc_graph(g);
+        }, py::arg("graph"), "Plans and places; returns the peak bytes of the plan.")
+        .def_property_readonly("peak_bytes", &GraphAllocator::peak_bytes)
+        .def_property_readonly("unshared_bytes", &GraphAllocator::unshared_bytes,
+                               "Bytes the placed tensors would take without reuse.")
+        .def_property_readonly("buffer", &GraphAllocator::buffer)
+        .def_property_readonly("buffer_type", &GraphAllocator::buffer_type);
+
+    auto backend = py::reinterpret_borrow<py::class_<Backend, std::shared_ptr<Backend>>>(py::type::of<Backend>());
+    backend
+        .def("graph_compute", [](Backend& b, Graph& g) { return compute(b, g, true); }, py::arg("graph"),
+             "Computes the graph and waits. Returns Status.SUCCESS or Status.ABORTED; raises on errors.")
+        .def("graph_compute_async", [](Backend& b, Graph& g) { return compute(b, g, false); }, py::arg("graph"),
+             "Queues the graph; synchronize() waits for it.")
+        .def("set_tensor_async", [](Backend& b, Tensor& t, py::handle data) {
+            auto bytes = tensor_bytes_from(t, data, "Backend.set_tensor_async");
+            py::gil_scoped_release nogil;
+            b.set_tensor_async(t, bytes.data(), 0, bytes.size());
+        }, py::arg("tensor"), py::arg("data"), "Copies data into the tensor after queued work (done at synchronize).")
+        .def("get_tensor_async", [](Backend& b, const Tensor& t, py::buffer out) {
+            py::buffer_info info = out.request(/*writable=*/true);
+            size_t n = static_cast<size_t>(info.size * info.itemsize);
+            if (n != t.nbytes()) {
+                fail<InvalidArgumentError>("Backend.get_tensor_async", "destination of ", n, " bytes for tensor ",
+                                           t.describe(), " of ", t.nbytes(), " bytes");
+            }
+            if (!PyBuffer_IsContiguous(static_cast<Py_buffer*>(info.view()), 'C')) {
+                fail<InvalidArgumentError>("Backend.get_tensor_async", "destination must be C-contiguous");
+            }
+            py::gil_scoped_release nogil;
+            b.get_tensor_async(t, info.ptr, 0, n);
+        }, py::arg("tensor"), py::arg("out"),
+           "Copies the tensor's raw bytes into `out` after queued work; keep `out` alive until synchronize().")
+        .def("set_abort_callback", [](Backend& b, py::object fn) {
+            if (fn.is_none()) {
+                b.set_abort_callback(nullptr);
+                return;
+            }
+            if (!PyCallable_Check(fn.ptr())) throw py::type_error("[Backend.set_abort_callback] expected a callable or None");
+            auto holder = std::make_shared<py::object>(fn);
+            b.set_abort_callback([holder]() {
+                py::gil_scoped_acquire gil;
+                return py::bool_((*holder)()).cast<bool>();
+            });
+        }, py::arg("fn"), "fn() -> bool, asked between units of work; True stops the compute (Status.ABORTED).")
+        .def("graph_optimize", &Backend::graph_optimize, py::arg("graph"), "Reorders independent nodes (Metal).")
+        .def("supports_family", &Backend::supports_family, py::arg("family"), "Metal GPU family query (Apple N).")
+        .def("capture_next_compute", &Backend::capture_next_compute, "Records a GPU trace of the next compute (Metal).");
+
+    auto device = py::reinterpret_borrow<py::class_<Device, std::shared_ptr<Device>>>(py::type::of<Device>());
+    device
+        .def("supports_op", [](const Device& d, const Tensor& t) { return d.supports_op(t); }, py::arg("tensor"),
+             "Whether this device can compute the tensor's op with its types and layouts.")
+        .def("offload_op", [](const Device& d, const Tensor& t) { return d.offload_op(t); }, py::arg("tensor"),
+             "Whether to run the op here even when its weights live in host memory.");
+    py::type::of<BufferType>().attr("alloc_size") = py::cpp_function(
+        [](const BufferType& b, const Tensor& t) { return b.alloc_size(t); }, py::is_method(py::type::of<BufferType>()),
+        py::name("alloc_size"), py::arg("tensor"), "Bytes the tensor needs in this buffer type (data + op scratch).");
+}
+
+}  // namespace mb::bindings

@@ -1,0 +1,175 @@
+// metal_backend.ops: graph construction. Axes and shapes are numpy order here; the core is ggml order.
+#include <pybind11/stl.h>
+
+#include "bindings/tensor.h"
+#include "core/errors.h"
+#include "core/ops.h"
+
+namespace mb::bindings {
+
+namespace {
+
+using T = TensorHandle;
+
+Tensor* ptr(const T& t) { return t.get(); }
+
+// numpy axis (negative allowed) of an n-dim tensor -> ggml dim.
+int ggml_dim(int axis, int n_dims, const char* who) {
+    if (axis < -n_dims || axis >= n_dims) {
+        fail<OutOfRangeError>(who, "axis ", axis, " is out of range for ", n_dims, " dimension(s)");
+    }
+    if (axis < 0) axis += n_dims;
+    return n_dims - 1 - axis;
+}
+
+T reshape_to(const T& a, py::object shape) {
+    int64_t ne[kMaxDims];
+    int n_dims;
+    shape_to_ne(shape, "ops.reshape", ne, &n_dims);
+    return handle(ops::reshape(ptr(a), ne, n_dims));
+}
+
+T view_of(const T& a, py::object shape, py::object strides, size_t offset) {
+    int64_t ne[kMaxDims];
+    int n_dims;
+    shape_to_ne(shape, "ops.view", ne, &n_dims);
+    size_t nb[kMaxDims];
+    if (strides.is_none()) {
+        // Rows keep the source's row stride, as ggml's view_2d/3d do with the source's nb.
+        contiguous_strides(a->type, ne, nb);
+        for (int i = 1; i < n_dims && i < a->n_dims; ++i) nb[i] = a->nb[i];
+        for (int i = 1; i < kMaxDims; ++i) {
+            if (i >= n_dims) nb[i] = nb[i - 1] * static_cast<size_t>(ne[i - 1]);
+        }
+    } else {
+        std::vector<int64_t> s = strides.cast<std::vector<int64_t>>();
+        if (static_cast<int>(s.size()) != n_dims) {
+            fail<InvalidArgumentError>("ops.view", "strides ", std::string(py::repr(strides)), " must have one entry per dim of shape ",
+                                       std::string(py::repr(shape)));
+        }
+        contiguous_strides(a->type, ne, nb);
+        for (int i = 0; i < n_dims; ++i) {
+            if (s[i] < 0) fail<InvalidArgumentError>("ops.view", "negative strides are not supported");
+            nb[n_dims - 1 - i] = static_cast<size_t>(s[i]);
+        }
+        for (int i = n_dims; i < kMaxDims; ++i) nb[i] = nb[i - 1] * static_cast<size_t>(ne[i - 1]);
+    }
+    return handle(ops::view(ptr(a), ne, nb, n_dims, offset));
+}
+
+T permute_axes(const T& a, std::vector<int> axes) {
+    const int n = a->n_dims;
+    if (static_cast<int>(axes.size()) != n) {
+        fail<InvalidArgumentError>("ops.permute", "axes must list each of the ", n, " axes of ", a->describe(), " once");
+    }
+    int ax[kMaxDims] = {0, 1, 2, 3};
+    for (int j = 0; j < n; ++j) ax[ggml_dim(axes[j], n, "ops.permute")] = n - 1 - j;
+    return handle(ops::permute(ptr(a), ax[0], ax[1], ax[2], ax[3]));
+}
+
+T unary_op(Op op, const T& a) { return handle(ops::unary(op, ptr(a))); }
+
+}  // namespace
+
+void init_ops(py::module_& root) {
+    py::module_ m = root.def_submodule("ops", "Graph construction: ggml's ops over Tensors of one Context.");
+
+    m.def("add", [](T a, T b) { return handle(ops::add(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"), "a + b, b broadcast over a.");
+    m.def("sub", [](T a, T b) { return handle(ops::sub(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"), "a - b, b broadcast over a.");
+    m.def("mul", [](T a, T b) { return handle(ops::mul(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"), "a * b, b broadcast over a.");
+    m.def("div", [](T a, T b) { return handle(ops::div(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"), "a / b, b broadcast over a.");
+    m.def("scale", [](T a, float s, float b) { return handle(ops::scale(ptr(a), s, b)); }, py::arg("a"), py::arg("s"),
+          py::arg("b") = 0.0f, "a*s + b.");
+    m.def("clamp", [](T a, float lo, float hi) { return handle(ops::clamp(ptr(a), lo, hi)); }, py::arg("a"),
+          py::arg("min"), py::arg("max"));
+
+    const std::pair<const char*, Op> unaries[] = {
+        {"sqr", Op::SQR}, {"sqrt", Op::SQRT}, {"log", Op::LOG}, {"sin", Op::SIN}, {"cos", Op::COS},
+        {"gelu", Op::GELU}, {"gelu_erf", Op::GELU_ERF}, {"gelu_quick", Op::GELU_QUICK}, {"silu", Op::SILU},
+        {"relu", Op::RELU}, {"tanh", Op::TANH}, {"sigmoid", Op::SIGMOID}, {"neg", Op::NEG}, {"abs", Op::ABS},
+        {"exp", Op::EXP}};
+    for (const auto& [name, op] : unaries) {
+        Op o = op;
+        m.def(name, [o](T a) { return unary_op(o, a); }, py::arg("a"), (std::string("Element-wise ") + name + ".").c_str());
+    }
+
+    m.def("norm", [](T a, float eps) { return handle(ops::norm(ptr(a), eps)); }, py::arg("a"), py::arg("eps") = 1e-5f,
+          "(x - mean) / sqrt(var + eps) over each row (last axis).");
+    m.def("rms_norm", [](T a, float eps) { return handle(ops::rms_norm(ptr(a), eps)); }, py::arg("a"),
+          py::arg("eps") = 1e-6f, "x / sqrt(mean(x^2) + eps) over each row (last axis).");
+    m.def("soft_max", [](T a) { return handle(ops::soft_max_ext(ptr(a), nullptr, 1.0f, 0.0f)); }, py::arg("a"),
+          "softmax over each row (last axis).");
+    m.def("soft_max_ext", [](T a, T mask, float scale, float max_bias, T sinks) {
+        return handle(ops::soft_max_ext(ptr(a), ptr(mask), scale, max_bias, ptr(sinks)));
+    }, py::arg("a"), py::arg("mask") = py::none(), py::arg("scale") = 1.0f, py::arg("max_bias") = 0.0f,
+       py::arg("sinks") = py::none(), "softmax(a*scale + slope*mask) per row; ALiBi slopes when max_bias > 0.");
+    m.def("sum_rows", [](T a) { return handle(ops::sum_rows(ptr(a))); }, py::arg("a"), "Sum over the last axis (kept, size 1).");
+    m.def("mean", [](T a) { return handle(ops::mean(ptr(a))); }, py::arg("a"), "Mean over the last axis (kept, size 1).");
+    m.def("argmax", [](T a) { return handle(ops::argmax(ptr(a))); }, py::arg("a"), "i32 index of the max of each row.");
+    m.def("flash_attn_ext", [](T q, T k, T v, T mask, float scale, float max_bias, float softcap) {
+        return handle(ops::flash_attn_ext(ptr(q), ptr(k), ptr(v), ptr(mask), scale, max_bias, softcap));
+    }, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask") = py::none(), py::arg("scale") = 1.0f,
+       py::arg("max_bias") = 0.0f, py::arg("softcap") = 0.0f,
+       "Attention: q (B,H,n_q,D) f32, k/v (B,H_kv,n_kv,D), mask (.., n_q_padded, n_kv) f16 -> (B,n_q,H,Dv) f32.");
+    m.def("mul_mat", [](T a, T b) { return handle(ops::mul_mat(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"),
+          "b @ a.T over the last two axes, a broadcast over the leading ones -> f32.");
+    m.def("dup", [](T a) { return handle(ops::dup(ptr(a))); }, py::arg("a"), "A contiguous copy.");
+    m.def("cont", [](T a) { return handle(ops::cont(ptr(a))); }, py::arg("a"), "A contiguous copy of a view.");
+    m.def("cpy", [](T a, T b) { return handle(ops::cpy(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"),
+          "Writes a (converted to b's type) into b; returns a view of b.");
+    m.def("get_rows", [](T a, T idx) { return handle(ops::get_rows(ptr(a), ptr(idx))); }, py::arg("a"), py::arg("idx"),
+          "Rows of a picked by i32 idx, as f32.");
+    m.def("set_rows", [](T dst, T src, T idx) { return handle(ops::set_rows(ptr(dst), ptr(src), ptr(idx))); },
+          py::arg("dst"), py::arg("src"), py::arg("idx"), "Writes rows of src into rows idx of dst; returns a view of dst.");
+    m.def("im2col", [](T kernel, T data, int s0, int s1, int p0, int p1, int d0, int d1, bool is_2d, Type dst_type) {
+        return handle(ops::im2col(ptr(kernel), ptr(data), s0, s1, p0, p1, d0, d1, is_2d, dst_type));
+    }, py::arg("kernel"), py::arg("data"), py::arg("s0"), py::arg("s1"), py::arg("p0"), py::arg("p1"), py::arg("d0"),
+       py::arg("d1"), py::arg("is_2d"), py::arg("dst_type") = Type::F16, "ggml's im2col.");
+    m.def("conv_1d", [](T kernel, T data, int stride, int padding, int dilation) {
+        return handle(ops::conv_1d(ptr(kernel), ptr(data), stride, padding, dilation));
+    }, py::arg("kernel"), py::arg("data"), py::arg("stride") = 1, py::arg("padding") = 0, py::arg("dilation") = 1,
+       "kernel (OC,IC,K), data (N,IC,L) -> (N,OC,OL) f32, as im2col then mul_mat.");
+    m.def("concat", [](T a, T b, int axis) {
+        int n = std::max(a->n_dims, b->n_dims);
+        return handle(ops::concat(ptr(a), ptr(b), ggml_dim(axis, n, "ops.concat")));
+    }, py::arg("a"), py::arg("b"), py::arg("axis") = 0, "Concatenation along a numpy-order axis.");
+    m.def("repeat", [](T a, T b) { return handle(ops::repeat(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"),
+          "a tiled to b's shape.");
+    m.def("pad", [](T a, std::vector<int> pads) {
+        if (static_cast<int>(pads.size()) != a->n_dims) {
+            fail<InvalidArgumentError>("ops.pad", "give one padding per axis of ", a->describe(), ", got ", pads.size());
+        }
+        int p[kMaxDims] = {0, 0, 0, 0};
+        for (int j = 0; j < a->n_dims; ++j) p[a->n_dims - 1 - j] = pads[j];
+        return handle(ops::pad(ptr(a), p[0], p[1], p[2], p[3]));
+    }, py::arg("a"), py::arg("pads"), "Zeros appended at the end of each axis (numpy order).");
+    m.def("rope", [](T a, T pos, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale,
+                     float ext_factor, float attn_factor, float beta_fast, float beta_slow) {
+        return handle(ops::rope(ptr(a), ptr(pos), n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor,
+                                attn_factor, beta_fast, beta_slow));
+    }, py::arg("a"), py::arg("pos"), py::arg("n_dims"), py::arg("mode") = 0, py::arg("n_ctx_orig") = 0,
+       py::arg("freq_base") = 10000.0f, py::arg("freq_scale") = 1.0f, py::arg("ext_factor") = 0.0f,
+       py::arg("attn_factor") = 1.0f, py::arg("beta_fast") = 32.0f, py::arg("beta_slow") = 1.0f,
+       "Rotary embedding; a (B,T,H,D) with pos i32 (T,). mode 0 normal, 2 neox.");
+    m.def("reshape", &reshape_to, py::arg("a"), py::arg("shape"), "A view of contiguous a with a new numpy-order shape.");
+    m.def("view", &view_of, py::arg("a"), py::arg("shape"), py::arg("strides") = py::none(), py::arg("offset") = 0,
+          "A view of a's memory: numpy-order shape and byte strides, at a byte offset.");
+    m.def("permute", &permute_axes, py::arg("a"), py::arg("axes"), "A view with axes reordered like numpy.transpose(a, axes).");
+    m.def("transpose", [](T a) { return handle(ops::transpose(ptr(a))); }, py::arg("a"), "A view with the last two axes swapped.");
+
+    // The view ops as Tensor methods too, as API.md lists them.
+    py::object cls = py::type::of<Tensor>();
+    cls.attr("reshape") = py::cpp_function([](T a, py::args shape) {
+        return reshape_to(a, shape.size() == 1 && !PyLong_Check(shape[0].ptr()) ? py::object(shape[0]) : py::object(shape));
+    }, py::is_method(cls), py::name("reshape"), "a.reshape(*shape) or a.reshape(shape): see ops.reshape.");
+    cls.attr("view") = py::cpp_function(&view_of, py::is_method(cls), py::name("view"), py::arg("shape"),
+                                        py::arg("strides") = py::none(), py::arg("offset") = 0, "See ops.view.");
+    cls.attr("permute") = py::cpp_function([](T a, py::args axes) {
+        py::object list = axes.size() == 1 && !PyLong_Check(axes[0].ptr()) ? py::object(axes[0]) : py::object(axes);
+        return permute_axes(a, list.cast<std::vector<int>>());
+    }, py::is_method(cls), py::name("permute"), "a.permute(*axes) or a.permute(axes): like numpy.transpose.");
+    cls.attr("transpose") = py::cpp_function([](T a) { return handle(ops::transpose(ptr(a))); }, py::is_method(cls),
+                                             py::name("transpose"), "Swaps the last two axes (a view).");
+}
+
+}  // namespace mb::bindings

@@ -1,0 +1,147 @@
+#include "core/allocation.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/buffer.h"
+#include "core/buffer_type.h"
+#include "core/context.h"
+#include "core/errors.h"
+#include "core/graph.h"
+#include "core/tensor.h"
+
+namespace mb {
+
+namespace {
+
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+bool needs_memory(const Tensor& t) { return !t.is_view() && !t.buffer; }
+
+// First-fit-by-size (best fit) over free blocks of one growing arena.
+class Arena {
+public:
+    explicit Arena(size_t alignment) : alignment_(alignment) {}
+
+    size_t alloc(size_t size) {
+        size = align_up(std::max<size_t>(size, 1), alignment_);
+        auto best = free_.end();
+        for (auto it = free_.begin(); it != free_.end(); ++it) {
+            if (it->size >= size && (best == free_.end() || it->size < best->size)) best = it;
+        }
+        size_t offset;
+        if (best != free_.end()) {
+            offset = best->offset;
+            best->offset += size;
+            best->size -= size;
+            if (best->size == 0) free_.erase(best);
+        } else {
+            offset = top_;
+            top_ += size;
+            peak_ = std::max(peak_, top_);
+        }
+        return offset;
+    }
+
+    void release(size_t offset, size_t size) {
+        size = align_up(std::max<size_t>(size, 1), alignment_);
+        free_.push_back({offset, size});
+        std::sort(free_.begin(), free_.end(), [](const Block& a, const Block& b) { return a.offset < b.offset; });
+        std::vector<Block> merged;
+        for (const Block& b : free_) {
+            if (!merged.empty() && merged.back().offset + merged.back().size == b.offset) {
+                merged.back().size += b.size;
+            } else {
+                merged.push_back(b);
+            }
+        }
+        // A free block at the top gives its memory back to the arena.
+        if (!merged.empty() && merged.back().offset + merged.back().size == top_) {
+            top_ = merged.back().offset;
+            merged.pop_back();
+        }
+        free_ = std::move(merged);
+    }
+
+    size_t peak() const { return peak_; }
+
+private:
+    struct Block {
+        size_t offset, size;
+    };
+    size_t alignment_;
+    size_t top_ = 0;
+    size_t peak_ = 0;
+    std::vector<Block> free_;
+};
+
+}  // namespace
+
+std::shared_ptr<Buffer> alloc_ctx_tensors(Context& ctx, const std::shared_ptr<BufferType>& buft) {
+    std::vector<std::pair<Tensor*, size_t>> placed;
+    size_t total = 0;
+    for (const auto& t : ctx.tensors()) {
+        if (!needs_memory(*t)) continue;
+        placed.push_back({t.get(), total});
+        total += align_up(std::max<size_t>(buft->alloc_size(*t), 1), buft->alignment());
+    }
+    if (placed.empty()) return nullptr;
+    auto buffer = buft->alloc(total);
+    for (auto& [t, offset] : placed) {
+        t->buffer = buffer;
+        t->offset = offset;
+    }
+    return buffer;
+}
+
+size_t GraphAllocator::alloc_graph(Graph& graph) {
+    std::unordered_map<Tensor*, int> uses;
+    for (Tensor* node : graph.nodes()) {
+        if (op_is_view(node->op)) continue;  // a view reads nothing; its consumers read its root
+        for (Tensor* s : node->src) {
+            if (s) ++uses[&s->root()];
+        }
+    }
+    std::unordered_map<Tensor*, bool> keep;
+    for (Tensor* t : graph.leafs()) keep[t] = true;
+    for (Tensor* t : graph.outputs()) keep[&t->root()] = true;
+    for (Tensor* t : graph.all_tensors()) {
+        if (t->flags & (kTensorInput | kTensorOutput)) keep[&t->root()] = true;
+    }
+
+    Arena arena(buft_->alignment());
+    std::unordered_map<Tensor*, size_t> offsets;
+    size_t unshared = 0;
+    auto place = [&](Tensor* t) {
+        if (!needs_memory(*t) || offsets.count(t)) return;
+        size_t size = buft_->alloc_size(*t);
+        offsets[t] = arena.alloc(size);
+        unshared += align_up(std::max<size_t>(size, 1), buft_->alignment());
+    };
+    for (Tensor* leaf : graph.leafs()) place(leaf);
+    for (Tensor* node : graph.nodes()) {
+        if (node->is_view()) place(&node->root());
+        place(node);
+        if (op_is_view(node->op)) continue;
+        for (Tensor* s : node->src) {
+            if (!s) continue;
+            Tensor* r = &s->root();
+            auto u = uses.find(r);
+            if (u == uses.end() || --u->second > 0 || keep.count(r)) continue;
+            auto o = offsets.find(r);
+            if (o != offsets.end()) arena.release(o->second, buft_->alloc_size(*r));
+        }
+    }
+
+    peak_ = arena.peak();
+    unshared_ = unshared;
+    if (offsets.empty()) return 0;
+    if (!buffer_ || buffer_->is_freed() || buffer_->size() < peak_) buffer_ = buft_->alloc(peak_);
+    for (auto& [t, offset] : offsets) {
+        t->buffer = buffer_;
+        t->offset = offset;
+    }
+    return peak_;
+}
+
+}  // namespace mb

@@ -1,0 +1,427 @@
+#include "core/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/context.h"
+#include "core/errors.h"
+
+namespace mb::ops {
+
+namespace {
+
+std::string desc(const Tensor* t) { return t ? t->describe() : std::string("None"); }
+
+void require(bool ok, const char* who, const std::string& what) {
+    if (!ok) throw InvalidArgumentError(std::string("[ops.") + who + "] " + what);
+}
+
+void need(const Tensor* t, const char* who, const char* arg) {
+    require(t != nullptr, who, std::string(arg) + " is None");
+}
+
+void same_context(const char* who, std::initializer_list<const Tensor*> ts) {
+    const Context* ctx = nullptr;
+    for (const Tensor* t : ts) {
+        if (!t) continue;
+        if (!ctx) ctx = t->ctx;
+        require(t->ctx == ctx, who, "all tensors must belong to one Context (" + desc(t) + " does not)");
+    }
+}
+
+bool can_repeat(const Tensor* small, const Tensor* big) {
+    for (int i = 0; i < kMaxDims; ++i) {
+        if (small->ne[i] == 0) {
+            if (big->ne[i] != 0) return false;
+        } else if (big->ne[i] % small->ne[i] != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+Tensor* result(const char* who, Tensor* like, Type type, const int64_t ne[kMaxDims], int n_dims, Op op,
+               std::initializer_list<Tensor*> srcs) {
+    (void)who;
+    Tensor* t = like->ctx->new_tensor(type, ne, n_dims);
+    t->op = op;
+    int i = 0;
+    for (Tensor* s : srcs) t->src[i++] = s;
+    return t;
+}
+
+Tensor* like(Tensor* a, Op op, std::initializer_list<Tensor*> srcs) {
+    return result(op_name(op), a, a->type, a->ne, a->n_dims, op, srcs);
+}
+
+// A result that aliases `target`'s memory with its shape (CPY, SET_ROWS).
+Tensor* into(Tensor* target, Op op, Tensor* src0, Tensor* src1, Tensor* src2 = nullptr) {
+    Tensor* t = target->ctx->new_view(target, op, target->ne, target->nb, target->n_dims, 0);
+    t->src[0] = src0;
+    t->src[1] = src1;
+    t->src[2] = src2;
+    t->name.clear();
+    return t;
+}
+
+Tensor* binary(Op op, const char* who, Tensor* a, Tensor* b) {
+    need(a, who, "a");
+    need(b, who, "b");
+    same_context(who, {a, b});
+    require(can_repeat(b, a), who,
+            "cannot broadcast b " + desc(b) + " over a " + desc(a) + ": each dim of a must be a multiple of b's");
+    return like(a, op, {a, b});
+}
+
+}  // namespace
+
+Tensor* add(Tensor* a, Tensor* b) { return binary(Op::ADD, "add", a, b); }
+Tensor* sub(Tensor* a, Tensor* b) { return binary(Op::SUB, "sub", a, b); }
+Tensor* mul(Tensor* a, Tensor* b) { return binary(Op::MUL, "mul", a, b); }
+Tensor* div(Tensor* a, Tensor* b) { return binary(Op::DIV, "div", a, b); }
+
+Tensor* scale(Tensor* a, float s, float b) {
+    need(a, "scale", "a");
+    Tensor* t = like(a, Op::SCALE, {a});
+    t->set_param_f(0, s);
+    t->set_param_f(1, b);
+    return t;
+}
+
+Tensor* clamp(Tensor* a, float min, float max) {
+    need(a, "clamp", "a");
+    std::ostringstream os;
+    os << "min " << min << " is greater than max " << max;
+    require(!(min > max), "clamp", os.str());
+    Tensor* t = like(a, Op::CLAMP, {a});
+    t->set_param_f(0, min);
+    t->set_param_f(1, max);
+    return t;
+}
+
+Tensor* unary(Op op, Tensor* a) {
+    need(a, "unary", "a");
+    switch (op) {
+        case Op::SQR: case Op::SQRT: case Op::LOG: case Op::SIN: case Op::COS: case Op::GELU:
+        case Op::GELU_ERF: case Op::GELU_QUICK: case Op::SILU: case Op::RELU: case Op::TANH:
+        case Op::SIGMOID: case Op::NEG: case Op::ABS: case Op::EXP:
+            return like(a, op, {a});
+        default:
+            require(false, "unary", std::string(op_name(op)) + " is not a unary op");
+    }
+    return nullptr;
+}
+
+static Tensor* norm_like(Op op, const char* who, Tensor* a, float eps) {
+    need(a, who, "a");
+    require(eps >= 0.0f, who, "eps must be >= 0, got " + std::to_string(eps));
+    Tensor* t = like(a, op, {a});
+    t->set_param_f(0, eps);
+    return t;
+}
+
+Tensor* norm(Tensor* a, float eps) { return norm_like(Op::NORM, "norm", a, eps); }
+Tensor* rms_norm(Tensor* a, float eps) { return norm_like(Op::RMS_NORM, "rms_norm", a, eps); }
+
+Tensor* soft_max_ext(Tensor* a, Tensor* mask, float scale, float max_bias, Tensor* sinks) {
+    const char* who = "soft_max_ext";
+    need(a, who, "a");
+    same_context(who, {a, mask, sinks});
+    if (mask) {
+        require(mask->type == Type::F32 || mask->type == Type::F16, who, "mask must be f32 or f16, got " + desc(mask));
+        require(mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1] && mask->ne[2] > 0 && mask->ne[3] > 0 &&
+                    a->ne[2] % mask->ne[2] == 0 && a->ne[3] % mask->ne[3] == 0,
+                who, "mask " + desc(mask) + " does not fit a " + desc(a) +
+                         ": needs the same row length, at least as many rows, and dims 2,3 dividing a's");
+    }
+    if (sinks) {
+        require(sinks->type == Type::F32 && sinks->nelements() == a->ne[2], who,
+                "sinks must be f32 with one value per head (dim 2 of a), got " + desc(sinks) + " for a " + desc(a));
+    }
+    require(max_bias >= 0.0f, who, "max_bias must be >= 0");
+    Tensor* t = like(a, Op::SOFT_MAX, {a, mask, sinks});
+    t->set_param_f(0, scale);
+    t->set_param_f(1, max_bias);
+    return t;
+}
+
+static Tensor* row_reduce(Op op, const char* who, Tensor* a) {
+    need(a, who, "a");
+    int64_t ne[kMaxDims] = {1, a->ne[1], a->ne[2], a->ne[3]};
+    return result(who, a, a->type, ne, a->n_dims, op, {a});
+}
+
+Tensor* sum_rows(Tensor* a) { return row_reduce(Op::SUM_ROWS, "sum_rows", a); }
+Tensor* mean(Tensor* a) { return row_reduce(Op::MEAN, "mean", a); }
+
+Tensor* argmax(Tensor* a) {
+    need(a, "argmax", "a");
+    require(a->ne[2] == 1 && a->ne[3] == 1, "argmax", "a must be at most 2-D, got " + desc(a));
+    int64_t ne[kMaxDims] = {a->ne[1], 1, 1, 1};
+    return result("argmax", a, Type::I32, ne, 1, Op::ARGMAX, {a});
+}
+
+Tensor* flash_attn_ext(Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale, float max_bias, float softcap) {
+    const char* who = "flash_attn_ext";
+    need(q, who, "q");
+    need(k, who, "k");
+    need(v, who, "v");
+    same_context(who, {q, k, v, mask});
+    std::string shapes = "q " + desc(q) + ", k " + desc(k) + ", v " + desc(v) + ", mask " + desc(mask);
+    require(q->type == Type::F32, who, "q must be f32 (" + shapes + ")");
+    require(k->type == v->type, who, "k and v must have one type (" + shapes + ")");
+    require(q->ne[0] == k->ne[0], who, "q and k must have the same head size (" + shapes + ")");
+    require(k->ne[1] == v->ne[1], who, "k and v must have the same length (" + shapes + ")");
+    require(k->ne[2] == v->ne[2] && k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0, who,
+            "heads of q must be a multiple of the heads of k and v (" + shapes + ")");
+    require(k->ne[3] == v->ne[3] && k->ne[3] > 0 && q->ne[3] % k->ne[3] == 0, who, "batch mismatch (" + shapes + ")");
+    if (mask) {
+        require(mask->type == Type::F16 || mask->type == Type::F32, who, "mask must be f16 or f32 (" + shapes + ")");
+        require(mask->ne[0] == k->ne[1] && mask->ne[1] >= q->ne[1] && mask->ne[2] > 0 && mask->ne[3] > 0 &&
+                    q->ne[2] % mask->ne[2] == 0 && q->ne[3] % mask->ne[3] == 0,
+                who, "mask must be [n_kv, >= n_q, heads dividing, batch dividing] (" + shapes + ")");
+    }
+    require(softcap >= 0.0f && max_bias >= 0.0f, who, "softcap and max_bias must be >= 0");
+    int64_t ne[kMaxDims] = {v->ne[0], q->ne[2], q->ne[1], q->ne[3]};
+    Tensor* t = result(who, q, Type::F32, ne, 4, Op::FLASH_ATTN_EXT, {q, k, v, mask});
+    t->set_param_f(0, scale);
+    t->set_param_f(1, max_bias);
+    t->set_param_f(2, softcap);
+    return t;
+}
+
+Tensor* mul_mat(Tensor* a, Tensor* b) {
+    const char* who = "mul_mat";
+    need(a, who, "a");
+    need(b, who, "b");
+    same_context(who, {a, b});
+    require(a->ne[0] == b->ne[0], who,
+            "a " + desc(a) + " and b " + desc(b) + " must have the same inner (last) dimension");
+    require(a->ne[2] > 0 && a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0, who,
+            "cannot broadcast a " + desc(a) + " over b " + desc(b) + " on the batch dims");
+    int64_t ne[kMaxDims] = {a->ne[1], b->ne[1], b->ne[2], b->ne[3]};
+    int n_dims = std::max(b->n_dims, a->n_dims == 2 ? 1 : a->n_dims);
+    if (ne[1] != 1) n_dims = std::max(n_dims, 2);
+    return result(who, a, Type::F32, ne, n_dims, Op::MUL_MAT, {a, b});
+}
+
+Tensor* dup(Tensor* a) {
+    need(a, "dup", "a");
+    return like(a, Op::DUP, {a});
+}
+
+Tensor* cont(Tensor* a) {
+    need(a, "cont", "a");
+    return like(a, Op::CONT, {a});
+}
+
+Tensor* cpy(Tensor* a, Tensor* b) {
+    need(a, "cpy", "a");
+    need(b, "cpy", "b");
+    same_context("cpy", {a, b});
+    require(a->nelements() == b->nelements(), "cpy",
+            "a " + desc(a) + " and b " + desc(b) + " must have the same number of elements");
+    return into(b, Op::CPY, a, b);
+}
+
+Tensor* get_rows(Tensor* a, Tensor* idx) {
+    const char* who = "get_rows";
+    need(a, who, "a");
+    need(idx, who, "idx");
+    same_context(who, {a, idx});
+    require(idx->type == Type::I32, who, "idx must be i32, got " + desc(idx));
+    require(idx->ne[3] == 1 && a->ne[2] == idx->ne[1] && a->ne[3] == idx->ne[2], who,
+            "idx " + desc(idx) + " does not match the batch dims of a " + desc(a));
+    int64_t ne[kMaxDims] = {a->ne[0], idx->ne[0], idx->ne[1], idx->ne[2]};
+    int n_dims = std::max(2, idx->n_dims + 1);
+    return result(who, a, Type::F32, ne, n_dims, Op::GET_ROWS, {a, idx});
+}
+
+Tensor* set_rows(Tensor* dst, Tensor* src, Tensor* idx) {
+    const char* who = "set_rows";
+    need(dst, who, "dst");
+    need(src, who, "src");
+    need(idx, who, "idx");
+    same_context(who, {dst, src, idx});
+    require(src->type == Type::F32, who, "src must be f32, got " + desc(src));
+    require(idx->type == Type::I32, who, "idx must be i32, got " + desc(idx));
+    require(dst->ne[0] == src->ne[0] && dst->ne[2] == src->ne[2] && dst->ne[3] == src->ne[3] &&
+                idx->ne[0] == src->ne[1] && idx->ne[1] == src->ne[2] && idx->ne[2] == src->ne[3],
+            who, "shapes do not fit: dst " + desc(dst) + ", src " + desc(src) + ", idx " + desc(idx));
+    return into(dst, Op::SET_ROWS, src, idx, dst);
+}
+
+static int64_t conv_out(int64_t in, int64_t k, int s, int p, int d) {
+    return (in + 2 * p - static_cast<int64_t>(d) * (k - 1) - 1) / s + 1;
+}
+
+Tensor* im2col(Tensor* kernel, Tensor* data, int s0, int s1, int p0, int p1, int d0, int d1, bool is_2d,
+               Type dst_type) {
+    const char* who = "im2col";
+    need(kernel, who, "kernel");
+    need(data, who, "data");
+    same_context(who, {kernel, data});
+    require(dst_type == Type::F32 || dst_type == Type::F16, who, "dst type must be f32 or f16");
+    require(s0 > 0 && d0 > 0 && p0 >= 0 && (!is_2d || (s1 > 0 && d1 > 0 && p1 >= 0)), who,
+            "strides and dilations must be > 0 and paddings >= 0");
+    std::string shapes = "kernel " + desc(kernel) + ", data " + desc(data);
+    int64_t ne[kMaxDims];
+    if (is_2d) {
+        require(kernel->ne[2] == data->ne[2], who, "input channels differ (" + shapes + ")");
+        int64_t ow = conv_out(data->ne[0], kernel->ne[0], s0, p0, d0);
+        int64_t oh = conv_out(data->ne[1], kernel->ne[1], s1, p1, d1);
+        require(ow > 0 && oh > 0, who, "the kernel is larger than the padded input (" + shapes + ")");
+        int64_t v[kMaxDims] = {kernel->ne[0] * kernel->ne[1] * kernel->ne[2], ow, oh, data->ne[3]};
+        std::copy(v, v + kMaxDims, ne);
+    } else {
+        require(kernel->ne[1] == data->ne[1], who, "input channels differ (" + shapes + ")");
+        int64_t ol = conv_out(data->ne[0], kernel->ne[0], s0, p0, d0);
+        require(ol > 0, who, "the kernel is larger than the padded input (" + shapes + ")");
+        int64_t v[kMaxDims] = {kernel->ne[0] * kernel->ne[1], ol, data->ne[2], 1};
+        std::copy(v, v + kMaxDims, ne);
+    }
+    Tensor* t = result(who, data, dst_type, ne, is_2d ? 4 : 3, Op::IM2COL, {kernel, data});
+    int32_t params[7] = {s0, s1, p0, p1, d0, d1, is_2d ? 1 : 0};
+    std::copy(params, params + 7, t->op_params);
+    return t;
+}
+
+Tensor* conv_1d(Tensor* kernel, Tensor* data, int s0, int p0, int d0) {
+    need(kernel, "conv_1d", "kernel");
+    need(data, "conv_1d", "data");
+    Type col_type = kernel->type == Type::F16 ? Type::F16 : Type::F32;
+    Tensor* cols = im2col(kernel, data, s0, 0, p0, 0, d0, 0, false, col_type);  // [IC*K, OL, N]
+    const int64_t ick = cols->ne[0], ol = cols->ne[1], n = cols->ne[2], oc = kernel->ne[2];
+    int64_t ne_cols[kMaxDims] = {ick, ol * n, 1, 1};
+    int64_t ne_kern[kMaxDims] = {ick, oc, 1, 1};
+    require(kernel->is_contiguous(), "conv_1d", "kernel must be contiguous, got " + desc(kernel));
+    Tensor* prod = mul_mat(reshape(cols, ne_cols, 2), reshape(kernel, ne_kern, 2));  // [OL*N, OC]
+    int64_t ne3[kMaxDims] = {ol, n, oc, 1};
+    Tensor* out = reshape(prod, ne3, 3);  // [OL, N, OC]
+    if (n == 1) {
+        int64_t ne_out[kMaxDims] = {ol, oc, 1, 1};
+        return reshape(out, ne_out, 3);
+    }
+    return cont(permute(out, 0, 2, 1, 3));  // [OL, OC, N]
+}
+
+Tensor* concat(Tensor* a, Tensor* b, int dim) {
+    const char* who = "concat";
+    need(a, who, "a");
+    need(b, who, "b");
+    same_context(who, {a, b});
+    require(dim >= 0 && dim < kMaxDims, who, "dim must be in [0, 3] (ggml order), got " + std::to_string(dim));
+    require(a->type == b->type, who, "a " + desc(a) + " and b " + desc(b) + " must have one type");
+    int64_t ne[kMaxDims];
+    for (int i = 0; i < kMaxDims; ++i) {
+        require(i == dim || a->ne[i] == b->ne[i], who,
+                "a " + desc(a) + " and b " + desc(b) + " differ outside the concatenated dim");
+        ne[i] = i == dim ? a->ne[i] + b->ne[i] : a->ne[i];
+    }
+    int n_dims = std::max({a->n_dims, b->n_dims, dim + 1});
+    Tensor* t = result(who, a, a->type, ne, n_dims, Op::CONCAT, {a, b});
+    t->op_params[0] = dim;
+    return t;
+}
+
+Tensor* repeat(Tensor* a, Tensor* b) {
+    need(a, "repeat", "a");
+    need(b, "repeat", "b");
+    same_context("repeat", {a, b});
+    require(can_repeat(a, b), "repeat", "cannot tile a " + desc(a) + " to the shape of b " + desc(b));
+    return result("repeat", a, a->type, b->ne, std::max(a->n_dims, b->n_dims), Op::REPEAT, {a, b});
+}
+
+Tensor* pad(Tensor* a, int p0, int p1, int p2, int p3) {
+    need(a, "pad", "a");
+    int p[kMaxDims] = {p0, p1, p2, p3};
+    int64_t ne[kMaxDims];
+    int n_dims = a->n_dims;
+    for (int i = 0; i < kMaxDims; ++i) {
+        require(p[i] >= 0, "pad", "paddings must be >= 0");
+        ne[i] = a->ne[i] + p[i];
+        if (p[i] > 0) n_dims = std::max(n_dims, i + 1);
+    }
+    Tensor* t = result("pad", a, a->type, ne, n_dims, Op::PAD, {a});
+    std::copy(p, p + kMaxDims, t->op_params);
+    return t;
+}
+
+Tensor* rope(Tensor* a, Tensor* pos, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale,
+             float ext_factor, float attn_factor, float beta_fast, float beta_slow) {
+    const char* who = "rope";
+    need(a, who, "a");
+    need(pos, who, "pos");
+    same_context(who, {a, pos});
+    require(pos->type == Type::I32 && pos->ne[0] == a->ne[2] && pos->nelements() == pos->ne[0], who,
+            "pos must be i32 with one position per token (dim 2 of a " + desc(a) + "), got " + desc(pos));
+    require(n_dims > 0 && n_dims % 2 == 0 && n_dims <= a->ne[0], who,
+            "n_dims must be even and in [2, " + std::to_string(a->ne[0]) + "], got " + std::to_string(n_dims));
+    require(mode == 0 || mode == 2, who, "mode must be 0 (normal) or 2 (neox), got " + std::to_string(mode));
+    require(freq_base > 0.0f && freq_scale > 0.0f, who, "freq_base and freq_scale must be > 0");
+    Tensor* t = like(a, Op::ROPE, {a, pos});
+    t->op_params[0] = n_dims;
+    t->op_params[1] = mode;
+    t->op_params[2] = n_ctx_orig;
+    float f[6] = {freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow};
+    for (int i = 0; i < 6; ++i) t->set_param_f(3 + i, f[i]);
+    return t;
+}
+
+Tensor* reshape(Tensor* a, const int64_t ne[kMaxDims], int n_dims) {
+    need(a, "reshape", "a");
+    require(a->is_contiguous(), "reshape", "a " + desc(a) + " is not contiguous; use cont() first");
+    int64_t n = 1;
+    for (int i = 0; i < kMaxDims; ++i) n *= ne[i];
+    require(n == a->nelements(), "reshape", "cannot reshape a " + desc(a) + " of " + std::to_string(a->nelements()) +
+                                                " elements into " + std::to_string(n) + " elements");
+    size_t nb[kMaxDims];
+    contiguous_strides(a->type, ne, nb);
+    return a->ctx->new_view(a, Op::RESHAPE, ne, nb, n_dims, 0);
+}
+
+Tensor* view(Tensor* a, const int64_t ne[kMaxDims], const size_t nb[kMaxDims], int n_dims, size_t offset) {
+    need(a, "view", "a");
+    Tensor probe;
+    probe.type = a->type;
+    for (int i = 0; i < kMaxDims; ++i) {
+        probe.ne[i] = ne[i];
+        probe.nb[i] = nb[i];
+    }
+    const Tensor& root = a->root();
+    size_t start = a->view_offs + offset;
+    size_t span = probe.nbytes();
+    require(start <= root.nbytes() && span <= root.nbytes() - start, "view",
+            "view of " + std::to_string(span) + " bytes at offset " + std::to_string(offset) +
+                " reaches past the end of " + desc(a) + " (" + std::to_string(root.nbytes()) + " bytes in its memory)");
+    return a->ctx->new_view(a, Op::VIEW, ne, nb, n_dims, offset);
+}
+
+Tensor* permute(Tensor* a, int ax0, int ax1, int ax2, int ax3) {
+    need(a, "permute", "a");
+    int ax[kMaxDims] = {ax0, ax1, ax2, ax3};
+    bool seen[kMaxDims] = {};
+    for (int i = 0; i < kMaxDims; ++i) {
+        require(ax[i] >= 0 && ax[i] < kMaxDims && !seen[ax[i]], "permute", "axes must be a permutation of 0..3");
+        seen[ax[i]] = true;
+    }
+    int64_t ne[kMaxDims];
+    size_t nb[kMaxDims];
+    int n_dims = a->n_dims;
+    for (int i = 0; i < kMaxDims; ++i) {
+        ne[ax[i]] = a->ne[i];
+        nb[ax[i]] = a->nb[i];
+        if (ax[i] != i) n_dims = std::max(n_dims, std::max(ax[i], i) + 1);
+    }
+    return a->ctx->new_view(a, Op::PERMUTE, ne, nb, n_dims, 0);
+}
+
+Tensor* transpose(Tensor* a) {
+    need(a, "transpose", "a");
+    int64_t ne[kMaxDims] = {a->ne[1], a->ne[0], a->ne[2], a->ne[3]};
+    size_t nb[kMaxDims] = {a->nb[1], a->nb[0], a->nb[2], a->nb[3]};
+    return a->ctx->new_view(a, Op::TRANSPOSE, ne, nb, std::max(2, a->n_dims), 0);
+}
+
+}  // namespace mb::ops

@@ -1,0 +1,95 @@
+// Graph construction: each function validates its inputs, creates the result tensor in the inputs'
+// context and records op, sources and params. Nothing is computed here. Shape and type errors raise
+// InvalidArgumentError naming the op and the shapes involved (numpy order), at build time.
+//
+// Conventions (ggml's): ne[0] innermost. "rows" are ne[0]-long runs. Broadcasting of b over a is by
+// modulo: a.ne[i] % b.ne[i] == 0 on every dimension.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace mb::ops {
+
+// Element-wise a (op) b with b broadcast over a; result: a's shape and type.
+Tensor* add(Tensor* a, Tensor* b);
+Tensor* sub(Tensor* a, Tensor* b);
+Tensor* mul(Tensor* a, Tensor* b);
+Tensor* div(Tensor* a, Tensor* b);
+
+// x*s + b per element.
+Tensor* scale(Tensor* a, float s, float b = 0.0f);
+Tensor* clamp(Tensor* a, float min, float max);
+// SQR SQRT LOG SIN COS GELU GELU_ERF GELU_QUICK SILU RELU TANH SIGMOID NEG ABS EXP; result like a.
+Tensor* unary(Op op, Tensor* a);
+
+// Per row (ne[0]); result like a. eps in params f[0].
+Tensor* norm(Tensor* a, float eps);
+Tensor* rms_norm(Tensor* a, float eps);
+
+// softmax(a*scale + slope*mask) per row. mask: f32 or f16, mask.ne[0] == a.ne[0], mask.ne[1] >= a.ne[1],
+// broadcast over dims 2,3 by modulo. max_bias > 0 enables ALiBi slopes per head (dim 2). sinks: f32
+// [a.ne[2]] logits added to every row's denominator as exp(sink - max). Result like a (f32).
+Tensor* soft_max_ext(Tensor* a, Tensor* mask, float scale, float max_bias, Tensor* sinks = nullptr);
+
+// Row reductions: SUM_ROWS and MEAN give ne[0] = 1; ARGMAX gives i32 [a.ne[1]] (a 2-D at most).
+Tensor* sum_rows(Tensor* a);
+Tensor* mean(Tensor* a);
+Tensor* argmax(Tensor* a);
+
+// q: [D, n_q, H, B] f32; k: [D, n_kv, H_kv, B]; v: [Dv, n_kv, H_kv, B] (k, v f16/f32/quantized, same
+// type); H % H_kv == 0. mask: f16 [n_kv, n_q_padded >= n_q, 1 or H, 1 or B] or null, added to the
+// scores. Scores = q.k * scale (then softcap: softcap*tanh(s/softcap) when softcap > 0, then
+// + slope*mask). Result: f32 [Dv, H, n_q, B] (ggml's permuted layout), contiguous.
+Tensor* flash_attn_ext(Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale, float max_bias = 0.0f,
+                       float softcap = 0.0f);
+
+// out[i, j] = sum_k a[j, k] * b[i, k] per matrix, broadcast on dims 2,3 (b.ne[2] % a.ne[2] == 0,
+// b.ne[3] % a.ne[3] == 0). a.ne[0] == b.ne[0]. Result f32 [a.ne[1], b.ne[1], b.ne[2], b.ne[3]].
+Tensor* mul_mat(Tensor* a, Tensor* b);
+
+// DUP: contiguous copy, same type. CONT: contiguous copy of a view, same type (ne kept).
+// CPY: a's values converted into b's type and written into b (same element count); result views b.
+Tensor* dup(Tensor* a);
+Tensor* cont(Tensor* a);
+Tensor* cpy(Tensor* a, Tensor* b);
+
+// GET_ROWS: a [ne0, n_rows, ne2, ne3] (any type), idx i32 [n, ne2, ne3] -> f32 [ne0, n, ne2, ne3]:
+// out[:, i, j, k] = a[:, idx[i, j, k], j, k]. Out-of-range indices raise at compute time.
+Tensor* get_rows(Tensor* a, Tensor* idx);
+// SET_ROWS: rows of src (f32 [ne0, n, ne2, ne3]) written into dst rows idx[i, j, k] (i32), converted
+// to dst's type. Result views dst.
+Tensor* set_rows(Tensor* dst, Tensor* src, Tensor* idx);
+
+// 1-D (is_2d false): kernel [K, IC, OC] (only its shape is used), data [L, IC, N] ->
+// dst_type [IC*K, OL, N] with out[(n*OL + ol)*IC*K + ic*K + k] = data[n][ic][ol*s0 + k*d0 - p0] or 0.
+// 2-D: kernel [KW, KH, IC, OC], data [W, H, IC, N] -> [IC*KH*KW, OW, OH, N].
+// params: i[0..6] = s0, s1, p0, p1, d0, d1, is_2d.
+Tensor* im2col(Tensor* kernel, Tensor* data, int s0, int s1, int p0, int p1, int d0, int d1, bool is_2d,
+               Type dst_type);
+// conv_1d = im2col (in the kernel's type) then mul_mat; kernel [K, IC, OC], data [L, IC, N] -> f32 [OL, OC, N].
+Tensor* conv_1d(Tensor* kernel, Tensor* data, int s0, int p0, int d0);
+
+// CONCAT along dim (0..3): all other dims equal. REPEAT: a tiled to b's shape (b.ne[i] % a.ne[i] == 0).
+// PAD: zeros appended at the end of each dim.
+Tensor* concat(Tensor* a, Tensor* b, int dim);
+Tensor* repeat(Tensor* a, Tensor* b);
+Tensor* pad(Tensor* a, int p0, int p1, int p2, int p3);
+
+// ROPE: a [D, H, T, B] with pos i32 [T]: rotates the first n_dims values of each row. mode 0: adjacent
+// pairs (x_2i, x_2i+1); mode 2 (NEOX): pairs (x_i, x_{i + n_dims/2}). theta_i = pos * freq_scale *
+// freq_base^(-2i/n_dims); YaRN (ext_factor, attn_factor, beta_fast, beta_slow) as ggml.
+// params: i[0] = n_dims, i[1] = mode, i[2] = n_ctx_orig, f[3] = freq_base, f[4] = freq_scale,
+// f[5] = ext_factor, f[6] = attn_factor, f[7] = beta_fast, f[8] = beta_slow.
+Tensor* rope(Tensor* a, Tensor* pos, int n_dims, int mode, int n_ctx_orig = 0, float freq_base = 10000.0f,
+             float freq_scale = 1.0f, float ext_factor = 0.0f, float attn_factor = 1.0f, float beta_fast = 32.0f,
+             float beta_slow = 1.0f);
+
+// Views: no copy; the result aliases a's memory.
+Tensor* reshape(Tensor* a, const int64_t ne[kMaxDims], int n_dims);  // a contiguous, same element count
+Tensor* view(Tensor* a, const int64_t ne[kMaxDims], const size_t nb[kMaxDims], int n_dims, size_t offset);
+Tensor* permute(Tensor* a, int ax0, int ax1, int ax2, int ax3);  // ggml: source dim i goes to position ax_i
+Tensor* transpose(Tensor* a);                                     // swaps dims 0 and 1
+
+}  // namespace mb::ops

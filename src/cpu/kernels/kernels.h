@@ -1,0 +1,73 @@
+// The CPU kernels, one function per op family. Each is called on every thread of a run with its own
+// `ith` of `nth` and splits the work itself (usually by rows); it may use the node's scratch memory
+// and barrier() between phases. Kernels read sources and write dst through host pointers; dst has
+// been checked by the family's *_supported function before the graph runs. A kernel that throws must
+// do so before its first barrier() on every thread alike, or the other threads would wait forever.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace mb {
+
+class ThreadPool;
+
+struct ComputeParams {
+    int ith = 0;
+    int nth = 1;
+    uint8_t* wdata = nullptr;  // scratch of the size the family's work_size asked for, shared by all threads
+    size_t wsize = 0;
+    ThreadPool* pool = nullptr;
+    void barrier() const;
+};
+
+// Host address of element (i0, i1, i2, i3) of t, by its strides (block index for quantized types).
+inline uint8_t* at(const Tensor& t, int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int64_t i3 = 0);
+
+// Host data of a tensor during compute (Tensor::data, resolved by the backend before the node runs).
+inline uint8_t* host_data(const Tensor& t) { return static_cast<uint8_t*>(t.data); }
+
+// Whether the family can run this node, and the scratch bytes it needs with nth threads.
+bool binary_supported(const Tensor& dst);            // ADD SUB MUL DIV
+bool unary_supported(const Tensor& dst);             // SCALE CLAMP SQR SQRT LOG SIN COS GELU* SILU RELU TANH SIGMOID NEG ABS EXP
+bool norm_supported(const Tensor& dst);              // NORM RMS_NORM
+bool soft_max_supported(const Tensor& dst);          // SOFT_MAX
+bool reduce_supported(const Tensor& dst);            // SUM_ROWS MEAN ARGMAX
+bool flash_attn_ext_supported(const Tensor& dst);    // FLASH_ATTN_EXT
+bool mul_mat_supported(const Tensor& dst);           // MUL_MAT
+bool copy_supported(const Tensor& dst);              // DUP CPY CONT
+bool rows_supported(const Tensor& dst);              // GET_ROWS SET_ROWS
+bool im2col_supported(const Tensor& dst);            // IM2COL
+bool layout_supported(const Tensor& dst);            // CONCAT REPEAT PAD
+bool rope_supported(const Tensor& dst);              // ROPE
+
+size_t mul_mat_work_size(const Tensor& dst, int nth);
+size_t flash_attn_ext_work_size(const Tensor& dst, int nth);
+
+void compute_binary(const ComputeParams& p, Tensor& dst);
+void compute_unary(const ComputeParams& p, Tensor& dst);
+void compute_norm(const ComputeParams& p, Tensor& dst);
+void compute_soft_max(const ComputeParams& p, Tensor& dst);
+void compute_reduce(const ComputeParams& p, Tensor& dst);
+void compute_flash_attn_ext(const ComputeParams& p, Tensor& dst);
+void compute_mul_mat(const ComputeParams& p, Tensor& dst);
+void compute_copy(const ComputeParams& p, Tensor& dst);
+void compute_rows(const ComputeParams& p, Tensor& dst);
+void compute_im2col(const ComputeParams& p, Tensor& dst);
+void compute_layout(const ComputeParams& p, Tensor& dst);
+void compute_rope(const ComputeParams& p, Tensor& dst);
+
+// Splits [0, n) into nth nearly equal parts; part ith is [*begin, *end).
+inline void split_range(int64_t n, int ith, int nth, int64_t* begin, int64_t* end) {
+    int64_t per = (n + nth - 1) / nth;
+    *begin = per * ith < n ? per * ith : n;
+    *end = *begin + per < n ? *begin + per : n;
+}
+
+inline uint8_t* at(const Tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    return host_data(t) + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3];
+}
+
+}  // namespace mb
