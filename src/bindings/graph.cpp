@@ -10,6 +10,7 @@
 #include "core/device.h"
 #include "core/errors.h"
 #include "core/graph.h"
+#include "core/scheduler.h"
 
 namespace mb::bindings {
 
@@ -33,6 +34,12 @@ std::vector<TensorHandle> handles(const std::vector<Tensor*>& ts) {
     for (Tensor* t : ts) out.push_back(handle(t));
     return out;
 }
+
+struct PlanEntry {
+    TensorHandle node;
+    std::shared_ptr<Backend> backend;
+    std::string reason;
+};
 
 // Runs compute without the GIL; a Python abort callback takes the GIL when asked.
 Status compute(Backend& b, Graph& g, bool wait) {
@@ -77,6 +84,34 @@ void init_graph(py::module_& m) {
                                "Bytes the placed tensors would take without reuse.")
         .def_property_readonly("buffer", &GraphAllocator::buffer)
         .def_property_readonly("buffer_type", &GraphAllocator::buffer_type);
+
+    py::class_<PlanEntry>(m, "PlanEntry", "Where the scheduler runs one node, and why.")
+        .def_readonly("node", &PlanEntry::node)
+        .def_readonly("backend", &PlanEntry::backend)
+        .def_readonly("reason", &PlanEntry::reason)
+        .def("__repr__", [](const PlanEntry& e) {
+            return "<PlanEntry " + std::string(op_name(e.node->op)) + " " + e.node->describe() + " -> " +
+                   e.backend->name() + ": " + e.reason + ">";
+        });
+
+    py::class_<Scheduler>(m, "Scheduler",
+                          "Runs graphs over several backends: each node on the first backend that supports it\n"
+                          "(or where its weights live), falling back to later ones; put the CPU last.")
+        .def(py::init([](std::vector<std::shared_ptr<Backend>> backends) {
+            return std::make_unique<Scheduler>(std::move(backends));
+        }), py::arg("backends"))
+        .def_property_readonly("backends", &Scheduler::backends)
+        .def("plan", [](const Scheduler& s, const Graph& g) {
+            std::vector<PlanEntry> out;
+            for (const auto& p : s.plan(g)) out.push_back({handle(p.node), s.backends()[p.backend], p.reason});
+            return out;
+        }, py::arg("graph"), "Per node: the backend chosen and why (raises UnsupportedOpError if none can run it).")
+        .def("graph_compute", [](Scheduler& s, Graph& g) {
+            py::gil_scoped_release nogil;
+            return s.graph_compute(g);
+        }, py::arg("graph"), "Allocates intermediates, copies across backends, computes split by split, waits.")
+        .def_property_readonly("n_splits", &Scheduler::n_splits, "Splits of the last compute.")
+        .def_property_readonly("n_copies", &Scheduler::n_copies, "Tensors copied across backends in the last compute.");
 
     auto backend = py::reinterpret_borrow<py::class_<Backend, std::shared_ptr<Backend>>>(py::type::of<Backend>());
     backend

@@ -39,6 +39,15 @@ Graph::Graph(std::vector<Tensor*> outputs) : outputs_(std::move(outputs)) {
     }
 }
 
+Graph::Graph(std::vector<Tensor*> nodes, std::vector<Tensor*> leafs, std::vector<Tensor*> outputs)
+    : nodes_(std::move(nodes)), leafs_(std::move(leafs)), outputs_(std::move(outputs)) {
+    Tensor* any = !nodes_.empty() ? nodes_[0] : !leafs_.empty() ? leafs_[0] : nullptr;
+    if (any) {
+        ctx_ = any->ctx;
+        owner_ = ctx_->shared_from_this();
+    }
+}
+
 void Graph::reorder(std::vector<Tensor*> order) {
     if (order.size() != nodes_.size()) fail<InvalidArgumentError>("Graph::reorder", "order has ", order.size(), " nodes, graph has ", nodes_.size());
     std::unordered_set<const Tensor*> done(leafs_.begin(), leafs_.end());

@@ -15,6 +15,8 @@ class Graph {
 public:
     // Throws InvalidArgumentError when outputs is empty or spans several contexts.
     explicit Graph(std::vector<Tensor*> outputs);
+    // A graph over an explicit, already ordered node list (a scheduler's per-backend part).
+    Graph(std::vector<Tensor*> nodes, std::vector<Tensor*> leafs, std::vector<Tensor*> outputs);
 
     const std::vector<Tensor*>& nodes() const { return nodes_; }
     const std::vector<Tensor*>& leafs() const { return leafs_; }

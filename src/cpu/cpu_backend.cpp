@@ -19,7 +19,14 @@ namespace {
 class HostBinding {
 public:
     HostBinding(const Graph& graph, const Device& device, const char* who) {
-        for (Tensor* t : graph.all_tensors()) bind(*t, device, who);
+        for (Tensor* t : graph.leafs()) bind(*t, device, who);
+        for (Tensor* node : graph.nodes()) {
+            if (op_is_view(node->op)) continue;  // computes nothing; its consumers bind it as a source
+            bind(*node, device, who);
+            for (Tensor* s : node->src) {
+                if (s) bind(*s, device, who);
+            }
+        }
     }
     ~HostBinding() {
         for (Tensor* t : bound_) t->data = nullptr;
@@ -29,6 +36,7 @@ public:
 
 private:
     void bind(Tensor& t, const Device& device, const char* who) {
+        if (!bound_set_.insert(&t).second) return;
         const auto& buf = t.data_buffer();
         if (!buf) {
             fail<InvalidArgumentError>(who, "tensor ", t.describe(), " (op ", op_name(t.op),
@@ -50,6 +58,7 @@ private:
     }
 
     std::vector<Tensor*> bound_;
+    std::unordered_set<const Tensor*> bound_set_;
     std::unordered_set<const Storage*> seen_;
     std::vector<std::shared_ptr<Storage>> storages_;
 };

@@ -1,0 +1,235 @@
+#include "core/scheduler.h"
+
+#include <cstring>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/allocation.h"
+#include "core/buffer.h"
+#include "core/buffer_type.h"
+#include "core/context.h"
+#include "core/device.h"
+#include "core/errors.h"
+#include "core/graph.h"
+#include "core/tensor.h"
+
+namespace mb {
+
+namespace {
+
+bool memory_usable(const Backend& b, const Tensor& t) {
+    const auto& buf = t.data_buffer();
+    return buf && b.device()->supports_buft(*buf->buffer_type());
+}
+
+std::string list_srcs(const Tensor& node) {
+    std::string out;
+    for (const Tensor* s : node.src) {
+        if (s) out += (out.empty() ? "" : ", ") + s->describe();
+    }
+    return out;
+}
+
+// Restores the sources a split redirected to copies, whatever happens during its compute.
+class SourceSwap {
+public:
+    void redirect(Tensor* node, int i, Tensor* to) {
+        saved_.push_back({node, i, node->src[i]});
+        node->src[i] = to;
+    }
+    ~SourceSwap() {
+        for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) it->node->src[it->i] = it->original;
+    }
+
+private:
+    struct Saved {
+        Tensor* node;
+        int i;
+        Tensor* original;
+    };
+    std::vector<Saved> saved_;
+};
+
+}  // namespace
+
+void read_packed(const Tensor& t, void* dst) {
+    const auto& buf = t.data_buffer();
+    if (!buf) fail<InvalidArgumentError>("read_packed", "tensor ", t.describe(), " is not allocated");
+    const size_t row = row_size(t.type, t.ne[0]);
+    if (t.is_contiguous()) {
+        buf->get(dst, t.data_offset(), t.nbytes());
+        return;
+    }
+    if (!t.rows_contiguous()) {
+        // Element by element: rare (transposed views); still correct for every plain type.
+        const size_t es = type_traits(t.type).type_size;
+        auto* out = static_cast<uint8_t*>(dst);
+        for (int64_t i3 = 0; i3 < t.ne[3]; ++i3)
+            for (int64_t i2 = 0; i2 < t.ne[2]; ++i2)
+                for (int64_t i1 = 0; i1 < t.ne[1]; ++i1)
+                    for (int64_t i0 = 0; i0 < t.ne[0]; ++i0, out += es)
+                        buf->get(out, t.data_offset() + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3], es);
+        return;
+    }
+    auto* out = static_cast<uint8_t*>(dst);
+    for (int64_t i3 = 0; i3 < t.ne[3]; ++i3)
+        for (int64_t i2 = 0; i2 < t.ne[2]; ++i2)
+            for (int64_t i1 = 0; i1 < t.ne[1]; ++i1, out += row)
+                buf->get(out, t.data_offset() + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3], row);
+}
+
+void write_packed(Tensor& t, const void* src) {
+    const auto& buf = t.data_buffer();
+    if (!buf) fail<InvalidArgumentError>("write_packed", "tensor ", t.describe(), " is not allocated");
+    if (!t.is_contiguous()) fail<InvalidArgumentError>("write_packed", "tensor ", t.describe(), " is not contiguous");
+    buf->set(src, t.data_offset(), t.nbytes());
+}
+
+Scheduler::Scheduler(std::vector<std::shared_ptr<Backend>> backends) : backends_(std::move(backends)) {
+    if (backends_.empty()) fail<InvalidArgumentError>("Scheduler", "needs at least one backend");
+    std::unordered_set<const Backend*> seen;
+    for (const auto& b : backends_) {
+        if (!b) fail<InvalidArgumentError>("Scheduler", "backend is None");
+        if (!seen.insert(b.get()).second) fail<InvalidArgumentError>("Scheduler", "backend '", b->name(), "' is listed twice");
+        allocators_.push_back(std::make_unique<GraphAllocator>(b->device()->default_buffer_type()));
+    }
+}
+
+Scheduler::~Scheduler() = default;
+
+int Scheduler::backend_of_buffer(const Tensor& t) const {
+    for (size_t i = 0; i < backends_.size(); ++i) {
+        if (memory_usable(*backends_[i], t)) return static_cast<int>(i);
+    }
+    return -1;
+}
+
+std::vector<Placement> Scheduler::plan(const Graph& graph) const {
+    std::vector<Placement> out;
+    std::unordered_map<const Tensor*, int> where;
+    for (Tensor* node : graph.nodes()) {
+        Placement p{node, -1, ""};
+        if (op_is_view(node->op)) {
+            const Tensor& root = node->root();
+            auto it = where.find(&root);
+            p.backend = it != where.end() ? it->second : std::max(0, backend_of_buffer(root));
+            p.reason = "view: computes nothing";
+        } else if (node->is_allocated()) {
+            // Its result must land in memory that is already placed: only backends that can use it.
+            for (size_t i = 0; i < backends_.size() && p.backend < 0; ++i) {
+                if (memory_usable(*backends_[i], *node) && backends_[i]->device()->supports_op(*node)) {
+                    p.backend = static_cast<int>(i);
+                    p.reason = "writes into its '" + node->data_buffer()->buffer_type()->name() + "' memory";
+                }
+            }
+            if (p.backend < 0) {
+                fail<UnsupportedOpError>("Scheduler::plan", "no backend that can use the '",
+                                         node->data_buffer()->buffer_type()->name(), "' memory of ", node->describe(),
+                                         " can run ", op_name(node->op), " from (", list_srcs(*node), ")");
+            }
+        } else {
+            // Prefer the backend whose memory holds the weights (src0), unless an earlier backend
+            // asks to take the op over (offload_op), then the first backend that supports it.
+            const Tensor* w = node->src[0];
+            int weights = w && w->op == Op::NONE && w->is_allocated() ? backend_of_buffer(*w) : -1;
+            if (weights >= 0 && backends_[weights]->device()->supports_op(*node)) {
+                p.backend = weights;
+                p.reason = "its weights live in '" + w->data_buffer()->buffer_type()->name() + "' memory";
+                for (int i = 0; i < weights; ++i) {
+                    auto dev = backends_[i]->device();
+                    if (dev->offload_op(*node) && dev->supports_op(*node)) {
+                        p.backend = i;
+                        p.reason = "offload_op: large enough to run on " + dev->name();
+                        break;
+                    }
+                }
+            } else {
+                for (size_t i = 0; i < backends_.size() && p.backend < 0; ++i) {
+                    if (backends_[i]->device()->supports_op(*node)) {
+                        p.backend = static_cast<int>(i);
+                        p.reason = i == 0 ? "first backend, supports it"
+                                          : "fallback: earlier backends do not support it";
+                    }
+                }
+            }
+            if (p.backend < 0) {
+                fail<UnsupportedOpError>("Scheduler::plan", "no backend can run ", op_name(node->op), " -> ",
+                                         node->describe(), " from (", list_srcs(*node), ")");
+            }
+        }
+        where[node] = p.backend;
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+Status Scheduler::graph_compute(Graph& graph) {
+    std::vector<Placement> placements = plan(graph);
+    for (Tensor* leaf : graph.leafs()) {
+        if (!leaf->is_allocated()) {
+            fail<InvalidArgumentError>("Scheduler::graph_compute", "input ", leaf->describe(),
+                                       " is not allocated: place it with mb.alloc_ctx_tensors first");
+        }
+    }
+
+    // Which nodes are read by a node on another backend (or by the user): they must outlive their part.
+    std::unordered_map<const Tensor*, int> where;
+    for (const auto& p : placements) where[p.node] = p.backend;
+    std::unordered_set<const Tensor*> outputs(graph.outputs().begin(), graph.outputs().end());
+    std::vector<std::vector<Tensor*>> part_nodes(backends_.size()), part_outputs(backends_.size());
+    for (const auto& p : placements) {
+        part_nodes[p.backend].push_back(p.node);
+        for (Tensor* s : p.node->src) {
+            if (!s) continue;
+            auto it = where.find(&s->root());
+            if (it != where.end() && it->second != p.backend) part_outputs[it->second].push_back(&s->root());
+        }
+        if (outputs.count(p.node)) part_outputs[p.backend].push_back(p.node);
+    }
+    for (size_t b = 0; b < backends_.size(); ++b) {
+        if (part_nodes[b].empty()) continue;
+        Graph part(part_nodes[b], {}, part_outputs[b]);
+        allocators_[b]->alloc_graph(part);
+    }
+
+    // Run split by split; sources in memory the split's backend cannot use are copied in first.
+    copies_ctx_ = std::make_shared<Context>();
+    n_splits_ = 0;
+    n_copies_ = 0;
+    size_t i = 0;
+    while (i < placements.size()) {
+        const int b = placements[i].backend;
+        Backend& backend = *backends_[b];
+        std::vector<Tensor*> nodes;
+        SourceSwap swap;
+        std::unordered_map<const Tensor*, Tensor*> copies;
+        for (; i < placements.size() && placements[i].backend == b; ++i) {
+            Tensor* node = placements[i].node;
+            if (op_is_view(node->op)) continue;
+            for (int s = 0; s < kMaxSrc; ++s) {
+                Tensor* src = node->src[s];
+                if (!src || memory_usable(backend, *src)) continue;
+                Tensor*& copy = copies[src];
+                if (!copy) {
+                    copy = copies_ctx_->new_tensor(src->type, src->ne, src->n_dims, src->name + " (copy)");
+                    alloc_ctx_tensors(*copies_ctx_, backend.device()->default_buffer_type());
+                    std::vector<uint8_t> bytes(copy->nbytes());
+                    read_packed(*src, bytes.data());
+                    write_packed(*copy, bytes.data());
+                    ++n_copies_;
+                }
+                swap.redirect(node, s, copy);
+            }
+            nodes.push_back(node);
+        }
+        if (nodes.empty()) continue;
+        ++n_splits_;
+        Graph split(nodes, {}, nodes);
+        Status st = backend.graph_compute(split);
+        if (st != Status::SUCCESS) return st;
+    }
+    return Status::SUCCESS;
+}
+
+}  // namespace mb

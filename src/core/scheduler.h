@@ -1,0 +1,58 @@
+// The scheduler (ggml_backend_sched): runs one graph over several backends. Each node goes to a
+// backend that can run it, preferring the one whose memory already holds its weights and, among the
+// rest, the earlier backends in the list; what no earlier backend supports falls back to later ones
+// (put the CPU last). Tensors crossing from one backend's memory to another's are copied.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+
+namespace mb {
+
+class Context;
+class Graph;
+class GraphAllocator;
+struct Tensor;
+
+struct Placement {
+    Tensor* node;
+    int backend;         // index into the scheduler's backends
+    std::string reason;  // why this backend
+};
+
+class Scheduler {
+public:
+    // Throws InvalidArgumentError for an empty list or repeated backends.
+    explicit Scheduler(std::vector<std::shared_ptr<Backend>> backends);
+    ~Scheduler();
+
+    const std::vector<std::shared_ptr<Backend>>& backends() const { return backends_; }
+
+    // Where each node of the graph runs and why. Throws UnsupportedOpError for a node no backend can run.
+    std::vector<Placement> plan(const Graph& graph) const;
+    // Places unallocated intermediates in per-backend buffers, copies inputs across backends, and
+    // computes split by split. Returns ABORTED if a backend's abort callback stopped it.
+    Status graph_compute(Graph& graph);
+
+    // Number of splits (runs of consecutive nodes on one backend) and input copies of the last compute.
+    int n_splits() const { return n_splits_; }
+    int n_copies() const { return n_copies_; }
+
+private:
+    int backend_of_buffer(const Tensor& t) const;
+
+    std::vector<std::shared_ptr<Backend>> backends_;
+    std::vector<std::unique_ptr<GraphAllocator>> allocators_;
+    std::shared_ptr<Context> copies_ctx_;
+    int n_splits_ = 0;
+    int n_copies_ = 0;
+};
+
+// Reads a tensor's elements into `dst` as a contiguous block (rows gathered by strides), and the reverse.
+void read_packed(const Tensor& t, void* dst);
+void write_packed(Tensor& t, const void* src);
+
+}  // namespace mb
