@@ -1,0 +1,95 @@
+// Element types of tensors, with ggml's ids, names and byte layouts. Quantized types store blocks of
+// 32 values; the block structs below are laid out byte for byte as ggml lays them out, so tensors
+// read from ggml model files and tensors handed to the Metal kernels need no repacking.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace mb {
+
+// The values are ggml's type ids (they appear in model files).
+enum class Type : int32_t {
+    F32 = 0,
+    F16 = 1,
+    Q4_0 = 2,
+    Q4_1 = 3,
+    Q5_0 = 6,
+    Q5_1 = 7,
+    Q8_0 = 8,
+    I32 = 26,
+    BF16 = 30,
+};
+
+struct TypeTraits {
+    const char* name;     // ggml's name: "f32", "q4_0", ...
+    int64_t block_size;   // elements per block (1 for plain types)
+    size_t type_size;     // bytes per block
+    bool is_quantized;
+};
+
+constexpr int64_t kQK4_0 = 32;
+constexpr int64_t kQK4_1 = 32;
+constexpr int64_t kQK5_0 = 32;
+constexpr int64_t kQK5_1 = 32;
+constexpr int64_t kQK8_0 = 32;
+
+// d and m are IEEE half bit patterns (see fp16.h). Element j < 16 of a block is the low nibble of
+// qs[j], element j + 16 the high nibble; for the 5-bit types bit j of qh (read as a little-endian
+// u32) is the fifth bit of element j.
+struct BlockQ4_0 {
+    uint16_t d;
+    uint8_t qs[kQK4_0 / 2];
+};
+
+struct BlockQ4_1 {
+    uint16_t d;
+    uint16_t m;
+    uint8_t qs[kQK4_1 / 2];
+};
+
+struct BlockQ5_0 {
+    uint16_t d;
+    uint8_t qh[4];
+    uint8_t qs[kQK5_0 / 2];
+};
+
+struct BlockQ5_1 {
+    uint16_t d;
+    uint16_t m;
+    uint8_t qh[4];
+    uint8_t qs[kQK5_1 / 2];
+};
+
+struct BlockQ8_0 {
+    uint16_t d;
+    int8_t qs[kQK8_0];
+};
+
+static_assert(sizeof(BlockQ4_0) == 18, "q4_0 block must match ggml");
+static_assert(sizeof(BlockQ4_1) == 20, "q4_1 block must match ggml");
+static_assert(sizeof(BlockQ5_0) == 22, "q5_0 block must match ggml");
+static_assert(sizeof(BlockQ5_1) == 24, "q5_1 block must match ggml");
+static_assert(sizeof(BlockQ8_0) == 34, "q8_0 block must match ggml");
+
+// Throws InvalidArgumentError for an id that is not one of the types above.
+const TypeTraits& type_traits(Type t);
+Type type_from_id(int32_t id);
+
+// f32 f16 bf16 i32 q4_0 q4_1 q5_0 q5_1 q8_0
+const std::vector<Type>& all_types();
+
+// Bytes taken by ne0 consecutive elements; throws InvalidArgumentError unless ne0 is a
+// non-negative multiple of the block size.
+size_t row_size(Type t, int64_t ne0);
+
+// Converts n floats to type t (n a multiple of its block size). Quantized types use ggml's reference
+// quantizers bit for bit; f16 and bf16 round to nearest even; i32 truncates toward zero, saturating,
+// with NaN giving 0.
+void quantize_row(Type t, const float* src, void* dst, int64_t n);
+
+// Converts n elements of type t to floats (n a multiple of its block size), as ggml does.
+void dequantize_row(Type t, const void* src, float* dst, int64_t n);
+
+}  // namespace mb
