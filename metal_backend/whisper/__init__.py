@@ -1,0 +1,44 @@
+"""Whisper speech recognition, the reference application of metal_backend.
+
+The modules here are pure Python and numpy: WAV input, the log-mel
+spectrogram, model files (whisper.cpp ggml and CTranslate2), the tokenizer
+and greedy decoding. The network itself runs behind the small WhisperCompute
+interface (compute.py), so the decoding logic is shared by every implementation.
+"""
+
+from .audio import SAMPLE_RATE, load_audio, read_wav, resample
+from .compute import WhisperCompute
+from .decoding import DecodingOptions, GreedyDecoder, Segment, Transcript, initial_tokens, transcribe
+from .errors import WhisperError
+from .ggml_types import GgmlType, QuantizedTensor
+from .loader import load_model_data
+from .mel import N_FRAMES, N_SAMPLES, log_mel_spectrogram, mel_filters, mel_windows
+from .model_data import SpecialTokens, WhisperHParams, WhisperModelData
+from .tokenizer import Tokenizer
+
+__all__ = [
+    "DecodingOptions",
+    "GgmlType",
+    "GreedyDecoder",
+    "N_FRAMES",
+    "N_SAMPLES",
+    "QuantizedTensor",
+    "SAMPLE_RATE",
+    "Segment",
+    "SpecialTokens",
+    "Tokenizer",
+    "Transcript",
+    "WhisperCompute",
+    "WhisperError",
+    "WhisperHParams",
+    "WhisperModelData",
+    "initial_tokens",
+    "load_audio",
+    "load_model_data",
+    "log_mel_spectrogram",
+    "mel_filters",
+    "mel_windows",
+    "read_wav",
+    "resample",
+    "transcribe",
+]
