@@ -1,0 +1,314 @@
+// FLASH_ATTN_EXT: softmax(q.k^T * scale [softcapped] + slope*mask) . v without materialising the
+// score matrix. Each work item is a block of up to kQB query rows of one head; it walks the keys in
+// tiles of kKB, converting the K tile (any type, to f32, transposed) and the V tile to f32 scratch,
+// then runs two small register-blocked products (scores = Q.Kt, O += P.V) around an online softmax
+// (running max and denominator per row, O rescaled when the max grows).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/errors.h"
+#include "core/fp16.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/vec.h"
+
+namespace mb {
+
+namespace {
+
+constexpr int64_t kQB = 32;    // query rows per work item (a multiple of 16, for the scratch layout)
+constexpr int64_t kKB = 64;    // keys per tile
+constexpr int64_t kCols = 16;  // column width of the product kernels (two AVX2 registers)
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+struct Dims {
+    int64_t d, dv, nq, h, b, nkv, hkv, bkv;
+    int64_t dvp;  // dv padded to kCols
+};
+
+Dims dims_of(const Tensor& dst) {
+    const Tensor& q = *dst.src[0];
+    const Tensor& k = *dst.src[1];
+    const Tensor& v = *dst.src[2];
+    return {q.ne[0], v.ne[0], q.ne[1], q.ne[2], q.ne[3], k.ne[1], k.ne[2], k.ne[3], round_up(v.ne[0], kCols)};
+}
+
+// Per-thread scratch, in floats, laid out as below (each part a multiple of 16 floats = 64 bytes).
+struct Scratch {
+    float *q, *kt, *v, *s, *o, *m, *l, *row;
+};
+
+size_t scratch_floats(const Dims& g) {
+    const int64_t rowlen = std::max({g.d, g.dv, kKB});
+    return size_t(round_up(kQB * g.d, 16) + round_up(g.d * kKB, 16) + kKB * g.dvp + kQB * kKB + kQB * g.dvp + 2 * kQB +
+                  round_up(rowlen, 16));
+}
+
+Scratch carve(float* base, const Dims& g) {
+    Scratch s;
+    s.q = base;
+    s.kt = s.q + round_up(kQB * g.d, 16);
+    s.v = s.kt + round_up(g.d * kKB, 16);
+    s.s = s.v + kKB * g.dvp;
+    s.o = s.s + kQB * kKB;
+    s.m = s.o + kQB * g.dvp;
+    s.l = s.m + kQB;
+    s.row = s.l + kQB;
+    return s;
+}
+
+// C[rows x cols] += A[rows x kdim] . B[kdim x cols], all row-major; cols a multiple of kCols.
+void gemm_portable(int64_t rows, int64_t cols, int64_t kdim, const float* a, int64_t lda, const float* b,
+                   int64_t ldb, float* c, int64_t ldc) {
+    for (int64_t i = 0; i < rows; ++i) {
+        float* ci = c + i * ldc;
+        for (int64_t k = 0; k < kdim; ++k) {
+            const float av = a[i * lda + k];
+            const float* bk = b + k * ldb;
+            for (int64_t j = 0; j < cols; ++j) ci[j] += av * bk[j];
+        }
+    }
+}
+
+#if defined(MB_VEC_AVX2)
+template <int R>
+MB_AVX2 inline void tile_avx2(int64_t kdim, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                              int64_t ldc) {
+    __m256 acc[R][2];
+    for (int r = 0; r < R; ++r) {
+        acc[r][0] = _mm256_loadu_ps(c + r * ldc);
+        acc[r][1] = _mm256_loadu_ps(c + r * ldc + 8);
+    }
+    for (int64_t k = 0; k < kdim; ++k) {
+        const __m256 b0 = _mm256_loadu_ps(b + k * ldb);
+        const __m256 b1 = _mm256_loadu_ps(b + k * ldb + 8);
+        for (int r = 0; r < R; ++r) {
+            const __m256 av = _mm256_broadcast_ss(a + r * lda + k);
+            acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        _mm256_storeu_ps(c + r * ldc, acc[r][0]);
+        _mm256_storeu_ps(c + r * ldc + 8, acc[r][1]);
+    }
+}
+
+MB_AVX2 void gemm_avx2(int64_t rows, int64_t cols, int64_t kdim, const float* a, int64_t lda, const float* b,
+                       int64_t ldb, float* c, int64_t ldc) {
+    for (int64_t j = 0; j < cols; j += kCols) {
+        int64_t i = 0;
+        for (; i + 4 <= rows; i += 4) tile_avx2<4>(kdim, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc);
+        switch (rows - i) {
+            case 3: tile_avx2<3>(kdim, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc); break;
+            case 2: tile_avx2<2>(kdim, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc); break;
+            case 1: tile_avx2<1>(kdim, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc); break;
+            default: break;
+        }
+    }
+}
+
+// Row update of the online softmax over n (a multiple of 8) scores: p = exp(s - m); returns sum(p).
+MB_AVX2 float exp_sum_avx2(float* s, float m, int64_t n) {
+    const __m256 mv = _mm256_set1_ps(m);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t j = 0; j < n; j += 8) {
+        const __m256 e = vec::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv));
+        _mm256_storeu_ps(s + j, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    return vec::hsum8(acc);
+}
+
+MB_AVX2 void softcap_avx2(float* s, float cap, int64_t n) {
+    const __m256 inv = _mm256_set1_ps(1.0f / cap);
+    const __m256 cv = _mm256_set1_ps(cap);
+    for (int64_t j = 0; j < n; j += 8) {
+        _mm256_storeu_ps(s + j, _mm256_mul_ps(cv, vec::tanh8(_mm256_mul_ps(_mm256_loadu_ps(s + j), inv))));
+    }
+}
+#endif
+
+void gemm(int64_t rows, int64_t cols, int64_t kdim, const float* a, int64_t lda, const float* b, int64_t ldb,
+          float* c, int64_t ldc) {
+#if defined(MB_VEC_AVX2)
+    if (vec::use_avx2()) return gemm_avx2(rows, cols, kdim, a, lda, b, ldb, c, ldc);
+#endif
+    gemm_portable(rows, cols, kdim, a, lda, b, ldb, c, ldc);
+}
+
+float exp_sum(float* s, float m, int64_t n) {
+#if defined(MB_VEC_AVX2)
+    if (vec::use_avx2()) return exp_sum_avx2(s, m, n);
+#endif
+    for (int64_t j = 0; j < n; ++j) s[j] = vec::exp(s[j] - m);
+    return vec::sum_portable(s, n);
+}
+
+void softcap(float* s, float cap, int64_t n) {
+#if defined(MB_VEC_AVX2)
+    if (vec::use_avx2()) return softcap_avx2(s, cap, n);
+#endif
+    for (int64_t j = 0; j < n; ++j) s[j] = cap * vec::tanh(s[j] / cap);
+}
+
+bool kv_type_ok(Type t) { return t != Type::I32; }
+
+// One work item: query rows [iq0, iq0 + nr) of head h, batch b.
+void attend_block(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h, int64_t b, int64_t iq0,
+                  int64_t nr) {
+    const Tensor& q = *dst.src[0];
+    const Tensor& k = *dst.src[1];
+    const Tensor& v = *dst.src[2];
+    const Tensor* mask = dst.src[3];
+    const float scale = dst.param_f(0);
+    const float max_bias = dst.param_f(1);
+    const float cap = dst.param_f(2);
+    const float slope = vec::alibi_slope(max_bias, h, g.h);
+    const int64_t hk = h / (g.h / g.hkv);
+    const int64_t bk = b / (g.b / g.bkv);
+
+    for (int64_t i = 0; i < nr; ++i) {
+        const uint8_t* qrow = at(q, 0, iq0 + i, h, b);
+        float* qs = sc.q + i * g.d;
+        vec::gather_f32(qrow, q.nb[0], g.d, qs);
+        for (int64_t d = 0; d < g.d; ++d) qs[d] *= scale;
+        sc.m[i] = kNegInf;
+        sc.l[i] = 0.0f;
+    }
+    std::fill(sc.o, sc.o + nr * g.dvp, 0.0f);
+
+    const bool k_direct = k.type == Type::F32 && k.nb[0] == sizeof(float);
+    for (int64_t j0 = 0; j0 < g.nkv; j0 += kKB) {
+        const int64_t kb = std::min(kKB, g.nkv - j0);
+        const int64_t kbp = round_up(kb, kCols);
+        for (int64_t j = 0; j < kb; ++j) {
+            const uint8_t* krow = at(k, 0, j0 + j, hk, bk);
+            const float* kf = reinterpret_cast<const float*>(krow);
+            if (!k_direct) {
+                if (type_traits(k.type).is_quantized || k.nb[0] == type_traits(k.type).type_size) {
+                    dequantize_row(k.type, krow, sc.row, g.d);
+                } else {
+                    for (int64_t d = 0; d < g.d; ++d) dequantize_row(k.type, krow + size_t(d) * k.nb[0], &sc.row[d], 1);
+                }
+                kf = sc.row;
+            }
+            for (int64_t d = 0; d < g.d; ++d) sc.kt[d * kKB + j] = kf[d];
+            const uint8_t* vrow = at(v, 0, j0 + j, hk, bk);
+            float* vs = sc.v + j * g.dvp;
+            if (type_traits(v.type).is_quantized || v.nb[0] == type_traits(v.type).type_size) {
+                dequantize_row(v.type, vrow, vs, g.dv);
+            } else {
+                for (int64_t d = 0; d < g.dv; ++d) dequantize_row(v.type, vrow + size_t(d) * v.nb[0], &vs[d], 1);
+            }
+        }
+
+        std::fill(sc.s, sc.s + nr * kKB, 0.0f);
+        gemm(nr, kbp, g.d, sc.q, g.d, sc.kt, kKB, sc.s, kKB);
+
+        for (int64_t i = 0; i < nr; ++i) {
+            float* srow = sc.s + i * kKB;
+            if (cap > 0.0f) softcap(srow, cap, kbp);
+            if (mask) {
+                const uint8_t* mp = at(*mask, j0, iq0 + i, h % mask->ne[2], b % mask->ne[3]);
+                if (mask->nb[0] == type_traits(mask->type).type_size) {
+                    dequantize_row(mask->type, mp, sc.row, kb);
+                } else {
+                    for (int64_t j = 0; j < kb; ++j) dequantize_row(mask->type, mp + size_t(j) * mask->nb[0], &sc.row[j], 1);
+                }
+                for (int64_t j = 0; j < kb; ++j) srow[j] += slope * sc.row[j];
+            }
+            for (int64_t j = kb; j < kbp; ++j) srow[j] = kNegInf;
+            float mx = kNegInf;
+            for (int64_t j = 0; j < kb; ++j) mx = std::max(mx, srow[j]);
+            const float m_new = std::max(sc.m[i], mx);
+            if (m_new == kNegInf) {
+                // Every key so far is masked out: this row has nothing to add yet.
+                std::fill(srow, srow + kbp, 0.0f);
+                continue;
+            }
+            const float alpha = vec::exp(sc.m[i] - m_new);
+            const float sum = exp_sum(srow, m_new, kbp);
+            sc.l[i] = sc.l[i] * alpha + sum;
+            sc.m[i] = m_new;
+            if (alpha != 1.0f) {
+                float* orow = sc.o + i * g.dvp;
+                for (int64_t d = 0; d < g.dvp; ++d) orow[d] *= alpha;
+            }
+        }
+        gemm(nr, g.dvp, kb, sc.s, kKB, sc.v, g.dvp, sc.o, g.dvp);
+    }
+
+    for (int64_t i = 0; i < nr; ++i) {
+        // A row whose keys were all masked gets zeros, as ggml gives.
+        const float inv = sc.l[i] == 0.0f ? 0.0f : 1.0f / sc.l[i];
+        float* out = reinterpret_cast<float*>(at(dst, 0, h, iq0 + i, b));
+        const float* orow = sc.o + i * g.dvp;
+        for (int64_t d = 0; d < g.dv; ++d) out[d] = orow[d] * inv;
+    }
+}
+
+}  // namespace
+
+bool flash_attn_ext_supported(const Tensor& dst) {
+    if (dst.op != Op::FLASH_ATTN_EXT) return false;
+    const Tensor* q = dst.src[0];
+    const Tensor* k = dst.src[1];
+    const Tensor* v = dst.src[2];
+    const Tensor* mask = dst.src[3];
+    if (q == nullptr || k == nullptr || v == nullptr) return false;
+    if (q->type != Type::F32 || k->type != v->type || !kv_type_ok(k->type) || dst.type != Type::F32) return false;
+    if (type_traits(k->type).is_quantized && (k->nb[0] != type_traits(k->type).type_size ||
+                                              v->nb[0] != type_traits(v->type).type_size)) {
+        return false;
+    }
+    if (k->ne[0] != q->ne[0] || v->ne[1] != k->ne[1] || v->ne[2] != k->ne[2] || v->ne[3] != k->ne[3]) return false;
+    if (k->ne[2] == 0 || k->ne[3] == 0 || q->ne[2] % k->ne[2] != 0 || q->ne[3] % k->ne[3] != 0) return false;
+    if (dst.ne[0] != v->ne[0] || dst.ne[1] != q->ne[2] || dst.ne[2] != q->ne[1] || dst.ne[3] != q->ne[3]) return false;
+    if (!dst.is_contiguous()) return false;
+    if (mask) {
+        if (mask->type != Type::F16 && mask->type != Type::F32) return false;
+        if (mask->ne[0] != k->ne[1] || mask->ne[1] < q->ne[1]) return false;
+        if (mask->ne[2] == 0 || mask->ne[3] == 0 || q->ne[2] % mask->ne[2] != 0 || q->ne[3] % mask->ne[3] != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+size_t flash_attn_ext_work_size(const Tensor& dst, int nth) {
+    // 64 bytes of slack per thread let each thread's part start on a cache line.
+    return size_t(nth) * (scratch_floats(dims_of(dst)) * sizeof(float) + 64);
+}
+
+void compute_flash_attn_ext(const ComputeParams& p, Tensor& dst) {
+    if (dst.is_empty()) return;
+    const Dims g = dims_of(dst);
+    const size_t per_thread = scratch_floats(g) * sizeof(float) + 64;
+    if (p.wdata == nullptr || p.wsize < per_thread * size_t(p.nth)) {
+        fail<InvalidArgumentError>("compute_flash_attn_ext", "scratch too small (", p.wsize, " bytes, need ",
+                                   per_thread * size_t(p.nth), ")");
+    }
+    uint8_t* mine = p.wdata + per_thread * size_t(p.ith);
+    mine += (64 - reinterpret_cast<uintptr_t>(mine) % 64) % 64;
+    float* base = reinterpret_cast<float*>(mine);
+    // Zeroed once so the padding columns of the tiles hold finite values.
+    std::fill(base, base + scratch_floats(g), 0.0f);
+    const Scratch sc = carve(base, g);
+
+    const int64_t nqb = (g.nq + kQB - 1) / kQB;
+    int64_t w0, w1;
+    split_range(g.b * g.h * nqb, p.ith, p.nth, &w0, &w1);
+    for (int64_t w = w0; w < w1; ++w) {
+        const int64_t qb = w % nqb;
+        const int64_t h = (w / nqb) % g.h;
+        const int64_t b = w / (nqb * g.h);
+        const int64_t iq0 = qb * kQB;
+        attend_block(dst, g, sc, h, b, iq0, std::min(kQB, g.nq - iq0));
+    }
+}
+
+}  // namespace mb

@@ -1,0 +1,362 @@
+// MUL_MAT on the CPU: dst[i3][i2][i][j] = sum_k a[i3/r3][i2/r2][j][k] * b[i3][i2][i][k].
+//
+// Two paths share one plan and one job scheme:
+// - few tokens (matrix-vector): activations are converted once into the form that pairs with the
+//   weight type (vec_dot.h), then each weight row is dotted with every token;
+// - many tokens: weights are converted (dequantised for the 16-bit and quantized types) into packed
+//   f32 panels and run through the register-tiled GEMM (gemm_f32.h). Converting weights costs
+//   O(rows*K) per job against O(rows*tokens*K) multiply-adds, and f32 FMA tiles outrun integer dot
+//   products once a weight panel is reused across many tokens.
+// Work is cut into jobs (a-matrix, block of weight rows, b-matrix, block of tokens) ordered so that
+// consecutive jobs reuse the same packed weights; threads take jobs from a shared counter, which
+// keeps both cores busy when one of them is slowed by something else on the machine.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <new>
+
+#include "core/errors.h"
+#include "cpu/kernels/gemm_f32.h"
+#include "cpu/kernels/kernels.h"
+#include "cpu/kernels/vec_dot.h"
+
+namespace mb {
+
+namespace {
+
+// Below this many tokens per matrix the matrix-vector path wins: packing weights costs about as
+// much as the multiply-adds a panel is then used for (measured with benchmarks/ops.py).
+constexpr int64_t kGemmMinTokens = 8;
+// Weight rows packed at once per thread are capped so the packed block (rows x K floats) stays in
+// L2/L3; several consecutive jobs then reuse it.
+constexpr size_t kPackBudgetBytes = size_t(4) << 20;
+constexpr int64_t kMaxKBlock = 256;
+constexpr int64_t kTokensPerJob = 96;  // a multiple of kGemmMR
+constexpr int64_t kJobsPerThread = 4;  // enough jobs for the shared counter to even out the threads
+constexpr size_t kAlign = 64;
+
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t round_up(int64_t a, int64_t m) { return ceil_div(a, m) * m; }
+
+bool is_weight_type(Type t) {
+    switch (t) {
+        case Type::F32:
+        case Type::F16:
+        case Type::BF16:
+        case Type::Q4_0:
+        case Type::Q4_1:
+        case Type::Q5_0:
+        case Type::Q5_1:
+        case Type::Q8_0:
+            return true;
+        default:
+            return false;
+    }
+}
+
+struct Shape {
+    int64_t k, m, n;          // a.ne0, a.ne1 (weight rows, dst.ne0), b.ne1 (tokens, dst.ne1)
+    int64_t a2, a3, r2, r3;   // a's matrices and how many b matrices share each, per dim
+    int64_t n_amat, n_sub;    // a matrices; b matrices per a matrix
+};
+
+Shape shape_of(const Tensor& dst) {
+    const Tensor& a = *dst.src[0];
+    const Tensor& b = *dst.src[1];
+    Shape s{};
+    s.k = a.ne[0];
+    s.m = a.ne[1];
+    s.n = b.ne[1];
+    s.a2 = a.ne[2];
+    s.a3 = a.ne[3];
+    s.r2 = a.ne[2] > 0 ? b.ne[2] / a.ne[2] : 0;
+    s.r3 = a.ne[3] > 0 ? b.ne[3] / a.ne[3] : 0;
+    s.n_amat = s.a2 * s.a3;
+    s.n_sub = s.r2 * s.r3;
+    return s;
+}
+
+struct Plan {
+    bool gemm = false;
+    // Activation rows: converted into scratch (conv_type rows of conv_row_bytes), or read in place.
+    bool convert_b = false;
+    VecType conv_type = VecType::F32;
+    size_t conv_row_bytes = 0;
+    int64_t kc = 0, n_kblocks = 0;  // k blocking (gemm)
+    int64_t rows_per_job = 0, tokens_per_job = 0, n_rchunks = 0, n_tchunks = 0, n_jobs = 0;
+    // Scratch layout: job counter, converted b, then per thread the packed weights and a tile of
+    // dequantised rows (gemm).
+    size_t conv_offset = 0, thread_offset = 0, pack_bytes = 0, thread_bytes = 0, total = 0;
+};
+
+// Whether b's rows can feed the chosen path without conversion.
+bool b_usable_in_place(const Tensor& b, VecType want) {
+    const size_t es = want == VecType::F32 ? sizeof(float) : sizeof(uint16_t);
+    const Type t = want == VecType::F32 ? Type::F32 : Type::F16;
+    if (want == VecType::Q8 || b.type != t || b.nb[0] != es) {
+        return false;
+    }
+    return b.nb[1] % es == 0 && b.nb[2] % es == 0 && b.nb[3] % es == 0;
+}
+
+Plan make_plan(const Tensor& dst, int nth) {
+    const Tensor& a = *dst.src[0];
+    const Tensor& b = *dst.src[1];
+    const Shape s = shape_of(dst);
+    const int64_t n_bmat = s.n_amat * s.n_sub;
+    Plan p;
+    p.gemm = s.n >= kGemmMinTokens;
+    p.conv_type = p.gemm ? VecType::F32 : vec_type_for(a.type, b.type);
+    p.convert_b = !b_usable_in_place(b, p.conv_type);
+    p.conv_row_bytes = align_up(vec_row_bytes(p.conv_type, s.k));
+    const int64_t want_jobs = kJobsPerThread * nth;
+
+    if (p.gemm) {
+        p.n_kblocks = ceil_div(s.k, kMaxKBlock);
+        // Multiples of 32 keep every k block whole in quantized blocks (K is a multiple of 32).
+        p.kc = round_up(ceil_div(s.k, p.n_kblocks), 32);
+        const int64_t k_padded = p.kc * p.n_kblocks;
+        const int64_t max_rows =
+            std::max<int64_t>(kGemmNR, int64_t(kPackBudgetBytes / (sizeof(float) * size_t(k_padded))) / kGemmNR * kGemmNR);
+        p.n_rchunks = ceil_div(s.m, max_rows);
+        p.tokens_per_job = std::min(round_up(s.n, kGemmMR), kTokensPerJob);
+        p.n_tchunks = ceil_div(s.n, p.tokens_per_job);
+        if (n_bmat * p.n_rchunks * p.n_tchunks < want_jobs) {
+            // Too few jobs: smaller token blocks first (they cost only repeated weight reuse), then
+            // split weight rows (which repeats the conversion of token rows).
+            const int64_t per = ceil_div(want_jobs, n_bmat * p.n_rchunks);
+            p.tokens_per_job = std::max<int64_t>(4 * kGemmMR, round_up(ceil_div(s.n, per), kGemmMR));
+            p.tokens_per_job = std::min(p.tokens_per_job, round_up(s.n, kGemmMR));
+            p.n_tchunks = ceil_div(s.n, p.tokens_per_job);
+            if (n_bmat * p.n_rchunks * p.n_tchunks < nth) {
+                p.n_rchunks = std::max(p.n_rchunks, ceil_div(nth, n_bmat * p.n_tchunks));
+            }
+        }
+        p.rows_per_job = round_up(ceil_div(s.m, p.n_rchunks), kGemmNR);
+        p.n_rchunks = ceil_div(s.m, p.rows_per_job);
+        p.pack_bytes = align_up(sizeof(float) * size_t(p.rows_per_job * k_padded));
+        p.thread_bytes = p.pack_bytes + align_up(sizeof(float) * size_t(kGemmNR * p.kc));
+    } else {
+        p.tokens_per_job = s.n;
+        p.n_tchunks = 1;
+        // Row blocks of 16 keep threads off each other's cache lines of dst.
+        const int64_t per_mat = std::max<int64_t>(1, ceil_div(want_jobs, n_bmat));
+        p.rows_per_job = round_up(ceil_div(s.m, per_mat), 16);
+        p.n_rchunks = ceil_div(s.m, p.rows_per_job);
+    }
+    p.n_jobs = n_bmat * p.n_rchunks * p.n_tchunks;
+
+    p.conv_offset = kAlign;
+    const int64_t n_b_rows = s.n * n_bmat;
+    const size_t conv_bytes = p.convert_b ? p.conv_row_bytes * size_t(n_b_rows) : 0;
+    p.thread_offset = p.conv_offset + conv_bytes;
+    // The extra kAlign lets compute align the scratch base.
+    p.total = p.thread_offset + p.thread_bytes * size_t(nth) + kAlign;
+    return p;
+}
+
+struct Job {
+    int64_t i02, i03, i12, i13;  // a matrix and b matrix
+    int64_t r0, r1, t0, t1;      // weight rows and tokens
+    int64_t amat, rchunk;        // identify the packed weights
+};
+
+Job decode(const Plan& p, const Shape& s, int64_t job) {
+    Job j{};
+    const int64_t tc = job % p.n_tchunks;
+    job /= p.n_tchunks;
+    const int64_t sub = job % s.n_sub;
+    job /= s.n_sub;
+    j.rchunk = job % p.n_rchunks;
+    j.amat = job / p.n_rchunks;
+    j.i02 = j.amat % s.a2;
+    j.i03 = j.amat / s.a2;
+    j.i12 = j.i02 * s.r2 + sub % s.r2;
+    j.i13 = j.i03 * s.r3 + sub / s.r2;
+    j.r0 = j.rchunk * p.rows_per_job;
+    j.r1 = std::min(s.m, j.r0 + p.rows_per_job);
+    j.t0 = tc * p.tokens_per_job;
+    j.t1 = std::min(s.n, j.t0 + p.tokens_per_job);
+    return j;
+}
+
+// Address of activation row (i1, i2, i3) as the compute paths read it.
+const uint8_t* b_row(const Plan& p, const Shape& s, const Tensor& b, const uint8_t* conv, int64_t i1, int64_t i2,
+                     int64_t i3) {
+    if (p.convert_b) {
+        const int64_t b2 = s.a2 * s.r2;
+        return conv + p.conv_row_bytes * size_t((i3 * b2 + i2) * s.n + i1);
+    }
+    return host_data(b) + i1 * b.nb[1] + i2 * b.nb[2] + i3 * b.nb[3];
+}
+
+void convert_activations(const ComputeParams& cp, const Plan& p, const Shape& s, const Tensor& b, uint8_t* conv) {
+    const int64_t b2 = s.a2 * s.r2;
+    const int64_t n_rows = s.n * s.n_amat * s.n_sub;
+    int64_t begin, end;
+    split_range(n_rows, cp.ith, cp.nth, &begin, &end);
+    for (int64_t row = begin; row < end; ++row) {
+        const int64_t i1 = row % s.n;
+        const int64_t i2 = (row / s.n) % b2;
+        const int64_t i3 = row / (s.n * b2);
+        const uint8_t* x = host_data(b) + i1 * b.nb[1] + i2 * b.nb[2] + i3 * b.nb[3];
+        vec_prepare_row(p.conv_type, b.type, x, b.nb[0], s.k, conv + p.conv_row_bytes * size_t(row));
+    }
+}
+
+// Packs weight rows [r0, r1) of one a matrix, every k block, as gemm_f32_block expects: block kb
+// at pack + kb * rows_per_job * kc, its panels consecutive.
+void pack_weights(const Plan& p, const Shape& s, const Tensor& a, const Job& j, float* pack, float* tmp) {
+    const uint8_t* base = host_data(a) + j.i02 * a.nb[2] + j.i03 * a.nb[3];
+    for (int64_t kb = 0; kb < p.n_kblocks; ++kb) {
+        const int64_t k0 = kb * p.kc;
+        const int64_t kc = std::min(p.kc, s.k - k0);
+        const size_t k_off = row_size(a.type, k0);
+        float* block = pack + kb * p.rows_per_job * p.kc;
+        for (int64_t r = j.r0; r < j.r1; r += kGemmNR) {
+            const int nr = int(std::min<int64_t>(kGemmNR, j.r1 - r));
+            const float* rows[kGemmNR];
+            for (int i = 0; i < nr; ++i) {
+                const uint8_t* src = base + (r + i) * a.nb[1] + k_off;
+                if (a.type == Type::F32) {
+                    rows[i] = reinterpret_cast<const float*>(src);
+                } else {
+                    dequantize_row(a.type, src, tmp + i * p.kc, kc);
+                    rows[i] = tmp + i * p.kc;
+                }
+            }
+            gemm_pack_panel(rows, nr, kc, block + (r - j.r0) * kc);
+        }
+    }
+}
+
+void run_gemm_job(const Plan& p, const Shape& s, const Tensor& a, const Tensor& b, Tensor& dst, const uint8_t* conv,
+                  const Job& j, const float* pack) {
+    const float* b0 = reinterpret_cast<const float*>(b_row(p, s, b, conv, j.t0, j.i12, j.i13));
+    const int64_t ldb = p.convert_b ? int64_t(p.conv_row_bytes / sizeof(float)) : int64_t(b.nb[1] / sizeof(float));
+    float* c = reinterpret_cast<float*>(at(dst, j.r0, j.t0, j.i12, j.i13));
+    const int64_t ldc = int64_t(dst.nb[1] / sizeof(float));
+    for (int64_t kb = 0; kb < p.n_kblocks; ++kb) {
+        const int64_t k0 = kb * p.kc;
+        const int64_t kc = std::min(p.kc, s.k - k0);
+        gemm_f32_block(kc, pack + kb * p.rows_per_job * p.kc, j.r1 - j.r0, b0 + k0, ldb, j.t1 - j.t0, c, ldc, kb > 0);
+    }
+}
+
+void run_vec_job(const Plan& p, const Shape& s, const Tensor& a, const Tensor& b, Tensor& dst, const uint8_t* conv,
+                 const Job& j, VecDotFn dot) {
+    const uint8_t* base = host_data(a) + j.i02 * a.nb[2] + j.i03 * a.nb[3];
+    for (int64_t r = j.r0; r < j.r1; ++r) {
+        const uint8_t* w = base + r * a.nb[1];
+        for (int64_t t = j.t0; t < j.t1; ++t) {
+            const float v = dot(s.k, w, b_row(p, s, b, conv, t, j.i12, j.i13));
+            std::memcpy(at(dst, r, t, j.i12, j.i13), &v, sizeof v);
+        }
+    }
+}
+
+void zero_dst(const ComputeParams& cp, Tensor& dst) {
+    const int64_t rows = dst.nrows();
+    int64_t begin, end;
+    split_range(rows, cp.ith, cp.nth, &begin, &end);
+    for (int64_t r = begin; r < end; ++r) {
+        const int64_t i1 = r % dst.ne[1];
+        const int64_t i2 = (r / dst.ne[1]) % dst.ne[2];
+        const int64_t i3 = r / (dst.ne[1] * dst.ne[2]);
+        std::memset(at(dst, 0, i1, i2, i3), 0, size_t(dst.ne[0]) * sizeof(float));
+    }
+}
+
+}  // namespace
+
+bool mul_mat_supported(const Tensor& dst) {
+    const Tensor* a = dst.src[0];
+    const Tensor* b = dst.src[1];
+    if (dst.op != Op::MUL_MAT || a == nullptr || b == nullptr) {
+        return false;
+    }
+    if (dst.type != Type::F32 || !dst.is_contiguous() || !is_weight_type(a->type)) {
+        return false;
+    }
+    if (!(b->type == Type::F32 || (b->type == Type::F16 && a->type == Type::F16))) {
+        return false;
+    }
+    const TypeTraits& ta = type_traits(a->type);
+    // Weight rows are read as whole rows of blocks.
+    if (a->nb[0] != ta.type_size || a->ne[0] % ta.block_size != 0) {
+        return false;
+    }
+    if (a->ne[0] != b->ne[0] || dst.ne[0] != a->ne[1] || dst.ne[1] != b->ne[1] || dst.ne[2] != b->ne[2] ||
+        dst.ne[3] != b->ne[3]) {
+        return false;
+    }
+    for (int d = 2; d < 4; ++d) {
+        if (a->ne[d] == 0 ? b->ne[d] != 0 : b->ne[d] % a->ne[d] != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+size_t mul_mat_work_size(const Tensor& dst, int nth) {
+    if (dst.is_empty() || dst.src[0]->ne[0] == 0) {
+        return 0;
+    }
+    return make_plan(dst, std::max(1, nth)).total;
+}
+
+void compute_mul_mat(const ComputeParams& cp, Tensor& dst) {
+    if (dst.is_empty()) {
+        return;
+    }
+    const Tensor& a = *dst.src[0];
+    const Tensor& b = *dst.src[1];
+    if (a.ne[0] == 0) {
+        zero_dst(cp, dst);
+        return;
+    }
+    const Shape s = shape_of(dst);
+    const Plan p = make_plan(dst, cp.nth);
+    if (cp.wdata == nullptr || cp.wsize < p.total) {
+        fail<Error>("compute_mul_mat", "scratch of ", cp.wsize, " bytes is smaller than the ", p.total,
+                    " bytes mul_mat_work_size asks for with ", cp.nth, " threads");
+    }
+    const uintptr_t raw = reinterpret_cast<uintptr_t>(cp.wdata);
+    uint8_t* base = cp.wdata + (align_up(raw) - raw);
+    auto* counter = reinterpret_cast<std::atomic<int64_t>*>(base);
+    uint8_t* conv = base + p.conv_offset;
+
+    if (p.convert_b) {
+        convert_activations(cp, p, s, b, conv);
+    }
+    if (cp.ith == 0) {
+        new (counter) std::atomic<int64_t>(cp.nth);
+    }
+    cp.barrier();
+
+    // Each thread starts on job ith, then takes the next free one.
+    if (p.gemm) {
+        float* pack = reinterpret_cast<float*>(base + p.thread_offset + p.thread_bytes * size_t(cp.ith));
+        float* tmp = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(pack) + p.pack_bytes);
+        int64_t packed_amat = -1, packed_rchunk = -1;
+        for (int64_t job = cp.ith; job < p.n_jobs; job = counter->fetch_add(1)) {
+            const Job j = decode(p, s, job);
+            if (j.amat != packed_amat || j.rchunk != packed_rchunk) {
+                pack_weights(p, s, a, j, pack, tmp);
+                packed_amat = j.amat;
+                packed_rchunk = j.rchunk;
+            }
+            run_gemm_job(p, s, a, b, dst, conv, j, pack);
+        }
+    } else {
+        const VecDotFn dot = vec_dot_fn(a.type, p.conv_type);
+        for (int64_t job = cp.ith; job < p.n_jobs; job = counter->fetch_add(1)) {
+            run_vec_job(p, s, a, b, dst, conv, decode(p, s, job), dot);
+        }
+    }
+}
+
+}  // namespace mb

@@ -1,0 +1,82 @@
+// SIMD plumbing shared by the CPU kernels. The module is compiled for baseline x86-64 / arm64, so the
+// AVX2 code lives in functions compiled with a target attribute and is chosen at run time with
+// cpu_has_avx2_fma_f16c(); every such kernel has a portable twin. Define MB_NO_SIMD to build only
+// the portable code (the native tests do, to check both paths against the same references).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__)) && !defined(MB_NO_SIMD)
+#define MB_SIMD_X86 1
+#include <immintrin.h>
+// Functions using AVX2, FMA or F16C instructions carry this; call them only when
+// cpu_has_avx2_fma_f16c() is true.
+#define MB_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#endif
+
+#if defined(__ARM_NEON) && !defined(MB_NO_SIMD)
+#define MB_SIMD_NEON 1
+#include <arm_neon.h>
+#endif
+
+namespace mb {
+
+inline bool cpu_has_avx2_fma_f16c() {
+#if defined(MB_SIMD_X86)
+    static const bool has =
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    return has;
+#else
+    return false;
+#endif
+}
+
+#if defined(MB_SIMD_X86)
+
+MB_TARGET_AVX2 inline float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// 8 halves (IEEE binary16 bit patterns) at p -> 8 floats.
+MB_TARGET_AVX2 inline __m256 load_f16x8(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// 8 bfloat16 values at p -> 8 floats (a bf16 is the top half of an f32).
+MB_TARGET_AVX2 inline __m256 load_bf16x8(const uint16_t* p) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+// Products of unsigned bytes u with signed bytes s, summed in groups of four into 8 int32 lanes.
+// vpmaddubsw saturates its 16-bit pair sums; the callers keep |u*s| pairs below 2^15 (u <= 128,
+// |s| <= 127).
+MB_TARGET_AVX2 inline __m256i dot_u8_i8(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+// The 32 nibbles of a 4-bit block as bytes in element order: low nibbles of qs[0..15] are elements
+// 0..15, high nibbles elements 16..31.
+MB_TARGET_AVX2 inline __m256i unpack_nibbles32(const uint8_t* qs) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+    return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+}
+
+// Bit j of qh becomes 0x10 in byte j (the fifth bit of a 5-bit code), 0 elsewhere.
+MB_TARGET_AVX2 inline __m256i fifth_bits32(uint32_t qh) {
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i select = _mm256_set1_epi64x(0x8040201008040201LL);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(int(qh)), spread);
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, select), select);
+    return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+#endif  // MB_SIMD_X86
+
+}  // namespace mb

@@ -1,0 +1,447 @@
+#include "cpu/kernels/vec_dot.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/errors.h"
+#include "core/fp16.h"
+#include "cpu/kernels/simd.h"
+
+namespace mb {
+
+namespace {
+
+constexpr int64_t kQ8Block = 32;
+
+// ---- activation preparation ----------------------------------------------------------------------
+
+// One block of 32 floats -> 8-bit codes with d = amax/127. Codes are x * (127/amax) rounded to
+// nearest even (what cvtps2dq does under the default rounding mode, so both paths agree bit for
+// bit); the clamp only gives NaN input a defined code.
+void quantize_q8_block_portable(const float* x, BlockQ8Act* y) {
+    float amax = 0.0f;
+    for (int i = 0; i < kQ8Block; ++i) {
+        amax = std::fmax(amax, std::fabs(x[i]));
+    }
+    const float d = amax / 127.0f;
+    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    int sum = 0;
+    for (int i = 0; i < kQ8Block; ++i) {
+        const float v = std::fmin(std::fmax(std::nearbyint(x[i] * id), -127.0f), 127.0f);
+        y->qs[i] = int8_t(v);
+        sum += y->qs[i];
+    }
+    y->d = d;
+    y->s = d * float(sum);
+}
+
+#if defined(MB_SIMD_X86)
+
+MB_TARGET_AVX2 void quantize_q8_block_avx2(const float* x, BlockQ8Act* y) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 v[4];
+    __m256 m = _mm256_setzero_ps();
+    for (int j = 0; j < 4; ++j) {
+        v[j] = _mm256_loadu_ps(x + 8 * j);
+        m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[j]));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float amax = _mm_cvtss_f32(m4);
+    const float d = amax / 127.0f;
+    const __m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+    const __m256 lo = _mm256_set1_ps(-127.0f);
+    const __m256 hi = _mm256_set1_ps(127.0f);
+    __m256i q[4];
+    for (int j = 0; j < 4; ++j) {
+        const __m256 r = _mm256_round_ps(_mm256_mul_ps(v[j], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        // max/min return the second operand for NaN, which maps NaN to -127 as the portable path does.
+        q[j] = _mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_max_ps(lo, r)));
+    }
+    const __m256i sum32 = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum32), _mm256_extracti128_si256(sum32, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+    // The two packs work within 128-bit lanes; the permute puts the four groups back in order.
+    const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);
+    const __m256i p23 = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i b = _mm256_packs_epi16(p01, p23);
+    const __m256i ordered = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y->qs), ordered);
+    y->d = d;
+    y->s = d * float(_mm_cvtsi128_si32(s4));
+}
+
+#endif
+
+void quantize_q8_block(const float* x, BlockQ8Act* y) {
+#if defined(MB_SIMD_X86)
+    if (cpu_has_avx2_fma_f16c()) {
+        quantize_q8_block_avx2(x, y);
+        return;
+    }
+#endif
+    quantize_q8_block_portable(x, y);
+}
+
+// ---- portable dot products -----------------------------------------------------------------------
+
+inline float load_f32(const float* p, int64_t i) { return p[i]; }
+inline float load_f16(const uint16_t* p, int64_t i) { return fp16_to_fp32(p[i]); }
+inline float load_bf16(const uint16_t* p, int64_t i) { return bf16_to_fp32(p[i]); }
+
+// Eight independent partial sums let the compiler vectorise without reassociating.
+template <typename TA, typename TB, float (*LA)(const TA*, int64_t), float (*LB)(const TB*, int64_t)>
+float dot_float_portable(int64_t k, const void* va, const void* vb) {
+    const TA* a = static_cast<const TA*>(va);
+    const TB* b = static_cast<const TB*>(vb);
+    float acc[8] = {};
+    int64_t i = 0;
+    for (; i + 8 <= k; i += 8) {
+        for (int l = 0; l < 8; ++l) {
+            acc[l] += LA(a, i + l) * LB(b, i + l);
+        }
+    }
+    float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    for (; i < k; ++i) {
+        s += LA(a, i) * LB(b, i);
+    }
+    return s;
+}
+
+inline uint32_t load_qh(const uint8_t* qh) {
+    return uint32_t(qh[0]) | uint32_t(qh[1]) << 8 | uint32_t(qh[2]) << 16 | uint32_t(qh[3]) << 24;
+}
+
+// Integer dot of a block's unsigned codes (element order) with the activation codes.
+inline int32_t dot_codes(const uint8_t* u, const int8_t* s) {
+    int32_t sum = 0;
+    for (int j = 0; j < kQ8Block; ++j) {
+        sum += int32_t(u[j]) * int32_t(s[j]);
+    }
+    return sum;
+}
+
+inline void nibbles(const uint8_t* qs, uint8_t* u) {
+    for (int j = 0; j < 16; ++j) {
+        u[j] = qs[j] & 0x0F;
+        u[j + 16] = qs[j] >> 4;
+    }
+}
+
+inline void add_fifth_bits(const uint8_t* qh, uint8_t* u) {
+    const uint32_t h = load_qh(qh);
+    for (int j = 0; j < kQ8Block; ++j) {
+        u[j] |= uint8_t(((h >> j) & 1u) << 4);
+    }
+}
+
+// A block of codes c with scale d and offset m (value d*c + m, or d*(c - o) for the _0 types)
+// against activations (D, S = D*sum): d*D*sum(c*q) + m*S.
+float dot_q4_0_portable(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const BlockQ4_0*>(va);
+    const auto* b = static_cast<const BlockQ8Act*>(vb);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < k / kQ8Block; ++i) {
+        uint8_t u[kQ8Block];
+        nibbles(a[i].qs, u);
+        const float d = fp16_to_fp32(a[i].d);
+        sum += d * b[i].d * float(dot_codes(u, b[i].qs)) - 8.0f * d * b[i].s;
+    }
+    return sum;
+}
+
+float dot_q4_1_portable(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const BlockQ4_1*>(va);
+    const auto* b = static_cast<const BlockQ8Act*>(vb);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < k / kQ8Block; ++i) {
+        uint8_t u[kQ8Block];
+        nibbles(a[i].qs, u);
+        sum += fp16_to_fp32(a[i].d) * b[i].d * float(dot_codes(u, b[i].qs)) + fp16_to_fp32(a[i].m) * b[i].s;
+    }
+    return sum;
+}
+
+float dot_q5_0_portable(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const BlockQ5_0*>(va);
+    const auto* b = static_cast<const BlockQ8Act*>(vb);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < k / kQ8Block; ++i) {
+        uint8_t u[kQ8Block];
+        nibbles(a[i].qs, u);
+        add_fifth_bits(a[i].qh, u);
+        const float d = fp16_to_fp32(a[i].d);
+        sum += d * b[i].d * float(dot_codes(u, b[i].qs)) - 16.0f * d * b[i].s;
+    }
+    return sum;
+}
+
+float dot_q5_1_portable(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const BlockQ5_1*>(va);
+    const auto* b = static_cast<const BlockQ8Act*>(vb);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < k / kQ8Block; ++i) {
+        uint8_t u[kQ8Block];
+        nibbles(a[i].qs, u);
+        add_fifth_bits(a[i].qh, u);
+        sum += fp16_to_fp32(a[i].d) * b[i].d * float(dot_codes(u, b[i].qs)) + fp16_to_fp32(a[i].m) * b[i].s;
+    }
+    return sum;
+}
+
+float dot_q8_0_portable(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const BlockQ8_0*>(va);
+    const auto* b = static_cast<const BlockQ8Act*>(vb);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < k / kQ8Block; ++i) {
+        int32_t isum = 0;
+        for (int j = 0; j < kQ8Block; ++j) {
+            isum += int32_t(a[i].qs[j]) * int32_t(b[i].qs[j]);
+        }
+        sum += fp16_to_fp32(a[i].d) * b[i].d * float(isum);
+    }
+    return sum;
+}
+
+// ---- AVX2 dot products ---------------------------------------------------------------------------
+
+#if defined(MB_SIMD_X86)
+
+// Four accumulators hide the FMA latency; loads are 8 wide for every element format.
+#define MB_DOT_FLOAT_AVX2(NAME, TA, TB, LOADA, LOADB, SCALARA, SCALARB)                        \
+    MB_TARGET_AVX2 float NAME(int64_t k, const void* va, const void* vb) {                   \
+        const TA* a = static_cast<const TA*>(va);                                              \
+        const TB* b = static_cast<const TB*>(vb);                                              \
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                         \
+        __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();                         \
+        int64_t i = 0;                                                                         \
+        for (; i + 32 <= k; i += 32) {                                                         \
+            acc0 = _mm256_fmadd_ps(LOADA(a + i), LOADB(b + i), acc0);                          \
+            acc1 = _mm256_fmadd_ps(LOADA(a + i + 8), LOADB(b + i + 8), acc1);                  \
+            acc2 = _mm256_fmadd_ps(LOADA(a + i + 16), LOADB(b + i + 16), acc2);                \
+            acc3 = _mm256_fmadd_ps(LOADA(a + i + 24), LOADB(b + i + 24), acc3);                \
+        }                                                                                      \
+        for (; i + 8 <= k; i += 8) {                                                           \
+            acc0 = _mm256_fmadd_ps(LOADA(a + i), LOADB(b + i), acc0);                          \
+        }                                                                                      \
+        float s = hsum256(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3))); \
+        for (; i < k; ++i) {                                                                   \
+            s += SCALARA(a[i]) * SCALARB(b[i]);                                                \
+        }                                                                                      \
+        return s;                                                                              \
+    }
+
+inline float as_f32(float x) { return x; }
+
+MB_DOT_FLOAT_AVX2(dot_f32_f32_avx2, float, float, _mm256_loadu_ps, _mm256_loadu_ps, as_f32, as_f32)
+MB_DOT_FLOAT_AVX2(dot_f16_f32_avx2, uint16_t, float, load_f16x8, _mm256_loadu_ps, fp16_to_fp32, as_f32)
+MB_DOT_FLOAT_AVX2(dot_bf16_f32_avx2, uint16_t, float, load_bf16x8, _mm256_loadu_ps, bf16_to_fp32, as_f32)
+MB_DOT_FLOAT_AVX2(dot_f16_f16_avx2, uint16_t, uint16_t, load_f16x8, load_f16x8, fp16_to_fp32, fp16_to_fp32)
+
+#undef MB_DOT_FLOAT_AVX2
+
+MB_TARGET_AVX2 inline __m256i load_codes(const int8_t* qs) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+}
+
+// The 4- and 5-bit types: unsigned codes times activation codes, scaled by d*D per block, plus the
+// offset term (-8 d S, -16 d S, or m S) summed separately. Two accumulators cover the FMA latency.
+#define MB_DOT_QUANT_AVX2(NAME, BLOCK, CODES, OFFSET)                                     \
+    MB_TARGET_AVX2 float NAME(int64_t k, const void* va, const void* vb) {              \
+        const BLOCK* a = static_cast<const BLOCK*>(va);                                   \
+        const BlockQ8Act* b = static_cast<const BlockQ8Act*>(vb);                         \
+        const int64_t nb = k / kQ8Block;                                                  \
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                    \
+        float off = 0.0f;                                                                 \
+        int64_t i = 0;                                                                    \
+        for (; i + 2 <= nb; i += 2) {                                                     \
+            const BLOCK& x0 = a[i];                                                       \
+            const BLOCK& x1 = a[i + 1];                                                   \
+            const float d0 = _cvtsh_ss(x0.d), d1 = _cvtsh_ss(x1.d);                       \
+            const __m256i p0 = dot_u8_i8(CODES(x0), load_codes(b[i].qs));                 \
+            const __m256i p1 = dot_u8_i8(CODES(x1), load_codes(b[i + 1].qs));             \
+            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d0 * b[i].d), acc0);     \
+            acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(d1 * b[i + 1].d), acc1); \
+            off += OFFSET(x0, d0) * b[i].s + OFFSET(x1, d1) * b[i + 1].s;                \
+        }                                                                                 \
+        for (; i < nb; ++i) {                                                             \
+            const BLOCK& x0 = a[i];                                                       \
+            const float d0 = _cvtsh_ss(x0.d);                                             \
+            const __m256i p0 = dot_u8_i8(CODES(x0), load_codes(b[i].qs));                 \
+            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d0 * b[i].d), acc0);     \
+            off += OFFSET(x0, d0) * b[i].s;                                               \
+        }                                                                                 \
+        return hsum256(_mm256_add_ps(acc0, acc1)) + off;                                  \
+    }
+
+MB_TARGET_AVX2 inline __m256i codes_q4(const BlockQ4_0& x) { return unpack_nibbles32(x.qs); }
+MB_TARGET_AVX2 inline __m256i codes_q4(const BlockQ4_1& x) { return unpack_nibbles32(x.qs); }
+MB_TARGET_AVX2 inline __m256i codes_q5(const BlockQ5_0& x) {
+    return _mm256_or_si256(unpack_nibbles32(x.qs), fifth_bits32(load_qh(x.qh)));
+}
+MB_TARGET_AVX2 inline __m256i codes_q5(const BlockQ5_1& x) {
+    return _mm256_or_si256(unpack_nibbles32(x.qs), fifth_bits32(load_qh(x.qh)));
+}
+
+MB_TARGET_AVX2 inline float offset_q4_0(const BlockQ4_0&, float d) { return -8.0f * d; }
+MB_TARGET_AVX2 inline float offset_q5_0(const BlockQ5_0&, float d) { return -16.0f * d; }
+MB_TARGET_AVX2 inline float offset_q4_1(const BlockQ4_1& x, float) { return _cvtsh_ss(x.m); }
+MB_TARGET_AVX2 inline float offset_q5_1(const BlockQ5_1& x, float) { return _cvtsh_ss(x.m); }
+
+MB_DOT_QUANT_AVX2(dot_q4_0_avx2, BlockQ4_0, codes_q4, offset_q4_0)
+MB_DOT_QUANT_AVX2(dot_q4_1_avx2, BlockQ4_1, codes_q4, offset_q4_1)
+MB_DOT_QUANT_AVX2(dot_q5_0_avx2, BlockQ5_0, codes_q5, offset_q5_0)
+MB_DOT_QUANT_AVX2(dot_q5_1_avx2, BlockQ5_1, codes_q5, offset_q5_1)
+
+#undef MB_DOT_QUANT_AVX2
+
+// Signed weight codes: |a| times b with a's sign moved onto b, so the unsigned-by-signed byte product
+// applies (|-128| reads as 128 unsigned, which is still exact).
+MB_TARGET_AVX2 float dot_q8_0_avx2(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const BlockQ8_0*>(va);
+    const auto* b = static_cast<const BlockQ8Act*>(vb);
+    const int64_t nb = k / kQ8Block;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        const __m256i x0 = load_codes(a[i].qs), x1 = load_codes(a[i + 1].qs);
+        const __m256i p0 = dot_u8_i8(_mm256_sign_epi8(x0, x0), _mm256_sign_epi8(load_codes(b[i].qs), x0));
+        const __m256i p1 = dot_u8_i8(_mm256_sign_epi8(x1, x1), _mm256_sign_epi8(load_codes(b[i + 1].qs), x1));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(a[i].d) * b[i].d), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(_cvtsh_ss(a[i + 1].d) * b[i + 1].d), acc1);
+    }
+    for (; i < nb; ++i) {
+        const __m256i x0 = load_codes(a[i].qs);
+        const __m256i p0 = dot_u8_i8(_mm256_sign_epi8(x0, x0), _mm256_sign_epi8(load_codes(b[i].qs), x0));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(a[i].d) * b[i].d), acc0);
+    }
+    return hsum256(_mm256_add_ps(acc0, acc1));
+}
+
+#endif  // MB_SIMD_X86
+
+struct DotPair {
+    VecDotFn portable;
+    VecDotFn avx2;
+};
+
+DotPair dot_pair(Type a, VecType vt) {
+#if defined(MB_SIMD_X86)
+#define MB_PAIR(P, A) DotPair{P, A}
+#else
+#define MB_PAIR(P, A) DotPair{P, nullptr}
+#endif
+    if (vt == VecType::F32) {
+        switch (a) {
+            case Type::F32:
+                return MB_PAIR((dot_float_portable<float, float, load_f32, load_f32>), dot_f32_f32_avx2);
+            case Type::F16:
+                return MB_PAIR((dot_float_portable<uint16_t, float, load_f16, load_f32>), dot_f16_f32_avx2);
+            case Type::BF16:
+                return MB_PAIR((dot_float_portable<uint16_t, float, load_bf16, load_f32>), dot_bf16_f32_avx2);
+            default:
+                break;
+        }
+    } else if (vt == VecType::F16) {
+        if (a == Type::F16) {
+            return MB_PAIR((dot_float_portable<uint16_t, uint16_t, load_f16, load_f16>), dot_f16_f16_avx2);
+        }
+    } else {
+        switch (a) {
+            case Type::Q4_0: return MB_PAIR(dot_q4_0_portable, dot_q4_0_avx2);
+            case Type::Q4_1: return MB_PAIR(dot_q4_1_portable, dot_q4_1_avx2);
+            case Type::Q5_0: return MB_PAIR(dot_q5_0_portable, dot_q5_0_avx2);
+            case Type::Q5_1: return MB_PAIR(dot_q5_1_portable, dot_q5_1_avx2);
+            case Type::Q8_0: return MB_PAIR(dot_q8_0_portable, dot_q8_0_avx2);
+            default:
+                break;
+        }
+    }
+#undef MB_PAIR
+    fail<UnsupportedOpError>("vec_dot_fn", "no dot product for ", type_traits(a).name, " weights with this activation form");
+}
+
+}  // namespace
+
+VecType vec_type_for(Type a, Type b) {
+    if (type_traits(a).is_quantized) {
+        return VecType::Q8;
+    }
+    return a == Type::F16 && b == Type::F16 ? VecType::F16 : VecType::F32;
+}
+
+size_t vec_row_bytes(VecType vt, int64_t k) {
+    switch (vt) {
+        case VecType::F32: return size_t(k) * sizeof(float);
+        case VecType::F16: return size_t(k) * sizeof(uint16_t);
+        case VecType::Q8: return size_t(k / kQ8Block) * sizeof(BlockQ8Act);
+    }
+    return 0;
+}
+
+void load_row_f32(Type src, const uint8_t* x, size_t stride, int64_t k, float* out) {
+    if (src == Type::F32) {
+        if (stride == sizeof(float)) {
+            std::memcpy(out, x, size_t(k) * sizeof(float));
+            return;
+        }
+        for (int64_t i = 0; i < k; ++i) {
+            std::memcpy(&out[i], x + size_t(i) * stride, sizeof(float));
+        }
+        return;
+    }
+    if (stride == sizeof(uint16_t)) {
+        dequantize_row(Type::F16, x, out, k);
+        return;
+    }
+    for (int64_t i = 0; i < k; ++i) {
+        uint16_t h;
+        std::memcpy(&h, x + size_t(i) * stride, sizeof h);
+        out[i] = fp16_to_fp32(h);
+    }
+}
+
+void vec_prepare_row(VecType vt, Type src, const uint8_t* x, size_t stride, int64_t k, void* out) {
+    switch (vt) {
+        case VecType::F32:
+            load_row_f32(src, x, stride, k, static_cast<float*>(out));
+            return;
+        case VecType::F16: {
+            auto* y = static_cast<uint8_t*>(out);
+            if (stride == sizeof(uint16_t)) {
+                std::memcpy(y, x, size_t(k) * sizeof(uint16_t));
+                return;
+            }
+            for (int64_t i = 0; i < k; ++i) {
+                std::memcpy(y + 2 * i, x + size_t(i) * stride, sizeof(uint16_t));
+            }
+            return;
+        }
+        case VecType::Q8: {
+            auto* y = static_cast<BlockQ8Act*>(out);
+            for (int64_t ib = 0; ib < k / kQ8Block; ++ib) {
+                const uint8_t* xb = x + size_t(ib * kQ8Block) * stride;
+                if (src == Type::F32 && stride == sizeof(float)) {
+                    quantize_q8_block(reinterpret_cast<const float*>(xb), &y[ib]);
+                } else {
+                    float tmp[kQ8Block];
+                    load_row_f32(src, xb, stride, kQ8Block, tmp);
+                    quantize_q8_block(tmp, &y[ib]);
+                }
+            }
+            return;
+        }
+    }
+}
+
+VecDotFn vec_dot_fn(Type a, VecType vt) {
+    const DotPair p = dot_pair(a, vt);
+    if (p.avx2 != nullptr && cpu_has_avx2_fma_f16c()) {
+        return p.avx2;
+    }
+    return p.portable;
+}
+
+}  // namespace mb

@@ -1,0 +1,48 @@
+// Dot products of one weight row with one activation row, for matrix-vector products (few tokens).
+// Activations are first brought into the form that pairs best with the weight type (VecType): the
+// weights are the large, streamed operand, so each pairing reads them in their own format and does
+// the arithmetic in the cheapest exact-enough way: float FMA for the float types, integer byte dot
+// products for the 4/5/8-bit types.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/types.h"
+
+namespace mb {
+
+// Activations quantized to 8 bits for the quantized weight types: 32 codes, a float scale (finer
+// than ggml's half, at no cost here) and s = d * sum(qs). s folds each weight block's offset into
+// one product: q4_0's -8 and q5_0's -16 codes, and the m of q4_1 and q5_1, all multiply sum(b).
+struct BlockQ8Act {
+    float d;
+    float s;
+    int8_t qs[32];
+};
+
+enum class VecType {
+    F32,  // f32, f16 (with f32 activations) and bf16 weights: activations stay f32
+    F16,  // f16 weights with f16 activations (conv_1d after an f16 im2col)
+    Q8,   // q4_0 q4_1 q5_0 q5_1 q8_0 weights: activations as BlockQ8Act
+};
+
+// The activation form for weights of type a and activations of type b (f32, or f16 with f16 a).
+VecType vec_type_for(Type a, Type b);
+
+// Bytes of one prepared row of k elements (k a multiple of 32 for Q8).
+size_t vec_row_bytes(VecType vt, int64_t k);
+
+// Converts one activation row of k elements, element i at x + i*stride, into vt. src is F32, or F16
+// when vt is F16 or F32.
+void vec_prepare_row(VecType vt, Type src, const uint8_t* x, size_t stride, int64_t k, void* out);
+
+// Reads k elements of type src (F32 or F16), element i at x + i*stride, as floats.
+void load_row_f32(Type src, const uint8_t* x, size_t stride, int64_t k, float* out);
+
+// sum_i a[i] * b[i] over k elements: a is a contiguous weight row of type a, b a row prepared as
+// vec_type_for(a, ...).
+using VecDotFn = float (*)(int64_t k, const void* a, const void* b);
+VecDotFn vec_dot_fn(Type a, VecType vt);
+
+}  // namespace mb
