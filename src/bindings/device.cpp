@@ -113,6 +113,12 @@ void init_device(py::module_& m) {
         .def("buffer_from_host_ptr", &buffer_from_host_ptr, py::arg("obj"), py::arg("max_tensor_size") = py::none(),
              "Wraps a writable, C-contiguous buffer-protocol object (numpy array, bytearray, memoryview,\n"
              "mmap) as a 'mapped' Buffer without copying. The buffer keeps `obj` alive and sees its writes.")
+        .def("set_prop", [](Device& d, const std::string& key, py::handle value) {
+            if (!PyLong_Check(value.ptr())) throw py::type_error("[Device.set_prop] value must be an int or bool");
+            d.set_prop(key, value.cast<int64_t>());
+        }, py::arg("key"), py::arg("value"),
+           "Changes a settable device prop (see props.extra), e.g. dev.set_prop('has_simdgroup_mm', False)\n"
+           "to test fallbacks. Props can be narrowed below what the hardware has, never widened past it.")
         .def("init_backend", [](Device& d, const std::string& params) { return d.init_backend(params); },
              py::arg("params") = "", "Creates a Backend on this device. `params`: 'key=value,...' options.")
         .def("__repr__", [](const Device& d) { return "<Device " + d.name() + ": " + d.description() + ">"; });

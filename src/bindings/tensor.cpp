@@ -273,6 +273,10 @@ void init_tensor(py::module_& m) {
         .def_property("is_output", [](const Tensor& t) { return (t.flags & kTensorOutput) != 0; },
                       [](Tensor& t, bool v) { t.flags = v ? (t.flags | kTensorOutput) : (t.flags & ~kTensorOutput); },
                       "Marked as read by the user: graph allocators never reuse its memory.")
+        .def("place", [](Tensor& t, std::shared_ptr<Buffer> buffer, py::object offset) {
+            place_tensor(t, buffer, to_size(offset, "Tensor.place", "offset"));
+        }, py::arg("buffer"), py::arg("offset") = 0,
+           "Places this tensor at a byte offset of an existing buffer (e.g. weights inside a mapped file).")
         .def("is_contiguous", &Tensor::is_contiguous)
         .def("is_allocated", &Tensor::is_allocated)
         .def("set", &set_data, py::arg("data"),

@@ -94,6 +94,21 @@ std::shared_ptr<Buffer> alloc_ctx_tensors(Context& ctx, const std::shared_ptr<Bu
     return buffer;
 }
 
+void place_tensor(Tensor& t, const std::shared_ptr<Buffer>& buffer, size_t offset) {
+    static const char* who = "Tensor.place";
+    if (t.is_view()) fail<InvalidArgumentError>(who, "tensor ", t.describe(), " is a view; place its source instead");
+    if (t.buffer) fail<InvalidArgumentError>(who, "tensor ", t.describe(), " is already placed");
+    buffer->storage(who);  // raises if freed
+    const auto& buft = buffer->buffer_type();
+    if (offset % buft->alignment() != 0) {
+        fail<InvalidArgumentError>(who, "offset ", offset, " is not a multiple of the '", buft->name(), "' alignment ",
+                                   buft->alignment());
+    }
+    buffer->check_range(who, offset, buft->alloc_size(t));
+    t.buffer = buffer;
+    t.offset = offset;
+}
+
 size_t GraphAllocator::alloc_graph(Graph& graph) {
     std::unordered_map<Tensor*, int> uses;
     for (Tensor* node : graph.nodes()) {

@@ -18,6 +18,11 @@ struct Tensor;
 // and places them in it. Returns nullptr when there is nothing to place.
 std::shared_ptr<Buffer> alloc_ctx_tensors(Context& ctx, const std::shared_ptr<BufferType>& buft);
 
+// Places one tensor at `offset` in an existing buffer (ggml_backend_tensor_alloc), e.g. weights inside
+// a mapped file. Throws InvalidArgumentError for views, tensors already placed, misaligned offsets, and
+// OutOfRangeError when the tensor (with its op scratch) does not fit.
+void place_tensor(Tensor& t, const std::shared_ptr<Buffer>& buffer, size_t offset);
+
 // ggml_gallocr: places a graph's unplaced tensors in one buffer. Leafs, graph outputs and tensors
 // flagged input/output keep their memory for the whole graph; every other tensor's memory is reused
 // after its last consumer has run. The buffer is kept and grown across graphs.

@@ -23,7 +23,7 @@ public:
 
     const std::string& name() const { return name_; }
     size_t alignment() const { return alignment_; }
-    size_t max_size() const { return max_size_; }
+    virtual size_t max_size() const { return max_size_; }
     bool is_host() const { return is_host_; }
     Device& device() const { return *device_; }
 

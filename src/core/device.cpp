@@ -7,6 +7,10 @@ namespace mb {
 
 bool Device::supports_buft(const BufferType& buft) const { return &buft.device() == this; }
 
+void Device::set_prop(const std::string& key, int64_t) {
+    fail<InvalidArgumentError>("Device::set_prop", "device '", name(), "' has no settable prop '", key, "'");
+}
+
 std::shared_ptr<Buffer> Device::buffer_from_host_ptr(void*, size_t, size_t, std::shared_ptr<void>) {
     fail<UnsupportedOpError>("Device::buffer_from_host_ptr", "device '", name(), "' cannot wrap host memory");
 }

@@ -40,6 +40,9 @@ public:
     virtual DeviceCaps caps() const = 0;
     // Device-specific facts beyond the common props (GPU family, simdgroup support...), as strings.
     virtual std::map<std::string, std::string> extra_props() const { return {}; }
+    // Changes one of those facts where the device allows it (e.g. turning simdgroup support off to
+    // test fallbacks). Throws InvalidArgumentError for unknown or read-only keys and bad values.
+    virtual void set_prop(const std::string& key, int64_t value);
 
     virtual std::shared_ptr<BufferType> default_buffer_type() = 0;
     virtual std::vector<std::shared_ptr<BufferType>> buffer_types() = 0;

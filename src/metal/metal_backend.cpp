@@ -1,0 +1,280 @@
+#include "metal/metal_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/buffer.h"
+#include "core/buffer_type.h"
+#include "core/errors.h"
+#include "core/graph.h"
+#include "core/tensor.h"
+#include "metal/metal_device.h"
+#include "metal/metal_storage.h"
+#include "metal/ops.h"
+
+namespace mb::metal {
+
+namespace {
+
+// Nodes upstream encodes in the first command buffer, committed before the rest is encoded.
+constexpr size_t kFirstCommandBufferNodes = 64;
+
+bool computes(const Tensor& node) { return !op_is_view(node.op) && !node.is_empty(); }
+
+// How many nodes after nodes[i] a fused encoding might consume (a superset of what the encoders fuse:
+// ADD chains, NORM/RMS_NORM + MUL + ADD), so that barriers and graph_optimize treat them as one.
+size_t fusion_span(const std::vector<Tensor*>& nodes, size_t i) {
+    const Tensor* n = nodes[i];
+    size_t span = 0;
+    if (n->op == Op::ADD) {
+        while (i + span + 1 < nodes.size() && span < 7 && nodes[i + span + 1]->op == Op::ADD &&
+               nodes[i + span + 1]->src[0] == nodes[i + span])
+            ++span;
+    } else if (n->op == Op::NORM || n->op == Op::RMS_NORM) {
+        if (i + 1 < nodes.size() && nodes[i + 1]->op == Op::MUL && nodes[i + 1]->src[0] == n) {
+            ++span;
+            if (i + 2 < nodes.size() && nodes[i + 2]->op == Op::ADD && nodes[i + 2]->src[0] == nodes[i + 1]) ++span;
+        }
+    }
+    return span;
+}
+
+// A byte range of one GPU buffer that a node reads or writes.
+struct Range {
+    const RtBuffer* buffer;
+    size_t begin, end;
+    bool write;
+};
+
+void add_range(std::vector<Range>& out, const Tensor& t, bool write, size_t extra = 0) {
+    DeviceRef r = device_ref(t);
+    out.push_back({r.buffer, r.offset, r.offset + t.nbytes() + extra, write});
+}
+
+bool conflicts(const std::vector<Range>& a, const std::vector<Range>& b) {
+    for (const Range& x : a) {
+        for (const Range& y : b) {
+            if (x.buffer == y.buffer && x.begin < y.end && y.begin < x.end && (x.write || y.write)) return true;
+        }
+    }
+    return false;
+}
+
+}  // namespace
+
+MetalBackend::MetalBackend(std::shared_ptr<MetalDevice> device) : device_(std::move(device)) {
+    declare_option("n_cb", 1, 1, 8);
+    declare_option("fusion", 1, 0, 1);
+    declare_option("concurrency", 1, 0, 1);
+    declare_option("graph_optimize", 1, 0, 1);
+    declare_option("debug", 0, 0, 2);
+    if (device_->simulated()) declare_option("schedule", 0, 0, 1);  // executor: 0 lockstep, 1 run-ahead
+}
+
+MetalBackend::~MetalBackend() {
+    // In-flight work may still read memory we hold; let it finish.
+    for (auto& cb : in_flight_) cb->wait();
+}
+
+std::string MetalBackend::name() const { return device_->name(); }
+
+std::shared_ptr<Device> MetalBackend::device() const { return device_; }
+
+int MetalBackend::schedule() const {
+    auto it = options().find("schedule");
+    return it == options().end() ? 0 : static_cast<int>(it->second);
+}
+
+void MetalBackend::commit(std::unique_ptr<CommandBuffer> cb) {
+    cb->commit();
+    in_flight_.push_back(std::move(cb));
+}
+
+Status MetalBackend::graph_compute_async(Graph& graph) {
+    static const char* who = "MetalBackend::graph_compute";
+    std::lock_guard<std::mutex> lock(mutex_);
+    const RuntimeProps props = device_->props();
+
+    std::vector<Tensor*> nodes;
+    std::unordered_set<const Storage*> seen;
+    auto hold = [&](const Tensor& t) {
+        const auto& buf = t.data_buffer();
+        if (!buf) {
+            fail<InvalidArgumentError>(who, "tensor ", t.describe(), " (op ", op_name(t.op),
+                                       ") is not allocated: place it with mb.alloc_ctx_tensors or a GraphAllocator");
+        }
+        if (!device_->supports_buft(*buf->buffer_type())) {
+            fail<InvalidArgumentError>(who, "tensor ", t.describe(), " lives in a '", buf->buffer_type()->name(),
+                                       "' buffer, which device '", device_->name(), "' cannot compute on");
+        }
+        auto s = buf->storage(who);
+        if (seen.insert(s.get()).second) held_.push_back(std::move(s));
+    };
+    for (Tensor* node : graph.nodes()) {
+        if (!computes(*node)) continue;
+        if (!metal::supports_op(props, *node)) {
+            std::string srcs;
+            for (Tensor* s : node->src) {
+                if (s) srcs += (srcs.empty() ? "" : ", ") + s->describe();
+            }
+            fail<UnsupportedOpError>(who, device_->name(), " cannot run ", op_name(node->op), " -> ", node->describe(),
+                                     " from (", srcs, ")");
+        }
+        hold(*node);
+        for (Tensor* s : node->src) {
+            if (s) hold(*s);
+        }
+        nodes.push_back(node);
+    }
+    if (nodes.empty()) return Status::SUCCESS;
+
+    const bool fusion = option("fusion") != 0;
+    const bool concurrent = option("concurrency") != 0;
+    const size_t n_cb = static_cast<size_t>(option("n_cb"));
+    // Command buffer k encodes nodes [bounds[k], bounds[k+1]).
+    std::vector<size_t> bounds = {0};
+    size_t first = std::min(kFirstCommandBufferNodes, nodes.size());
+    bounds.push_back(first);
+    size_t rest = nodes.size() - first;
+    for (size_t k = 1; k <= n_cb && rest > 0; ++k) bounds.push_back(first + (rest * k + n_cb - 1) / n_cb);
+    bounds.back() = nodes.size();
+    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+
+    if (capture_next_) device_->runtime().capture_begin();
+    size_t i = 0;
+    for (size_t k = 0; k + 1 < bounds.size() && i < nodes.size(); ++k) {
+        auto cb = device_->runtime().command_buffer(schedule());
+        ComputeEncoder& enc = cb->compute(concurrent);
+        OpEncoder op_enc(device_->runtime(), props, enc, fusion);
+        std::vector<Range> since_barrier;
+        while (i < nodes.size() && (i < bounds[k + 1] || k + 2 == bounds.size())) {
+            std::vector<Range> ranges;
+            size_t span = fusion ? fusion_span(nodes, i) : 0;
+            for (size_t j = i; j <= i + span && j < nodes.size(); ++j) {
+                for (Tensor* s : nodes[j]->src) {
+                    if (s) add_range(ranges, *s, false);
+                }
+                add_range(ranges, *nodes[j], true, extra_alloc_size(*nodes[j]));
+            }
+            if (concurrent && conflicts(ranges, since_barrier)) {
+                enc.memory_barrier();
+                since_barrier.clear();
+            }
+            since_barrier.insert(since_barrier.end(), ranges.begin(), ranges.end());
+            i += encode_node(op_enc, nodes, i);
+        }
+        // Asked before every commit: on stop nothing of this graph is committed from here on.
+        if (should_abort()) {
+            if (capture_next_) device_->runtime().capture_end();
+            capture_next_ = false;
+            return Status::ABORTED;
+        }
+        commit(std::move(cb));
+    }
+    if (capture_next_) {
+        device_->runtime().capture_end();
+        capture_next_ = false;
+    }
+    return Status::SUCCESS;
+}
+
+void MetalBackend::synchronize() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string errors;
+    for (size_t k = 0; k < in_flight_.size(); ++k) {
+        in_flight_[k]->wait();
+        if (in_flight_[k]->status() == CommandStatus::Error) {
+            errors += (errors.empty() ? "" : "; ") + std::string("command buffer ") + std::to_string(k) + ": " +
+                      in_flight_[k]->error();
+        }
+    }
+    if (errors.empty()) {
+        for (const PendingRead& r : reads_) std::memcpy(r.dst, r.staging->host_ptr(), r.n);
+    }
+    in_flight_.clear();
+    held_.clear();
+    staging_.clear();
+    reads_.clear();
+    // The failed work is gone; the backend stays usable for the next compute.
+    if (!errors.empty()) fail<DeviceError>("MetalBackend::synchronize", device_->name(), " reported: ", errors);
+}
+
+void MetalBackend::set_tensor_async(Tensor& t, const void* src, size_t offset, size_t n) {
+    if (offset > t.nbytes() || n > t.nbytes() - offset) {
+        fail<OutOfRangeError>("MetalBackend::set_tensor_async", "range [", offset, ", ", offset + n,
+                              ") is outside tensor ", t.describe(), " of ", t.nbytes(), " bytes");
+    }
+    DeviceRef ref = device_ref(t);
+    std::lock_guard<std::mutex> lock(mutex_);
+    // The source is copied now, so the caller may reuse it at once.
+    auto staging = device_->runtime().alloc(n, StorageMode::Shared);
+    if (n) std::memcpy(staging->host_ptr(), src, n);
+    auto cb = device_->runtime().command_buffer(schedule());
+    cb->copy(*staging, 0, *ref.buffer, ref.offset + offset, n);
+    held_.push_back(t.data_buffer()->storage("MetalBackend::set_tensor_async"));
+    staging_.push_back(std::move(staging));
+    commit(std::move(cb));
+}
+
+void MetalBackend::get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t n) {
+    if (offset > t.nbytes() || n > t.nbytes() - offset) {
+        fail<OutOfRangeError>("MetalBackend::get_tensor_async", "range [", offset, ", ", offset + n,
+                              ") is outside tensor ", t.describe(), " of ", t.nbytes(), " bytes");
+    }
+    DeviceRef ref = device_ref(t);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto staging = device_->runtime().alloc(n, StorageMode::Shared);
+    auto cb = device_->runtime().command_buffer(schedule());
+    cb->copy(*ref.buffer, ref.offset + offset, *staging, 0, n);
+    held_.push_back(t.data_buffer()->storage("MetalBackend::get_tensor_async"));
+    reads_.push_back({staging, dst, n});
+    commit(std::move(cb));
+}
+
+void MetalBackend::graph_optimize(Graph& graph) {
+    if (option("graph_optimize") == 0) return;
+    // Units: a node plus the nodes fused into it; a unit's level is one more than the deepest unit
+    // it reads from. Sorting by level (stably) groups independent units so they can run concurrently.
+    const auto& nodes = graph.nodes();
+    std::vector<std::vector<Tensor*>> units;
+    for (size_t i = 0; i < nodes.size();) {
+        size_t span = computes(*nodes[i]) ? fusion_span(nodes, i) : 0;
+        units.emplace_back(nodes.begin() + i, nodes.begin() + i + span + 1);
+        i += span + 1;
+    }
+    std::unordered_map<const Tensor*, int> level_of;
+    std::vector<int> level(units.size(), 0);
+    for (size_t u = 0; u < units.size(); ++u) {
+        int lv = 0;
+        for (Tensor* n : units[u]) {
+            for (int s = 0; s <= kMaxSrc; ++s) {
+                const Tensor* src = s < kMaxSrc ? n->src[s] : n->view_src;
+                auto it = src ? level_of.find(src) : level_of.end();
+                if (it != level_of.end()) lv = std::max(lv, it->second + 1);
+            }
+        }
+        level[u] = lv;
+        for (Tensor* n : units[u]) level_of[n] = lv;
+    }
+    std::vector<size_t> order(units.size());
+    for (size_t u = 0; u < units.size(); ++u) order[u] = u;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return level[a] < level[b]; });
+    std::vector<Tensor*> reordered;
+    for (size_t u : order) reordered.insert(reordered.end(), units[u].begin(), units[u].end());
+    graph.reorder(std::move(reordered));
+}
+
+bool MetalBackend::supports_family(int family) const { return device_->supports_family(family); }
+
+void MetalBackend::capture_next_compute() {
+    // Ask the runtime now, so a device that cannot capture says so at this call.
+    device_->runtime().capture_begin();
+    device_->runtime().capture_end();
+    std::lock_guard<std::mutex> lock(mutex_);
+    capture_next_ = true;
+}
+
+}  // namespace mb::metal

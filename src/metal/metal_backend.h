@@ -1,0 +1,56 @@
+// A Metal backend (ggml's Metal context): encodes graphs into command buffers on the device's queue.
+// The first nodes go into one command buffer committed at once; the rest are split evenly over n_cb
+// command buffers. The abort callback is asked before each commit; nothing half-committed remains.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "metal/runtime.h"
+
+namespace mb {
+class Storage;
+}
+
+namespace mb::metal {
+
+class MetalDevice;
+
+class MetalBackend final : public Backend {
+public:
+    explicit MetalBackend(std::shared_ptr<MetalDevice> device);
+    ~MetalBackend() override;
+
+    std::string name() const override;
+    std::shared_ptr<Device> device() const override;
+
+    Status graph_compute_async(Graph& graph) override;
+    void synchronize() override;
+    void set_tensor_async(Tensor& t, const void* src, size_t offset, size_t n) override;
+    void get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t n) override;
+    void graph_optimize(Graph& graph) override;
+    bool supports_family(int family) const override;
+    void capture_next_compute() override;
+
+private:
+    struct PendingRead {
+        std::shared_ptr<RtBuffer> staging;
+        void* dst;
+        size_t n;
+    };
+    void commit(std::unique_ptr<CommandBuffer> cb);
+    int schedule() const;
+
+    std::shared_ptr<MetalDevice> device_;
+    std::mutex mutex_;
+    std::vector<std::unique_ptr<CommandBuffer>> in_flight_;
+    std::vector<std::shared_ptr<Storage>> held_;  // memory in use by in-flight work
+    std::vector<std::shared_ptr<RtBuffer>> staging_;
+    std::vector<PendingRead> reads_;
+    bool capture_next_ = false;
+};
+
+}  // namespace mb::metal

@@ -1,0 +1,205 @@
+#include "metal/metal_device.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/buffer.h"
+#include "core/errors.h"
+#include "core/tensor.h"
+#include "metal/metal_backend.h"
+#include "metal/metal_storage.h"
+#include "metal/ops.h"
+
+namespace mb::metal {
+
+namespace {
+
+size_t page_size() {
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<size_t>(p) : 4096;
+}
+
+class MetalBufferType final : public BufferType {
+public:
+    MetalBufferType(MetalDevice* device, std::string name, StorageMode mode)
+        : BufferType(device, std::move(name), /*alignment=*/32, 0, /*is_host=*/false), device_(device), mode_(mode) {}
+
+    size_t max_size() const override { return device_->props().max_buffer_size; }
+    size_t alloc_size(const Tensor& t) const override { return t.nbytes() + extra_alloc_size(t); }
+
+protected:
+    std::shared_ptr<Storage> allocate_storage(size_t size) override {
+        auto rt = device_->runtime_ptr();
+        if (mode_ != StorageMode::Mapped) {
+            auto buf = rt->alloc(size, mode_);
+            void* host = buf->host_ptr();
+            return std::make_shared<MetalStorage>(rt, std::vector<MetalStorage::View>{{buf, 0, size, 0}}, host, size, mode_);
+        }
+        // A mapped buffer of our own: page-aligned host memory, wrapped without copy.
+        auto host = std::make_shared<HostStorage>(size, page_size());
+        auto buf = rt->map(host->host_ptr(), (size + page_size() - 1) / page_size() * page_size());
+        return std::make_shared<MetalStorage>(rt, std::vector<MetalStorage::View>{{buf, 0, size, 0}}, host->host_ptr(),
+                                              size, StorageMode::Mapped, host);
+    }
+
+private:
+    MetalDevice* device_;
+    StorageMode mode_;
+};
+
+bool parse_bool(const std::string& key, int64_t v) {
+    if (v != 0 && v != 1) fail<InvalidArgumentError>("MetalDevice::set_prop", key, " takes 0 or 1, got ", v);
+    return v == 1;
+}
+
+}  // namespace
+
+MetalDevice::MetalDevice(std::string name, std::shared_ptr<Runtime> runtime)
+    : name_(std::move(name)),
+      runtime_(std::move(runtime)),
+      props_(runtime_->props()),
+      use_shared_buffers_(props_.has_unified_memory),
+      use_residency_sets_(props_.supports_residency_sets) {
+    shared_ = std::make_shared<MetalBufferType>(this, name_, StorageMode::Shared);
+    private_ = std::make_shared<MetalBufferType>(this, name_ + "_Private", StorageMode::Private);
+    mapped_ = std::make_shared<MetalBufferType>(this, name_ + "_Mapped", StorageMode::Mapped);
+}
+
+RuntimeProps MetalDevice::props() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return props_;
+}
+
+DeviceMemory MetalDevice::memory() const {
+    size_t total = props().max_working_set_size, used = runtime_->allocated_size();
+    return {used < total ? total - used : 0, total};
+}
+
+DeviceCaps MetalDevice::caps() const {
+    DeviceCaps c;
+    c.async = true;
+    c.host_buffer = false;
+    c.buffer_from_host_ptr = true;
+    c.events = false;
+    return c;
+}
+
+std::map<std::string, std::string> MetalDevice::extra_props() const {
+    RuntimeProps p = props();
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string families;
+    for (int f : p.families) families += (families.empty() ? "" : ",") + std::to_string(f);
+    return {
+        {"has_simdgroup_reduction", std::to_string(p.has_simdgroup_reduction)},
+        {"has_simdgroup_mm", std::to_string(p.has_simdgroup_mm)},
+        {"has_bfloat", std::to_string(p.has_bfloat)},
+        {"has_unified_memory", std::to_string(p.has_unified_memory)},
+        {"use_shared_buffers", std::to_string(use_shared_buffers_)},
+        {"use_residency_sets", std::to_string(use_residency_sets_)},
+        {"max_buffer_size", std::to_string(p.max_buffer_size)},
+        {"max_working_set_size", std::to_string(p.max_working_set_size)},
+        {"max_threadgroup_memory", std::to_string(p.max_threadgroup_memory)},
+        {"offload_min_batch", std::to_string(offload_min_batch_)},
+        {"families", families},
+    };
+}
+
+void MetalDevice::set_prop(const std::string& key, int64_t value) {
+    const RuntimeProps& hw = runtime_->props();
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto narrow = [&](bool& field, bool hw_value) {
+        bool v = parse_bool(key, value);
+        if (v && !hw_value) fail<InvalidArgumentError>("MetalDevice::set_prop", "the GPU does not have ", key);
+        field = v;
+    };
+    if (key == "has_simdgroup_reduction") {
+        narrow(props_.has_simdgroup_reduction, hw.has_simdgroup_reduction);
+    } else if (key == "has_simdgroup_mm") {
+        narrow(props_.has_simdgroup_mm, hw.has_simdgroup_mm);
+    } else if (key == "has_bfloat") {
+        narrow(props_.has_bfloat, hw.has_bfloat);
+    } else if (key == "use_shared_buffers") {
+        narrow(use_shared_buffers_, hw.has_unified_memory);
+    } else if (key == "use_residency_sets") {
+        narrow(use_residency_sets_, hw.supports_residency_sets);
+    } else if (key == "offload_min_batch") {
+        if (value < 1) fail<InvalidArgumentError>("MetalDevice::set_prop", "offload_min_batch must be >= 1, got ", value);
+        offload_min_batch_ = value;
+    } else if (key == "max_buffer_size") {
+        if (value < static_cast<int64_t>(page_size()) * 4 || static_cast<size_t>(value) > hw.max_buffer_size) {
+            fail<InvalidArgumentError>("MetalDevice::set_prop", "max_buffer_size must be in [", page_size() * 4, ", ",
+                                       hw.max_buffer_size, "], got ", value);
+        }
+        props_.max_buffer_size = static_cast<size_t>(value);
+    } else {
+        fail<InvalidArgumentError>("MetalDevice::set_prop", "unknown or read-only prop '", key,
+                                   "' (settable: has_simdgroup_reduction, has_simdgroup_mm, has_bfloat, "
+                                   "use_shared_buffers, use_residency_sets, offload_min_batch, max_buffer_size)");
+    }
+}
+
+std::shared_ptr<BufferType> MetalDevice::default_buffer_type() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return use_shared_buffers_ ? shared_ : private_;
+}
+
+bool MetalDevice::supports_buft(const BufferType& buft) const {
+    return &buft == shared_.get() || &buft == private_.get() || &buft == mapped_.get();
+}
+
+bool MetalDevice::supports_op(const Tensor& node) const { return metal::supports_op(props(), node); }
+
+bool MetalDevice::offload_op(const Tensor& node) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return node.op == Op::MUL_MAT && node.ne[1] >= offload_min_batch_;
+}
+
+bool MetalDevice::supports_family(int family) const {
+    RuntimeProps p = props();
+    return std::find(p.families.begin(), p.families.end(), 1000 + family) != p.families.end();
+}
+
+std::shared_ptr<Buffer> MetalDevice::buffer_from_host_ptr(void* ptr, size_t size, size_t max_tensor_size,
+                                                          std::shared_ptr<void> owner) {
+    const size_t page = page_size();
+    const size_t max_buf = props().max_buffer_size;
+    // Metal wraps whole pages: align the start down and the end up.
+    auto addr = reinterpret_cast<uintptr_t>(ptr);
+    uintptr_t start = addr / page * page;
+    size_t lead = addr - start;
+    size_t span = (lead + size + page - 1) / page * page;
+    std::vector<MetalStorage::View> views;
+    if (span <= max_buf) {
+        views.push_back({runtime_->map(reinterpret_cast<void*>(start), span), 0, size, lead});
+    } else {
+        // Overlapping views so that every tensor up to max_tensor_size lies whole in one of them.
+        size_t overlap = ((max_tensor_size + page - 1) / page + 1) * page;
+        if (overlap >= max_buf) {
+            fail<InvalidArgumentError>("MetalDevice::buffer_from_host_ptr", "max_tensor_size ", max_tensor_size,
+                                       " needs views larger than max_buffer_size ", max_buf);
+        }
+        size_t step = max_buf - overlap;
+        for (size_t off = 0; off < span; off += step) {
+            size_t len = std::min(max_buf, span - off);
+            auto buf = runtime_->map(reinterpret_cast<void*>(start + off), len);
+            size_t begin = off > lead ? off - lead : 0;
+            size_t end = std::min(size, off + len - lead);
+            // delta = lead - off, taken modulo 2^64: offsets wrap back into range when added.
+            views.push_back({buf, begin, end, lead - off});
+            if (off + len >= span) break;
+        }
+    }
+    auto storage = std::make_shared<MetalStorage>(runtime_, std::move(views), ptr, size, StorageMode::Mapped,
+                                                  std::move(owner));
+    return std::make_shared<Buffer>(mapped_, std::move(storage), mapped_->name());
+}
+
+std::shared_ptr<Backend> MetalDevice::init_backend(const std::string& params) {
+    auto backend = std::make_shared<MetalBackend>(std::static_pointer_cast<MetalDevice>(shared_from_this()));
+    backend->apply_params(params);
+    return backend;
+}
+
+}  // namespace mb::metal

@@ -1,0 +1,58 @@
+// A Metal device (ggml's Metal device and its three buffer types) over any runtime.h: real Metal as
+// registry "Metal", the MSL executor as registry "MetalSim". Props come from the runtime and can be
+// narrowed from Python (to test fallbacks) but never widened past what the runtime has.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/buffer_type.h"
+#include "core/device.h"
+#include "metal/runtime.h"
+
+namespace mb::metal {
+
+class MetalDevice final : public Device {
+public:
+    MetalDevice(std::string name, std::shared_ptr<Runtime> runtime);
+
+    std::string name() const override { return name_; }
+    std::string description() const override { return runtime_->props().name; }
+    DeviceType type() const override { return DeviceType::GPU; }
+    DeviceMemory memory() const override;
+    DeviceCaps caps() const override;
+    std::map<std::string, std::string> extra_props() const override;
+    void set_prop(const std::string& key, int64_t value) override;
+
+    std::shared_ptr<BufferType> default_buffer_type() override;
+    std::vector<std::shared_ptr<BufferType>> buffer_types() override { return {shared_, private_, mapped_}; }
+    bool supports_buft(const BufferType& buft) const override;
+    bool supports_op(const Tensor& node) const override;
+    bool offload_op(const Tensor& node) const override;
+
+    std::shared_ptr<Buffer> buffer_from_host_ptr(void* ptr, size_t size, size_t max_tensor_size,
+                                                 std::shared_ptr<void> owner) override;
+    std::shared_ptr<Backend> init_backend(const std::string& params) override;
+
+    // A snapshot of the props in force (the runtime's, as narrowed by set_prop).
+    RuntimeProps props() const;
+    bool supports_family(int family) const;
+    Runtime& runtime() const { return *runtime_; }
+    const std::shared_ptr<Runtime>& runtime_ptr() const { return runtime_; }
+    // Whether the MSL executor runs this device (its backends then offer the "schedule" option).
+    bool simulated() const { return name_ == "MetalSim"; }
+
+private:
+    std::string name_;
+    std::shared_ptr<Runtime> runtime_;
+    mutable std::mutex mutex_;
+    RuntimeProps props_;
+    bool use_shared_buffers_;
+    bool use_residency_sets_;
+    int64_t offload_min_batch_ = 32;
+    std::shared_ptr<BufferType> shared_, private_, mapped_;
+};
+
+}  // namespace mb::metal

@@ -1,0 +1,53 @@
+// What an op's encode function works with: the compute encoder of the current command buffer, the
+// device's props and pipelines, and where each tensor lives on the GPU. Portable C++: the same code
+// encodes for real Metal and for the simulated device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "metal/runtime.h"
+
+namespace mb::metal {
+
+// Where a tensor's first byte is: a GPU buffer and an offset into it.
+struct DeviceRef {
+    const RtBuffer* buffer = nullptr;
+    size_t offset = 0;
+};
+
+// Resolves a tensor to its GPU buffer (see metal_storage.h).
+DeviceRef device_ref(const Tensor& t);
+
+class OpEncoder {
+public:
+    // `props`: the device's props (the runtime's, as the user may have narrowed them).
+    OpEncoder(Runtime& runtime, const RuntimeProps& props, ComputeEncoder& enc, bool fusion)
+        : runtime_(runtime), props_(props), enc_(enc), fusion_(fusion) {}
+
+    const RuntimeProps& props() const { return props_; }
+    bool fusion() const { return fusion_; }
+    ComputeEncoder& enc() { return enc_; }
+
+    // Selects the kernel `name` with function constants (compiled once, then cached).
+    const Pipeline& use(const std::string& name, const std::vector<FunctionConstant>& constants = {});
+    template <typename Args>
+    void args(const Args& a) {
+        enc_.set_args(&a, sizeof(a));
+    }
+    // Binds tensor t's data at buffer index `index`; `extra` bytes past its start (scratch).
+    void tensor(const Tensor& t, uint32_t index, size_t extra = 0);
+    void threadgroup_memory(size_t size, uint32_t index) { enc_.set_threadgroup_memory((size + 15) / 16 * 16, index); }
+    void dispatch(Size3 groups, Size3 threads) { enc_.dispatch(groups, threads); }
+
+private:
+    Runtime& runtime_;
+    const RuntimeProps& props_;
+    ComputeEncoder& enc_;
+    bool fusion_;
+};
+
+}  // namespace mb::metal

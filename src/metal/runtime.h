@@ -1,0 +1,124 @@
+// The ONE interface between the Metal device's portable code (ops encoding, buffers, backend) and a
+// GPU runtime: real Metal (runtime_metal.mm, Apple only) or the MSL executor (runtime_sim.cpp).
+// Everything that decides *what* the GPU does is above this line and runs in Linux CI.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mb::metal {
+
+enum class StorageMode {
+    Shared,   // host-visible memory the GPU also reads (unified memory)
+    Private,  // GPU-only memory; the host reaches it through blits that wait
+    Mapped,   // caller memory wrapped without copy
+};
+
+// A GPU buffer. host_ptr() is null for Private buffers.
+class RtBuffer {
+public:
+    virtual ~RtBuffer() = default;
+    virtual size_t size() const = 0;
+    virtual StorageMode mode() const = 0;
+    virtual void* host_ptr() const = 0;
+};
+
+struct Size3 {
+    uint32_t x = 1, y = 1, z = 1;
+};
+
+// A function constant bound when a pipeline is made (by index, as [[function_constant(i)]]).
+struct FunctionConstant {
+    enum class Kind { Bool, Int16, Int32, Float } kind = Kind::Int32;
+    uint32_t index = 0;
+    int64_t i = 0;
+    float f = 0.0f;
+    static FunctionConstant boolean(uint32_t index, bool v) { return {Kind::Bool, index, v ? 1 : 0, 0.0f}; }
+    static FunctionConstant int16(uint32_t index, int16_t v) { return {Kind::Int16, index, v, 0.0f}; }
+    static FunctionConstant int32(uint32_t index, int32_t v) { return {Kind::Int32, index, v, 0.0f}; }
+    static FunctionConstant float32(uint32_t index, float v) { return {Kind::Float, index, 0, v}; }
+};
+
+// A compiled kernel with its function constants (cached by the runtime).
+class Pipeline {
+public:
+    virtual ~Pipeline() = default;
+    virtual const std::string& name() const = 0;
+    virtual uint32_t max_threads_per_threadgroup() const = 0;
+    virtual uint32_t thread_execution_width() const = 0;  // the simdgroup width: 32
+};
+
+// Records compute work into a command buffer. Bindings persist until changed, as in Metal.
+class ComputeEncoder {
+public:
+    virtual ~ComputeEncoder() = default;
+    virtual void set_pipeline(const Pipeline& p) = 0;
+    // The args struct (a POD of shaders/kargs.h), always at index 0.
+    virtual void set_args(const void* data, size_t size) = 0;
+    virtual void set_buffer(const RtBuffer& buf, size_t offset, uint32_t index) = 0;
+    virtual void set_threadgroup_memory(size_t size, uint32_t index) = 0;
+    virtual void dispatch(Size3 threadgroups, Size3 threads_per_threadgroup) = 0;
+    // Makes writes of earlier dispatches visible to later ones (concurrent encoders only).
+    virtual void memory_barrier() = 0;
+};
+
+enum class CommandStatus { NotCommitted, Committed, Completed, Error };
+
+// Work for the GPU: compute passes and blits, committed in order to the device's one queue.
+class CommandBuffer {
+public:
+    virtual ~CommandBuffer() = default;
+    // A compute pass; `concurrent` dispatches may overlap unless separated by memory_barrier().
+    // The encoder is valid until the next call on this command buffer.
+    virtual ComputeEncoder& compute(bool concurrent) = 0;
+    // Blits: copies, fills, and host <-> buffer transfers ordered with the other work.
+    virtual void copy(const RtBuffer& src, size_t src_offset, const RtBuffer& dst, size_t dst_offset, size_t n) = 0;
+    virtual void fill(const RtBuffer& dst, size_t offset, size_t n, uint8_t value) = 0;
+    // Enqueues; the GPU runs committed command buffers in commit order.
+    virtual void commit() = 0;
+    // Waits until completed (or failed). Never throws: look at status().
+    virtual void wait() = 0;
+    virtual CommandStatus status() const = 0;
+    // The runtime's own message when status() is Error.
+    virtual std::string error() const = 0;
+};
+
+struct RuntimeProps {
+    std::string name;                  // GPU name, e.g. "Apple M2"
+    bool has_simdgroup_reduction = false;
+    bool has_simdgroup_mm = false;
+    bool has_bfloat = false;
+    bool has_unified_memory = false;
+    bool supports_residency_sets = false;
+    size_t max_buffer_size = 0;
+    size_t max_working_set_size = 0;
+    size_t max_threadgroup_memory = 0;
+    std::vector<int> families;  // MTLGPUFamily values it supports (Apple7 = 1007, Metal3 = 5001)
+};
+
+class Runtime {
+public:
+    virtual ~Runtime() = default;
+    virtual const RuntimeProps& props() const = 0;
+    virtual size_t allocated_size() const = 0;  // currentAllocatedSize
+
+    // Throws OutOfMemoryError when the device refuses. Size 0 is legal.
+    virtual std::shared_ptr<RtBuffer> alloc(size_t size, StorageMode mode) = 0;
+    // Wraps [ptr, ptr + size) without copy; ptr and size page-aligned; size <= max_buffer_size.
+    virtual std::shared_ptr<RtBuffer> map(void* ptr, size_t size) = 0;
+
+    // Throws UnsupportedOpError for an unknown kernel, InvalidArgumentError for bad constants.
+    virtual std::shared_ptr<Pipeline> pipeline(const std::string& name, const std::vector<FunctionConstant>& constants) = 0;
+    // `sim_schedule`: for the MSL executor only (0 lockstep, 1 one simdgroup running ahead); Metal
+    // ignores it.
+    virtual std::unique_ptr<CommandBuffer> command_buffer(int sim_schedule = 0) = 0;
+
+    // Trace capture of the next command buffers (Apple only; elsewhere UnsupportedOpError).
+    virtual void capture_begin() = 0;
+    virtual void capture_end() = 0;
+};
+
+}  // namespace mb::metal
