@@ -50,9 +50,39 @@ def _mapped(dev: Device) -> str:
     return f"zero-copy mapped buffer over a numpy array ({host.nbytes} bytes), both directions"
 
 
+def _compute(dev: Device) -> str:
+    # A small layer: softmax(gelu(x @ w.T) + b), computed through the scheduler with the CPU as
+    # fallback, so a device that refuses an op still gives the answer.
+    from . import Context, Graph, Scheduler, alloc_ctx_tensors, device, f32, ops
+
+    rng = np.random.default_rng(1)
+    xs = rng.standard_normal((33, 64)).astype(np.float32)
+    ws = rng.standard_normal((48, 64)).astype(np.float32) * 0.1
+    bs = rng.standard_normal(48).astype(np.float32)
+    ctx = Context()
+    x, w, b = ctx.tensor(f32, xs.shape), ctx.tensor(f32, ws.shape), ctx.tensor(f32, bs.shape)
+    alloc_ctx_tensors(ctx, dev.buffer_type)
+    y = ops.soft_max(ops.add(ops.gelu(ops.mul_mat(w, x)), b))
+    for t, v in ((x, xs), (w, ws), (b, bs)):
+        t.set(v)
+    backends = [dev.init_backend()] + ([device("CPU").init_backend()] if dev.name != "CPU" else [])
+    sched = Scheduler(backends)
+    graph = Graph(y)
+    where = sorted({p.backend.name for p in sched.plan(graph)})
+    sched.graph_compute(graph)
+    h = xs.astype(np.float64) @ ws.T.astype(np.float64)
+    h = 0.5 * h * (1 + np.tanh(0.7978845608 * (h + 0.044715 * h**3))) + bs
+    ref = np.exp(h - h.max(-1, keepdims=True))
+    ref /= ref.sum(-1, keepdims=True)
+    err = float(np.abs(y.get() - ref).max())
+    _expect(err < 1e-4, f"{dev.name}: matmul/gelu/add/softmax differ from numpy by {err:.3g}")
+    return f"mul_mat+gelu+add+soft_max vs numpy: max error {err:.2g} (ran on {', '.join(where)})"
+
+
 CHECKS: List[Tuple[str, Callable[[Device], str]]] = [
     ("buffers", _roundtrip),
     ("mapped", _mapped),
+    ("compute", _compute),
 ]
 
 
