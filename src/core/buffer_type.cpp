@@ -10,9 +10,10 @@ namespace mb {
 size_t BufferType::alloc_size(const Tensor& t) const { return t.nbytes(); }
 
 std::shared_ptr<Buffer> BufferType::alloc(size_t size) {
-    if (size > max_size_) {
+    const size_t limit = max_size();
+    if (size > limit) {
         fail<OutOfMemoryError>("BufferType::alloc", "cannot allocate ", size, " bytes from '", name_,
-                               "': max_size is ", max_size_);
+                               "': max_size is ", limit);
     }
     const size_t total = device_->memory().total;
     if (total != 0 && size > total) {
