@@ -1,0 +1,161 @@
+// DUP, CPY and CONT: the elements of src in logical (row-major) order written to the elements of dst
+// in logical order, converted to dst's type; both sides may have any strides. One threadgroup per src
+// row. When the rows of both sides have the same length (same_rows) a src row is one dst row, found
+// once per threadgroup; otherwise each element's dst coordinates come from its flat index.
+//
+// A quantized side needs same_rows and packed blocks (the host checks): its threads take whole
+// blocks (quantizing needs all 32 values for the scale) or halves of blocks (dequantizing).
+#include <metal_stdlib>
+
+#include "kargs.h"
+#include "quants.h"
+
+using namespace metal;
+
+inline long cpy_row_index(constant mb_kargs_cpy & args, uint3 tgpig) {
+    return (long(tgpig.z) * args.ne02 + long(tgpig.y)) * args.ne01 + long(tgpig.x);
+}
+
+inline device const char * cpy_src_row(constant mb_kargs_cpy & args, device const char * src0, uint3 tgpig) {
+    return src0 + ulong(tgpig.x) * args.nb01 + ulong(tgpig.y) * args.nb02 + ulong(tgpig.z) * args.nb03;
+}
+
+// The dst row holding the flat row r (rows of ne0 elements) of dst.
+inline device char * cpy_dst_row(constant mb_kargs_cpy & args, device char * dst, long r) {
+    const long i1 = r % args.ne1;
+    const long t = r / args.ne1;
+    const long i2 = t % args.ne2;
+    const long i3 = t / args.ne2;
+    return dst + ulong(i1) * args.nb1 + ulong(i2) * args.nb2 + ulong(i3) * args.nb3;
+}
+
+// Converting copy through f32; a same-type copy moves the bits (NaN payloads, i32 beyond 2^24).
+template <typename TS, typename TD>
+inline void copy_element(device const TS * s, device TD * d) {
+    mb_store(d, mb_to_float(*s));
+}
+
+template <typename T>
+inline void copy_element(device const T * s, device T * d) {
+    *d = *s;
+}
+
+template <typename TS, typename TD>
+kernel void kernel_cpy(
+        constant mb_kargs_cpy & args [[buffer(0)]],
+        device const char * src0 [[buffer(1)]],
+        device char * dst [[buffer(2)]],
+        uint3 tgpig [[threadgroup_position_in_grid]],
+        uint tiitg [[thread_index_in_threadgroup]],
+        uint ntg [[threads_per_threadgroup]]) {
+    device const char * in = cpy_src_row(args, src0, tgpig);
+    const long r = cpy_row_index(args, tgpig);
+    if (args.same_rows != 0) {
+        device char * out = cpy_dst_row(args, dst, r);
+        for (int i = int(tiitg); i < args.ne00; i += int(ntg)) {
+            copy_element((device const TS *) (in + ulong(i) * args.nb00), (device TD *) (out + ulong(i) * args.nb0));
+        }
+        return;
+    }
+    for (int i = int(tiitg); i < args.ne00; i += int(ntg)) {
+        const long flat = r * args.ne00 + i;
+        device char * out = cpy_dst_row(args, dst, flat / args.ne0);
+        copy_element((device const TS *) (in + ulong(i) * args.nb00),
+                     (device TD *) (out + ulong(flat % args.ne0) * args.nb0));
+    }
+}
+
+// f32 -> quantized; thread work unit: one block.
+template <typename B>
+kernel void kernel_cpy_f32_q(
+        constant mb_kargs_cpy & args [[buffer(0)]],
+        device const char * src0 [[buffer(1)]],
+        device char * dst [[buffer(2)]],
+        uint3 tgpig [[threadgroup_position_in_grid]],
+        uint tiitg [[thread_index_in_threadgroup]],
+        uint ntg [[threads_per_threadgroup]]) {
+    device const char * in = cpy_src_row(args, src0, tgpig);
+    device B * out = (device B *) cpy_dst_row(args, dst, cpy_row_index(args, tgpig));
+    for (int ib = int(tiitg); ib < args.ne00 / MB_QK; ib += int(ntg)) {
+        float x[MB_QK];
+        for (int j = 0; j < MB_QK; ++j) {
+            x[j] = *(device const float *) (in + ulong(ib * MB_QK + j) * args.nb00);
+        }
+        quantize32(x, out + ib);
+    }
+}
+
+// Quantized -> f32 or f16; thread work unit: half a block.
+template <typename B, typename TD>
+kernel void kernel_cpy_q(
+        constant mb_kargs_cpy & args [[buffer(0)]],
+        device const char * src0 [[buffer(1)]],
+        device char * dst [[buffer(2)]],
+        uint3 tgpig [[threadgroup_position_in_grid]],
+        uint tiitg [[thread_index_in_threadgroup]],
+        uint ntg [[threads_per_threadgroup]]) {
+    device const B * in = (device const B *) cpy_src_row(args, src0, tgpig);
+    device char * out = cpy_dst_row(args, dst, cpy_row_index(args, tgpig));
+    for (int u = int(tiitg); u < args.ne00 / 16; u += int(ntg)) {
+        float v[16];
+        dequantize16(in + u / 2, u % 2, v);
+        for (int j = 0; j < 16; ++j) {
+            mb_store((device TD *) (out + ulong(u * 16 + j) * args.nb0), v[j]);
+        }
+    }
+}
+
+// Quantized -> the same type: blocks copied as they are.
+template <typename B>
+kernel void kernel_cpy_q_q(
+        constant mb_kargs_cpy & args [[buffer(0)]],
+        device const char * src0 [[buffer(1)]],
+        device char * dst [[buffer(2)]],
+        uint3 tgpig [[threadgroup_position_in_grid]],
+        uint tiitg [[thread_index_in_threadgroup]],
+        uint ntg [[threads_per_threadgroup]]) {
+    device const B * in = (device const B *) cpy_src_row(args, src0, tgpig);
+    device B * out = (device B *) cpy_dst_row(args, dst, cpy_row_index(args, tgpig));
+    for (int ib = int(tiitg); ib < args.ne00 / MB_QK; ib += int(ntg)) {
+        out[ib] = in[ib];
+    }
+}
+
+typedef decltype(kernel_cpy<float, float>) kernel_cpy_t;
+typedef decltype(kernel_cpy_f32_q<block_q4_0>) kernel_cpy_f32_q_t;
+typedef decltype(kernel_cpy_q<block_q4_0, float>) kernel_cpy_q_t;
+typedef decltype(kernel_cpy_q_q<block_q4_0>) kernel_cpy_q_q_t;
+
+template [[host_name("kernel_cpy_f32_f32")]] kernel kernel_cpy_t kernel_cpy<float, float>;
+template [[host_name("kernel_cpy_f32_f16")]] kernel kernel_cpy_t kernel_cpy<float, half>;
+template [[host_name("kernel_cpy_f32_bf16")]] kernel kernel_cpy_t kernel_cpy<float, mb_bf16>;
+template [[host_name("kernel_cpy_f32_i32")]] kernel kernel_cpy_t kernel_cpy<float, int>;
+template [[host_name("kernel_cpy_f16_f32")]] kernel kernel_cpy_t kernel_cpy<half, float>;
+template [[host_name("kernel_cpy_f16_f16")]] kernel kernel_cpy_t kernel_cpy<half, half>;
+template [[host_name("kernel_cpy_bf16_f32")]] kernel kernel_cpy_t kernel_cpy<mb_bf16, float>;
+template [[host_name("kernel_cpy_bf16_bf16")]] kernel kernel_cpy_t kernel_cpy<mb_bf16, mb_bf16>;
+template [[host_name("kernel_cpy_i32_f32")]] kernel kernel_cpy_t kernel_cpy<int, float>;
+template [[host_name("kernel_cpy_i32_i32")]] kernel kernel_cpy_t kernel_cpy<int, int>;
+
+template [[host_name("kernel_cpy_f32_q4_0")]] kernel kernel_cpy_f32_q_t kernel_cpy_f32_q<block_q4_0>;
+template [[host_name("kernel_cpy_f32_q4_1")]] kernel kernel_cpy_f32_q_t kernel_cpy_f32_q<block_q4_1>;
+template [[host_name("kernel_cpy_f32_q5_0")]] kernel kernel_cpy_f32_q_t kernel_cpy_f32_q<block_q5_0>;
+template [[host_name("kernel_cpy_f32_q5_1")]] kernel kernel_cpy_f32_q_t kernel_cpy_f32_q<block_q5_1>;
+template [[host_name("kernel_cpy_f32_q8_0")]] kernel kernel_cpy_f32_q_t kernel_cpy_f32_q<block_q8_0>;
+
+template [[host_name("kernel_cpy_q4_0_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q4_0, float>;
+template [[host_name("kernel_cpy_q4_1_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q4_1, float>;
+template [[host_name("kernel_cpy_q5_0_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q5_0, float>;
+template [[host_name("kernel_cpy_q5_1_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q5_1, float>;
+template [[host_name("kernel_cpy_q8_0_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q8_0, float>;
+template [[host_name("kernel_cpy_q4_0_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q4_0, half>;
+template [[host_name("kernel_cpy_q4_1_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q4_1, half>;
+template [[host_name("kernel_cpy_q5_0_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q5_0, half>;
+template [[host_name("kernel_cpy_q5_1_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q5_1, half>;
+template [[host_name("kernel_cpy_q8_0_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q8_0, half>;
+
+template [[host_name("kernel_cpy_q4_0_q4_0")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q4_0>;
+template [[host_name("kernel_cpy_q4_1_q4_1")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q4_1>;
+template [[host_name("kernel_cpy_q5_0_q5_0")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q5_0>;
+template [[host_name("kernel_cpy_q5_1_q5_1")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q5_1>;
+template [[host_name("kernel_cpy_q8_0_q8_0")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q8_0>;

@@ -1,0 +1,77 @@
+// SUM_ROWS / MEAN and ARGMAX: one threadgroup per row of src0 (any strides), reductions through
+// simd_* and threadgroup memory.
+#include <metal_stdlib>
+#include "kargs.h"
+#include "block_reduce.h"
+
+using namespace metal;
+
+kernel void kernel_sum_rows_f32(
+        constant mb_kargs_reduce & args [[buffer(0)]],
+        device const char * src0 [[buffer(1)]],
+        device char * dst [[buffer(2)]],
+        threadgroup float * shmem [[threadgroup(0)]],
+        uint3 tgpig [[threadgroup_position_in_grid]],
+        ushort tpitg [[thread_position_in_threadgroup]],
+        ushort ntg [[threads_per_threadgroup]],
+        ushort tiisg [[thread_index_in_simdgroup]],
+        ushort sgitg [[simdgroup_index_in_threadgroup]],
+        ushort nsg [[simdgroups_per_threadgroup]]) {
+    const int i1 = tgpig.x;
+    const int i2 = tgpig.y;
+    const int i3 = tgpig.z;
+    device const char * x = src0 + i1 * args.nb01 + i2 * args.nb02 + i3 * args.nb03;
+    float s = 0.0f;
+    for (int i = tpitg; i < args.ne00; i += ntg) {
+        s += *((device const float *) (x + i * args.nb00));
+    }
+    s = block_sum(s, shmem, tiisg, sgitg, nsg);
+    if (tpitg == 0) {
+        *((device float *) (dst + i1 * args.nb1 + i2 * args.nb2 + i3 * args.nb3)) = args.mean ? s / args.ne00 : s;
+    }
+}
+
+// The first index of the largest value; NaN never wins (a row of NaNs gives 0). Each thread keeps
+// its best (value, index), idx < 0 when it saw only NaNs; ties go to the smaller index.
+kernel void kernel_argmax_f32(
+        constant mb_kargs_reduce & args [[buffer(0)]],
+        device const char * src0 [[buffer(1)]],
+        device int * dst [[buffer(2)]],
+        threadgroup float * shmem [[threadgroup(0)]],
+        threadgroup int * shidx [[threadgroup(1)]],
+        uint tgpig [[threadgroup_position_in_grid]],
+        ushort tpitg [[thread_position_in_threadgroup]],
+        ushort ntg [[threads_per_threadgroup]],
+        ushort tiisg [[thread_index_in_simdgroup]],
+        ushort sgitg [[simdgroup_index_in_threadgroup]],
+        ushort nsg [[simdgroups_per_threadgroup]]) {
+    device const char * x = src0 + tgpig * args.nb01;
+    float best = -INFINITY;
+    int idx = -1;
+    for (int i = tpitg; i < args.ne00; i += ntg) {
+        const float v = *((device const float *) (x + i * args.nb00));
+        if (!isnan(v) && (idx < 0 || v > best)) {
+            best = v;
+            idx = i;
+        }
+    }
+
+    // Within the simdgroup: the largest value among lanes that have one, then the smallest index
+    // holding it (INT_MAX: none).
+    float m = simd_max(best);
+    int r = simd_min(idx >= 0 && best == m ? idx : INT_MAX);
+    if (tiisg == 0) {
+        shmem[sgitg] = m;
+        shidx[sgitg] = r;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (sgitg == 0) {
+        const bool has = tiisg < nsg && shidx[tiisg] != INT_MAX;
+        best = has ? shmem[tiisg] : -INFINITY;
+        m = simd_max(best);
+        r = simd_min(has && best == m ? shidx[tiisg] : INT_MAX);
+        if (tiisg == 0) {
+            dst[tgpig] = r == INT_MAX ? 0 : r;
+        }
+    }
+}
