@@ -108,7 +108,7 @@ typedef struct {
 #define MB_MV_NSG 2
 #define MB_MV_NR 4
 #define MB_MV_EXT_MAX 8
-#define MB_FC_MUL_MV_EXT_COLS 300
+#define MB_FC_MUL_MV_EXT_COLS 600
 #define MB_MM_M 64
 #define MB_MM_N 32
 #define MB_MM_THREADS 128

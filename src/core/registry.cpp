@@ -9,6 +9,9 @@ const std::vector<std::shared_ptr<Registry>>& registries() {
     static auto* list = [] {
         auto* l = new std::vector<std::shared_ptr<Registry>>();
         l->push_back(make_cpu_registry());
+#if defined(MB_WITH_METAL)
+        l->push_back(make_metal_registry());
+#endif
 #if defined(MB_WITH_METALSIM)
         l->push_back(make_metalsim_registry());
 #endif

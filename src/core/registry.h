@@ -23,5 +23,6 @@ const std::vector<std::shared_ptr<Registry>>& registries();
 // Registry constructors, one per device kind (defined next to each device).
 std::shared_ptr<Registry> make_cpu_registry();
 std::shared_ptr<Registry> make_metalsim_registry();  // where built (MB_WITH_METALSIM)
+std::shared_ptr<Registry> make_metal_registry();     // Apple (MB_WITH_METAL)
 
 }  // namespace mb

@@ -114,7 +114,8 @@ Status MetalBackend::graph_compute_async(Graph& graph) {
         if (seen.insert(s.get()).second) held_.push_back(std::move(s));
     };
     for (Tensor* node : graph.nodes()) {
-        if (!computes(*node)) continue;
+        if (op_is_view(node->op)) continue;
+        // Refused even when empty: what a device supports must not depend on the sizes that day.
         if (!metal::supports_op(props, *node)) {
             std::string srcs;
             for (Tensor* s : node->src) {
@@ -123,6 +124,7 @@ Status MetalBackend::graph_compute_async(Graph& graph) {
             fail<UnsupportedOpError>(who, device_->name(), " cannot run ", op_name(node->op), " -> ", node->describe(),
                                      " from (", srcs, ")");
         }
+        if (!computes(*node)) continue;
         hold(*node);
         for (Tensor* s : node->src) {
             if (s) hold(*s);
@@ -270,9 +272,10 @@ void MetalBackend::graph_optimize(Graph& graph) {
 bool MetalBackend::supports_family(int family) const { return device_->supports_family(family); }
 
 void MetalBackend::capture_next_compute() {
-    // Ask the runtime now, so a device that cannot capture says so at this call.
-    device_->runtime().capture_begin();
-    device_->runtime().capture_end();
+    if (!device_->runtime().can_capture()) {
+        fail<UnsupportedOpError>("MetalBackend::capture_next_compute", "GPU trace capture needs Metal on Apple; ",
+                                 device_->name(), " cannot capture");
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     capture_next_ = true;
 }

@@ -124,6 +124,7 @@ void MetalDevice::set_prop(const std::string& key, int64_t value) {
         narrow(use_shared_buffers_, hw.has_unified_memory);
     } else if (key == "use_residency_sets") {
         narrow(use_residency_sets_, hw.supports_residency_sets);
+        runtime_->set_use_residency_sets(use_residency_sets_);
     } else if (key == "offload_min_batch") {
         if (value < 1) fail<InvalidArgumentError>("MetalDevice::set_prop", "offload_min_batch must be >= 1, got ", value);
         offload_min_batch_ = value;
@@ -163,6 +164,11 @@ bool MetalDevice::supports_family(int family) const {
 
 std::shared_ptr<Buffer> MetalDevice::buffer_from_host_ptr(void* ptr, size_t size, size_t max_tensor_size,
                                                           std::shared_ptr<void> owner) {
+    if (ptr == nullptr && size != 0) fail<InvalidArgumentError>("MetalDevice::buffer_from_host_ptr", "null pointer with size ", size);
+    if (max_tensor_size > size) {
+        fail<InvalidArgumentError>("MetalDevice::buffer_from_host_ptr", "max_tensor_size ", max_tensor_size,
+                                   " exceeds the wrapped size ", size);
+    }
     const size_t page = page_size();
     const size_t max_buf = props().max_buffer_size;
     // Metal wraps whole pages: align the start down and the end up.

@@ -116,7 +116,12 @@ public:
     // ignores it.
     virtual std::unique_ptr<CommandBuffer> command_buffer(int sim_schedule = 0) = 0;
 
+    // Whether the device's buffers are kept resident through a residency set (where
+    // props().supports_residency_sets); the executor has no residency to manage.
+    virtual void set_use_residency_sets(bool on) {}
+
     // Trace capture of the next command buffers (Apple only; elsewhere UnsupportedOpError).
+    virtual bool can_capture() const { return false; }
     virtual void capture_begin() = 0;
     virtual void capture_end() = 0;
 };

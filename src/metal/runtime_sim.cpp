@@ -235,8 +235,10 @@ public:
         std::string key = name;
         std::vector<sim::FunctionConstant> fcs;
         for (const auto& c : constants) {
+            uint32_t fbits;
+            std::memcpy(&fbits, &c.f, sizeof(fbits));
             key += "|" + std::to_string(c.index) + ":" + std::to_string(static_cast<int>(c.kind)) + "=" +
-                   std::to_string(c.i) + "/" + std::to_string(c.f);
+                   std::to_string(c.i) + "/" + std::to_string(fbits);
             switch (c.kind) {
                 case FunctionConstant::Kind::Bool: fcs.push_back(sim::FunctionConstant::boolean(c.index, c.i != 0)); break;
                 case FunctionConstant::Kind::Int16: fcs.push_back(sim::FunctionConstant::int16(c.index, static_cast<int16_t>(c.i))); break;
