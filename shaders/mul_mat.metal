@@ -112,8 +112,21 @@ kernel void kernel_mul_mv_ext(
 
 // ---------------------------------------------------------------- simdgroup-matrix tiles
 
+// 16 values of a's row from element k on, in the tile's type: through f32 in general, copied as
+// they are when a is f16 and the tile half.
+template <typename TA>
+inline void stage16(device const TA * p, int k, int K, thread float * out) {
+    load16(p, k, K, out);
+}
+
+inline void stage16(device const half * p, int k, int K, thread half * out) {
+    for (int j = 0; j < 16; ++j) {
+        out[j] = k + j < K ? p[k + j] : half(0.0f);
+    }
+}
+
 // Threadgroup memory: sa holds a's tile transposed, [32 k][64 m]; sb holds b's, [32 n][32 k]; both of
-// type ST. Simdgroup s computes dst columns (s / 2) * 16 + [0, 16) and rows (s % 2) * 32 + [0, 32) of
+// type ST. Simdgroup s computes b columns (s / 2) * 16 + [0, 16) by a rows (s % 2) * 32 + [0, 32) of
 // the block: 2 x 4 matrices of 8x8. Blocks that reach past dst go out through threadgroup memory
 // ([32 n][64 m] f32, which is why the host reserves at least 8 KiB).
 template <typename TA, typename TB, typename ST, typename SM>
@@ -156,20 +169,20 @@ kernel void kernel_mul_mm(
     }
 
     for (int k0 = 0; k0 < K; k0 += 32) {
-        float va[16];
-        load16(arow, k0 + ak, K, va);
-        float vb[8];
+        ST va[16];
+        stage16(arow, k0 + ak, K, va);
+        ST vb[8];
         for (int j = 0; j < 8; ++j) {
             const int k = k0 + bk + j;
-            vb[j] = k < K ? mb_to_float(brow[k]) : 0.0f;
+            vb[j] = k < K ? ST(brow[k]) : ST(0.0f);
         }
 
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (int j = 0; j < 16; ++j) {
-            sa[(ak + j) * MB_MM_M + am] = ST(va[j]);
+            sa[(ak + j) * MB_MM_M + am] = va[j];
         }
         for (int j = 0; j < 8; ++j) {
-            sb[bn * 32 + bk + j] = ST(vb[j]);
+            sb[bn * 32 + bk + j] = vb[j];
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
 
