@@ -4,8 +4,9 @@
 // quantized rows, since a block's scale depends on all 32 values).
 //
 // The GPU cannot raise on a bad index as the CPU does: an index outside the rows of a gives a row of
-// zeros (GET_ROWS), one outside dst's rows writes nothing (SET_ROWS); memory is never touched
-// outside the tensors.
+// zeros (GET_ROWS), one outside dst's rows writes nothing (SET_ROWS), memory is never touched outside
+// the tensors, and the bad index is written to the command buffer's error record (buffer 4) that the
+// backend turns into an OutOfRangeError at synchronize.
 #include <metal_stdlib>
 
 #include "kargs.h"
@@ -18,6 +19,16 @@ inline int get_rows_index(constant mb_kargs_get_rows & args, device const char *
                                   ulong(tgpig.z) * args.nb12);
 }
 
+// err[0] = 1 (GET_ROWS) or 2 (SET_ROWS), err[1] = the bad index, err[2] = the number of rows. Racing
+// writers all write a bad index, so whichever lands is a true report.
+inline void report_bad_row(device int * err, int op, int row, int rows, uint tiitg) {
+    if (tiitg == 0) {
+        err[1] = row;
+        err[2] = rows;
+        err[0] = op;
+    }
+}
+
 inline device char * get_rows_dst(constant mb_kargs_get_rows & args, device char * dst, uint3 tgpig) {
     return dst + ulong(tgpig.x) * args.nb1 + ulong(tgpig.y) * args.nb2 + ulong(tgpig.z) * args.nb3;
 }
@@ -28,12 +39,16 @@ kernel void kernel_get_rows(
         device const char * src0 [[buffer(1)]],
         device const char * src1 [[buffer(2)]],
         device char * dst [[buffer(3)]],
+        device int * err [[buffer(4)]],
         uint3 tgpig [[threadgroup_position_in_grid]],
         uint tiitg [[thread_index_in_threadgroup]],
         uint ntg [[threads_per_threadgroup]]) {
     const int row = get_rows_index(args, src1, tgpig);
     device char * out = get_rows_dst(args, dst, tgpig);
     const bool valid = row >= 0 && row < args.ne01;
+    if (!valid) {
+        report_bad_row(err, 1, row, args.ne01, tiitg);
+    }
     device const char * in = src0 + ulong(valid ? row : 0) * args.nb01 + ulong(tgpig.y) * args.nb02 +
                              ulong(tgpig.z) * args.nb03;
     for (int i = int(tiitg); i < args.ne00; i += int(ntg)) {
@@ -49,12 +64,16 @@ kernel void kernel_get_rows_q(
         device const char * src0 [[buffer(1)]],
         device const char * src1 [[buffer(2)]],
         device char * dst [[buffer(3)]],
+        device int * err [[buffer(4)]],
         uint3 tgpig [[threadgroup_position_in_grid]],
         uint tiitg [[thread_index_in_threadgroup]],
         uint ntg [[threads_per_threadgroup]]) {
     const int row = get_rows_index(args, src1, tgpig);
     device char * out = get_rows_dst(args, dst, tgpig);
     const bool valid = row >= 0 && row < args.ne01;
+    if (!valid) {
+        report_bad_row(err, 1, row, args.ne01, tiitg);
+    }
     device const B * in = (device const B *) (src0 + ulong(valid ? row : 0) * args.nb01 +
                                               ulong(tgpig.y) * args.nb02 + ulong(tgpig.z) * args.nb03);
     for (int u = int(tiitg); u < args.ne00 / 16; u += int(ntg)) {
@@ -93,11 +112,13 @@ kernel void kernel_set_rows(
         device const char * src0 [[buffer(1)]],
         device const char * src1 [[buffer(2)]],
         device char * dst [[buffer(3)]],
+        device int * err [[buffer(4)]],
         uint3 tgpig [[threadgroup_position_in_grid]],
         uint tiitg [[thread_index_in_threadgroup]],
         uint ntg [[threads_per_threadgroup]]) {
     const int row = set_rows_index(args, src1, tgpig);
     if (row < 0 || row >= args.ne1) {
+        report_bad_row(err, 2, row, args.ne1, tiitg);
         return;
     }
     device char * out = set_rows_dst(args, dst, row, tgpig);
@@ -114,11 +135,13 @@ kernel void kernel_set_rows_q(
         device const char * src0 [[buffer(1)]],
         device const char * src1 [[buffer(2)]],
         device char * dst [[buffer(3)]],
+        device int * err [[buffer(4)]],
         uint3 tgpig [[threadgroup_position_in_grid]],
         uint tiitg [[thread_index_in_threadgroup]],
         uint ntg [[threads_per_threadgroup]]) {
     const int row = set_rows_index(args, src1, tgpig);
     if (row < 0 || row >= args.ne1) {
+        report_bad_row(err, 2, row, args.ne1, tiitg);
         return;
     }
     device char * out = set_rows_dst(args, dst, row, tgpig);

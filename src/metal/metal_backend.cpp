@@ -145,12 +145,16 @@ Status MetalBackend::graph_compute_async(Graph& graph) {
     bounds.back() = nodes.size();
     bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
 
+    auto error_record = device_->runtime().alloc(16, StorageMode::Shared);
+    std::memset(error_record->host_ptr(), 0, 16);
+    error_records_.push_back(error_record);
+
     if (capture_next_) device_->runtime().capture_begin();
     size_t i = 0;
     for (size_t k = 0; k + 1 < bounds.size() && i < nodes.size(); ++k) {
         auto cb = device_->runtime().command_buffer(schedule());
         ComputeEncoder& enc = cb->compute(concurrent);
-        OpEncoder op_enc(device_->runtime(), props, enc, fusion);
+        OpEncoder op_enc(device_->runtime(), props, enc, fusion, error_record.get());
         std::vector<Range> since_barrier;
         while (i < nodes.size() && (i < bounds[k + 1] || k + 2 == bounds.size())) {
             std::vector<Range> ranges;
@@ -193,15 +197,26 @@ void MetalBackend::synchronize() {
                       in_flight_[k]->error();
         }
     }
+    std::string bad_input;
+    for (const auto& rec : error_records_) {
+        const auto* e = static_cast<const int32_t*>(rec->host_ptr());
+        if (e[0] != 0 && bad_input.empty()) {
+            bad_input = std::string(e[0] == 1 ? "GET_ROWS" : e[0] == 2 ? "SET_ROWS" : "a kernel") + " met row index " +
+                        std::to_string(e[1]) + ", outside the " + std::to_string(e[2]) +
+                        " rows it indexes (that row was skipped)";
+        }
+    }
     if (errors.empty()) {
         for (const PendingRead& r : reads_) std::memcpy(r.dst, r.staging->host_ptr(), r.n);
     }
+    error_records_.clear();
     in_flight_.clear();
     held_.clear();
     staging_.clear();
     reads_.clear();
     // The failed work is gone; the backend stays usable for the next compute.
     if (!errors.empty()) fail<DeviceError>("MetalBackend::synchronize", device_->name(), " reported: ", errors);
+    if (!bad_input.empty()) fail<OutOfRangeError>("MetalBackend::synchronize", bad_input);
 }
 
 void MetalBackend::set_tensor_async(Tensor& t, const void* src, size_t offset, size_t n) {

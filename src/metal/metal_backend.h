@@ -50,6 +50,7 @@ private:
     std::vector<std::shared_ptr<Storage>> held_;  // memory in use by in-flight work
     std::vector<std::shared_ptr<RtBuffer>> staging_;
     std::vector<PendingRead> reads_;
+    std::vector<std::shared_ptr<RtBuffer>> error_records_;  // one per compute, read at synchronize
     bool capture_next_ = false;
 };
 

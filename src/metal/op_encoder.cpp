@@ -12,6 +12,11 @@ const Pipeline& OpEncoder::use(const std::string& name, const std::vector<Functi
     return *p;
 }
 
+void OpEncoder::error_record(uint32_t index) {
+    if (!error_record_) fail<InvalidArgumentError>("OpEncoder::error_record", "this encoder has no error record");
+    enc_.set_buffer(*error_record_, 0, index);
+}
+
 void OpEncoder::tensor(const Tensor& t, uint32_t index, size_t extra) {
     const auto& buf = t.data_buffer();
     if (!buf) fail<InvalidArgumentError>("OpEncoder::tensor", "tensor ", t.describe(), " is not allocated");

@@ -25,8 +25,12 @@ DeviceRef device_ref(const Tensor& t);
 class OpEncoder {
 public:
     // `props`: the device's props (the runtime's, as the user may have narrowed them).
-    OpEncoder(Runtime& runtime, const RuntimeProps& props, ComputeEncoder& enc, bool fusion)
-        : runtime_(runtime), props_(props), enc_(enc), fusion_(fusion) {}
+    // `error_record`: 16 zeroed bytes where kernels report bad inputs they find (e.g. a row index out of
+    // range: int op, value, limit); the backend reads it at synchronize. May be null (then kernels that
+    // report cannot be encoded).
+    OpEncoder(Runtime& runtime, const RuntimeProps& props, ComputeEncoder& enc, bool fusion,
+              const RtBuffer* error_record = nullptr)
+        : runtime_(runtime), props_(props), enc_(enc), fusion_(fusion), error_record_(error_record) {}
 
     const RuntimeProps& props() const { return props_; }
     bool fusion() const { return fusion_; }
@@ -40,6 +44,8 @@ public:
     }
     // Binds tensor t's data at buffer index `index`; `extra` bytes past its start (scratch).
     void tensor(const Tensor& t, uint32_t index, size_t extra = 0);
+    // Binds the command buffer's error record at buffer index `index`.
+    void error_record(uint32_t index);
     void threadgroup_memory(size_t size, uint32_t index) { enc_.set_threadgroup_memory((size + 15) / 16 * 16, index); }
     void dispatch(Size3 groups, Size3 threads) { enc_.dispatch(groups, threads); }
 
@@ -48,6 +54,7 @@ private:
     const RuntimeProps& props_;
     ComputeEncoder& enc_;
     bool fusion_;
+    const RtBuffer* error_record_;
 };
 
 }  // namespace mb::metal

@@ -2,7 +2,7 @@
 // scattered row. GET_ROWS reads any type into f32 (quantized rows packed; ne3 may exceed 1, a widening
 // of upstream's rule); SET_ROWS writes f32 rows into f32, f16, bf16 or quantized rows (packed), with
 // the i32 indices broadcast over dims 2 and 3 by modulo. Indices outside the rows are not raised on
-// as by the CPU (the GPU cannot): see the kernels.
+// by the kernel (the GPU cannot raise): they are written to the error record, raised at synchronize.
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -77,6 +77,7 @@ void encode_get_rows(OpEncoder& enc, const Tensor& dst) {
     enc.tensor(a, 1);
     enc.tensor(idx, 2);
     enc.tensor(dst, 3);
+    enc.error_record(4);
     enc.dispatch({uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), uint32_t(dst.ne[3])},
                  {row_threads(units, p.max_threads_per_threadgroup()), 1, 1});
 }
@@ -110,6 +111,7 @@ void encode_set_rows(OpEncoder& enc, const Tensor& dst) {
     enc.tensor(src, 1);
     enc.tensor(idx, 2);
     enc.tensor(dst, 3);
+    enc.error_record(4);
     enc.dispatch({uint32_t(src.ne[1]), uint32_t(src.ne[2]), uint32_t(src.ne[3])},
                  {row_threads(units, p.max_threads_per_threadgroup()), 1, 1});
 }
