@@ -9,15 +9,22 @@
 //   - vector (few q rows): one simdgroup per (q row, head, workgroup) walks every nwg-th block of
 //     32 keys, one key per lane; its partial (o, m, l) goes to the scratch area behind dst and
 //     kernel_flash_attn_ext_vec_reduce combines the nwg partials of each row.
-// Head size D is a template parameter so that the output accumulators are registers.
+// The head size D is a function constant: each pipeline is compiled for one D, so the loops over
+// D unroll and the output accumulators (arrays sized for the largest D) stay in registers, without a
+// kernel per head size. k and v are f16, f32 or quantized (KV: their element or block type);
+// quantized values are staged as f32 (a block value q*d is not exact in f16).
 #include <metal_stdlib>
 #include "kargs.h"
+#include "quants.h"
 
 using namespace metal;
 
-// Keys per k/v tile of the tiled kernel (8, 16 or 32): a constant so that the loops over the tile's
-// 8-key blocks unroll and their matrices stay in registers.
-constant int FC_fa_n_kv_tile [[function_constant(0)]];
+// Keys per k/v tile of the tiled kernel: 8, 16 or 32.
+constant int FC_fa_n_kv_tile [[function_constant(MB_FC_FA_N_KV_TILE)]];
+// Head size: 40, 64, 80, 96, 112, 128, 192 or 256 (a multiple of 32 for quantized k/v).
+constant int FC_fa_d [[function_constant(MB_FC_FA_D)]];
+
+#define MB_FA_MAX_D 256
 
 // ALiBi slope of head h; 1 without max_bias.
 static inline float fa_slope(constant mb_kargs_flash_attn_ext & args, int h) {
@@ -34,6 +41,49 @@ static inline device const char * fa_mask_row(constant mb_kargs_flash_attn_ext &
         return mask;
     }
     return mask + (ulong) iq * args.nb31 + (ulong) (h % args.ne32) * args.nb32 + (ulong) (b % args.ne33) * args.nb33;
+}
+
+// Element d of a k or v row (row: its first byte; nb0: the element stride of plain types).
+static inline float fa_elem(device const half * row, ulong nb0, int d) {
+    return float(*((device const half *) ((device const char *) row + (ulong) d * nb0)));
+}
+
+static inline float fa_elem(device const float * row, ulong nb0, int d) {
+    return *((device const float *) ((device const char *) row + (ulong) d * nb0));
+}
+
+// Nibble j of a 32-element block: element j < 16 is the low nibble of qs[j], j + 16 the high one.
+static inline int fa_nibble(device const uchar * qs, int j) {
+    return j < 16 ? (qs[j] & 0x0f) : (qs[j - 16] >> 4);
+}
+
+static inline float fa_elem(device const block_q4_0 * row, ulong, int d) {
+    device const block_q4_0 * b = row + d / MB_QK;
+    return float(fa_nibble(b->qs, d % MB_QK) - 8) * float(b->d);
+}
+
+static inline float fa_elem(device const block_q4_1 * row, ulong, int d) {
+    device const block_q4_1 * b = row + d / MB_QK;
+    return float(fa_nibble(b->qs, d % MB_QK)) * float(b->d) + float(b->m);
+}
+
+static inline float fa_elem(device const block_q5_0 * row, ulong, int d) {
+    device const block_q5_0 * b = row + d / MB_QK;
+    const int j = d % MB_QK;
+    const int q = fa_nibble(b->qs, j) | int(((mb_load_qh(b->qh) >> j) & 1u) << 4);
+    return float(q - 16) * float(b->d);
+}
+
+static inline float fa_elem(device const block_q5_1 * row, ulong, int d) {
+    device const block_q5_1 * b = row + d / MB_QK;
+    const int j = d % MB_QK;
+    const int q = fa_nibble(b->qs, j) | int(((mb_load_qh(b->qh) >> j) & 1u) << 4);
+    return float(q) * float(b->d) + float(b->m);
+}
+
+static inline float fa_elem(device const block_q8_0 * row, ulong, int d) {
+    device const block_q8_0 * b = row + d / MB_QK;
+    return float(b->qs[d % MB_QK]) * float(b->d);
 }
 
 static inline float fa_mask(device const char * p, int mask_f32) {
@@ -53,10 +103,11 @@ static inline float fa_score(constant mb_kargs_flash_attn_ext & args, float s, d
 }
 
 // Tiled path. Grid: (ceil(n_q / (8*nsg)), H, B); nsg simdgroups per threadgroup.
-// Threadgroup memory 0: the k tile then the v tile (FC_fa_n_kv_tile x D each, in T). Threadgroup memory 1,
+// Threadgroup memory 0: the k tile then the v tile (FC_fa_n_kv_tile x D each, in T: half for f16
+// k/v, else float). Threadgroup memory 1,
 // per simdgroup: its q rows (8 x D, later its output rows), its scores (8 x tile) and an 8x8
 // diagonal matrix that rescales the output rows.
-template <typename T, typename MT, int D>
+template <typename KV, typename T, typename MT>
 kernel void kernel_flash_attn_ext(
         constant mb_kargs_flash_attn_ext & args [[buffer(0)]],
         device const char * q [[buffer(1)]],
@@ -72,6 +123,7 @@ kernel void kernel_flash_attn_ext(
         ushort sgitg [[simdgroup_index_in_threadgroup]],
         ushort nsg [[simdgroups_per_threadgroup]]) {
     const int C = FC_fa_n_kv_tile;
+    const int D = FC_fa_d;
     const int h = tgpig.y;
     const int b = tgpig.z;
     const int hk = h / (args.ne02 / args.ne12);
@@ -111,7 +163,7 @@ kernel void kernel_flash_attn_ext(
     float m = -INFINITY;
     float l = 0.0f;  // this lane's part of the row's denominator
 
-    simdgroup_float8x8 o[D / 8];
+    simdgroup_float8x8 o[MB_FA_MAX_D / 8];
     for (int t = 0; t < D / 8; ++t) {
         o[t] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
     }
@@ -119,17 +171,24 @@ kernel void kernel_flash_attn_ext(
     for (int ic = 0; ic < args.ne11; ic += C) {
         // Every simdgroup is done with the previous tile before it is overwritten.
         threadgroup_barrier(mem_flags::mem_threadgroup);
+        // Element i of the tile is (key ic + j, d); j and d advance without a division.
+        int j = tiitg / D;
+        int d = tiitg % D;
         for (int i = tiitg; i < C * D; i += ntg) {
-            const int ik = ic + i / D;
-            const ulong d = i % D;
+            const int ik = ic + j;
             T kx = T(0.0f);
             T vx = T(0.0f);
             if (ik < args.ne11) {
-                kx = *((device const T *) (kh + d * args.nb10 + (ulong) ik * args.nb11));
-                vx = *((device const T *) (vh + d * args.nb20 + (ulong) ik * args.nb21));
+                kx = T(fa_elem((device const KV *) (kh + (ulong) ik * args.nb11), args.nb10, d));
+                vx = T(fa_elem((device const KV *) (vh + (ulong) ik * args.nb21), args.nb20, d));
             }
             kt[i] = kx;
             vt[i] = vx;
+            d += ntg;
+            while (d >= D) {
+                d -= D;
+                ++j;
+            }
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
 
@@ -219,34 +278,23 @@ kernel void kernel_flash_attn_ext(
     }
 }
 
-typedef decltype(kernel_flash_attn_ext<half, simdgroup_half8x8, 64>) kernel_flash_attn_ext_t;
+typedef decltype(kernel_flash_attn_ext<half, half, simdgroup_half8x8>) kernel_flash_attn_ext_f16_t;
+typedef decltype(kernel_flash_attn_ext<float, float, simdgroup_float8x8>) kernel_flash_attn_ext_f32_t;
 
-template [[host_name("kernel_flash_attn_ext_f16_h40")]] kernel kernel_flash_attn_ext_t kernel_flash_attn_ext<half, simdgroup_half8x8, 40>;
-template [[host_name("kernel_flash_attn_ext_f16_h64")]] kernel kernel_flash_attn_ext_t kernel_flash_attn_ext<half, simdgroup_half8x8, 64>;
-template [[host_name("kernel_flash_attn_ext_f16_h80")]] kernel kernel_flash_attn_ext_t kernel_flash_attn_ext<half, simdgroup_half8x8, 80>;
-template [[host_name("kernel_flash_attn_ext_f16_h96")]] kernel kernel_flash_attn_ext_t kernel_flash_attn_ext<half, simdgroup_half8x8, 96>;
-template [[host_name("kernel_flash_attn_ext_f16_h112")]] kernel kernel_flash_attn_ext_t kernel_flash_attn_ext<half, simdgroup_half8x8, 112>;
-template [[host_name("kernel_flash_attn_ext_f16_h128")]] kernel kernel_flash_attn_ext_t kernel_flash_attn_ext<half, simdgroup_half8x8, 128>;
-template [[host_name("kernel_flash_attn_ext_f16_h192")]] kernel kernel_flash_attn_ext_t kernel_flash_attn_ext<half, simdgroup_half8x8, 192>;
-template [[host_name("kernel_flash_attn_ext_f16_h256")]] kernel kernel_flash_attn_ext_t kernel_flash_attn_ext<half, simdgroup_half8x8, 256>;
-
-typedef decltype(kernel_flash_attn_ext<float, simdgroup_float8x8, 64>) kernel_flash_attn_ext_f32_t;
-
-template [[host_name("kernel_flash_attn_ext_f32_h40")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<float, simdgroup_float8x8, 40>;
-template [[host_name("kernel_flash_attn_ext_f32_h64")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<float, simdgroup_float8x8, 64>;
-template [[host_name("kernel_flash_attn_ext_f32_h80")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<float, simdgroup_float8x8, 80>;
-template [[host_name("kernel_flash_attn_ext_f32_h96")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<float, simdgroup_float8x8, 96>;
-template [[host_name("kernel_flash_attn_ext_f32_h112")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<float, simdgroup_float8x8, 112>;
-template [[host_name("kernel_flash_attn_ext_f32_h128")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<float, simdgroup_float8x8, 128>;
-template [[host_name("kernel_flash_attn_ext_f32_h192")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<float, simdgroup_float8x8, 192>;
-template [[host_name("kernel_flash_attn_ext_f32_h256")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<float, simdgroup_float8x8, 256>;
+template [[host_name("kernel_flash_attn_ext_f16")]] kernel kernel_flash_attn_ext_f16_t kernel_flash_attn_ext<half, half, simdgroup_half8x8>;
+template [[host_name("kernel_flash_attn_ext_f32")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<float, float, simdgroup_float8x8>;
+template [[host_name("kernel_flash_attn_ext_q4_0")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<block_q4_0, float, simdgroup_float8x8>;
+template [[host_name("kernel_flash_attn_ext_q4_1")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<block_q4_1, float, simdgroup_float8x8>;
+template [[host_name("kernel_flash_attn_ext_q5_0")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<block_q5_0, float, simdgroup_float8x8>;
+template [[host_name("kernel_flash_attn_ext_q5_1")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<block_q5_1, float, simdgroup_float8x8>;
+template [[host_name("kernel_flash_attn_ext_q8_0")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<block_q8_0, float, simdgroup_float8x8>;
 
 // Vector path. Grid: (n_q, H, B * nwg); one simdgroup per threadgroup; dst is bound with its
 // scratch area. Threadgroup memory 0: the
 // scaled q row (D floats) and the block's probabilities (32 floats). Workgroup w takes key blocks
 // w, w + nwg, ...; lane j scores key 32*block + j, then every lane adds the block's p . v into the
 // output elements d = lane + 32i it owns.
-template <typename T, int D>
+template <typename KV>
 kernel void kernel_flash_attn_ext_vec(
         constant mb_kargs_flash_attn_ext & args [[buffer(0)]],
         device const char * q [[buffer(1)]],
@@ -257,6 +305,7 @@ kernel void kernel_flash_attn_ext_vec(
         threadgroup float * shmem [[threadgroup(0)]],
         uint3 tgpig [[threadgroup_position_in_grid]],
         ushort tiisg [[thread_index_in_simdgroup]]) {
+    const int D = FC_fa_d;
     const int NO = (D + 31) / 32;
     const int iq = tgpig.x;
     const int h = tgpig.y;
@@ -279,7 +328,7 @@ kernel void kernel_flash_attn_ext_vec(
     const float slope = fa_slope(args, h);
     device const char * mrow = fa_mask_row(args, mask, iq, h, b);
 
-    float o[NO];
+    float o[MB_FA_MAX_D / 32];
     for (int i = 0; i < NO; ++i) {
         o[i] = 0.0f;
     }
@@ -290,10 +339,10 @@ kernel void kernel_flash_attn_ext_vec(
         const int ik = blk * 32 + tiisg;
         float s = -INFINITY;
         if (ik < args.ne11) {
-            device const char * krow = kh + (ulong) ik * args.nb11;
+            device const KV * krow = (device const KV *) (kh + (ulong) ik * args.nb11);
             float acc = 0.0f;
             for (int d = 0; d < D; ++d) {
-                acc += qs[d] * float(*((device const T *) (krow + (ulong) d * args.nb10)));
+                acc += qs[d] * fa_elem(krow, args.nb10, d);
             }
             s = fa_score(args, acc, mrow, ik, slope);
         }
@@ -313,11 +362,11 @@ kernel void kernel_flash_attn_ext_vec(
         const int nj = min(32, args.ne11 - blk * 32);
         for (int j = 0; j < nj; ++j) {
             const float pj = ps[j];
-            device const char * vrow = vh + (ulong) (blk * 32 + j) * args.nb21;
+            device const KV * vrow = (device const KV *) (vh + (ulong) (blk * 32 + j) * args.nb21);
             for (int i = 0; i < NO; ++i) {
                 const int d = tiisg + 32 * i;
                 if (d < D) {
-                    o[i] += pj * float(*((device const T *) (vrow + (ulong) d * args.nb20)));
+                    o[i] += pj * fa_elem(vrow, args.nb20, d);
                 }
             }
         }
@@ -341,24 +390,15 @@ kernel void kernel_flash_attn_ext_vec(
     }
 }
 
-typedef decltype(kernel_flash_attn_ext_vec<half, 64>) kernel_flash_attn_ext_vec_t;
+typedef decltype(kernel_flash_attn_ext_vec<half>) kernel_flash_attn_ext_vec_t;
 
-template [[host_name("kernel_flash_attn_ext_vec_f16_h40")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<half, 40>;
-template [[host_name("kernel_flash_attn_ext_vec_f16_h64")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<half, 64>;
-template [[host_name("kernel_flash_attn_ext_vec_f16_h80")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<half, 80>;
-template [[host_name("kernel_flash_attn_ext_vec_f16_h96")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<half, 96>;
-template [[host_name("kernel_flash_attn_ext_vec_f16_h112")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<half, 112>;
-template [[host_name("kernel_flash_attn_ext_vec_f16_h128")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<half, 128>;
-template [[host_name("kernel_flash_attn_ext_vec_f16_h192")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<half, 192>;
-template [[host_name("kernel_flash_attn_ext_vec_f16_h256")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<half, 256>;
-template [[host_name("kernel_flash_attn_ext_vec_f32_h40")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<float, 40>;
-template [[host_name("kernel_flash_attn_ext_vec_f32_h64")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<float, 64>;
-template [[host_name("kernel_flash_attn_ext_vec_f32_h80")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<float, 80>;
-template [[host_name("kernel_flash_attn_ext_vec_f32_h96")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<float, 96>;
-template [[host_name("kernel_flash_attn_ext_vec_f32_h112")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<float, 112>;
-template [[host_name("kernel_flash_attn_ext_vec_f32_h128")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<float, 128>;
-template [[host_name("kernel_flash_attn_ext_vec_f32_h192")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<float, 192>;
-template [[host_name("kernel_flash_attn_ext_vec_f32_h256")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<float, 256>;
+template [[host_name("kernel_flash_attn_ext_vec_f16")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<half>;
+template [[host_name("kernel_flash_attn_ext_vec_f32")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<float>;
+template [[host_name("kernel_flash_attn_ext_vec_q4_0")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<block_q4_0>;
+template [[host_name("kernel_flash_attn_ext_vec_q4_1")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<block_q4_1>;
+template [[host_name("kernel_flash_attn_ext_vec_q5_0")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<block_q5_0>;
+template [[host_name("kernel_flash_attn_ext_vec_q5_1")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<block_q5_1>;
+template [[host_name("kernel_flash_attn_ext_vec_q8_0")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<block_q8_0>;
 
 // Combines the vector kernel's partials: with M = max_w m_w, row = sum_w o_w e^(m_w - M) /
 // sum_w l_w e^(m_w - M). Grid: (H, n_q, B). Every thread recomputes the 32 weights itself, so the

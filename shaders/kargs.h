@@ -30,8 +30,8 @@ typedef struct {
     uint64_t nb1x[MB_BIN_MAX_SRC1][4];  // nb10..nb13 of each src1 operand
 } mb_kargs_bin;
 
-// Unary ops on contiguous f32, one thread per element (or float4): the op is FC_unary_op
-// (MB_UNARY_*); SCALE computes x*p0 + p1, CLAMP clamps to [p0, p1].
+// Unary ops on f32: the op is FC_unary_op (MB_UNARY_*); SCALE computes x*p0 + p1, CLAMP clamps to
+// [p0, p1]. Contiguous kernels use n only; the strided one the shapes and strides.
 #define MB_UNARY_SCALE 0
 #define MB_UNARY_CLAMP 1
 #define MB_UNARY_SQR 2
@@ -54,6 +54,9 @@ typedef struct {
     uint32_t n;  // elements (float4 kernels: float4s)
     float p0;
     float p1;
+    int32_t ne00, ne01, ne02, ne03;
+    uint64_t nb00, nb01, nb02, nb03;
+    uint64_t nb0, nb1, nb2, nb3;
 } mb_kargs_unary;
 
 // NORM / RMS_NORM over rows of src0 (contiguous rows), optionally followed by dst = y*w (FC_norm_fuse
@@ -167,6 +170,10 @@ typedef struct {
 
 // ------------------------------------------------------------------ attention and layout
 // (flash_attn_ext, rope, concat, repeat, pad)
+
+// Function constants of the flash attention kernels: keys per k/v tile (tiled kernel) and head size.
+#define MB_FC_FA_N_KV_TILE 700
+#define MB_FC_FA_D 701
 
 // FLASH_ATTN_EXT: q [D, n_q, H, B] (ne0x/nb0x), k (nb1x) and v (nb2x) [D, n_kv, H_kv, B_kv], mask
 // [n_kv, >= n_q, ne32, ne33] (nb3x) read at (key, q row, h % ne32, b % ne33), dst [D, H, n_q, B]

@@ -1,4 +1,5 @@
-// FLASH_ATTN_EXT on the Metal device (shaders/flash_attn_ext.metal). Fewer than kVecMaxRows q rows
+// FLASH_ATTN_EXT on the Metal device (shaders/flash_attn_ext.metal): k and v f16, f32 or quantized
+// (q4_0 q4_1 q5_0 q5_1 q8_0); head sizes 40 64 80 96 112 128 192 256. Fewer than kVecMaxRows q rows
 // take the vector path: the keys are split over kVecWorkgroups workgroups whose partial results go
 // to a scratch area behind dst (flash_attn_ext_extra_size), then a reduce kernel combines them.
 // More q rows take the tiled path: threadgroups of 8*nsg q rows walk k/v tiles kept in threadgroup
@@ -17,7 +18,6 @@ namespace {
 
 constexpr int64_t kVecMaxRows = 20;   // METAL-SPEC: vector path when n_q < 20
 constexpr int kVecWorkgroups = 32;
-constexpr uint32_t kFcNKvTile = 0;  // FC_fa_n_kv_tile of shaders/flash_attn_ext.metal
 
 struct TileConfig {
     int nsg = 0;   // simdgroups per threadgroup (8 q rows each); 0: nothing fits
@@ -35,13 +35,27 @@ bool head_size_ok(int64_t d) {
     }
 }
 
+// The kernels' name suffix for a k/v type; nullptr when none handles it.
+const char* kv_suffix(Type t) {
+    switch (t) {
+        case Type::F16: return "f16";
+        case Type::F32: return "f32";
+        case Type::Q4_0: return "q4_0";
+        case Type::Q4_1: return "q4_1";
+        case Type::Q5_0: return "q5_0";
+        case Type::Q5_1: return "q5_1";
+        case Type::Q8_0: return "q8_0";
+        default: return nullptr;
+    }
+}
+
 bool use_vec(const Tensor& node) { return node.src[0]->ne[1] < kVecMaxRows; }
 
 // Largest configuration whose threadgroup memory fits; more simdgroups first (k/v tiles are shared
 // by more q rows), then longer tiles.
 TileConfig tile_config(const RuntimeProps& props, int64_t d, Type kv_type) {
     static const int kCandidates[][2] = {{4, 32}, {2, 32}, {4, 16}, {2, 16}, {1, 32}, {1, 16}, {1, 8}};
-    const size_t es = kv_type == Type::F32 ? 4 : 2;
+    const size_t es = kv_type == Type::F16 ? 2 : 4;  // quantized values are staged as f32
     for (const auto& c : kCandidates) {
         TileConfig t;
         t.nsg = c[0];
@@ -73,9 +87,14 @@ bool supports_flash_attn_ext(const RuntimeProps& props, const Tensor& node) {
     const Tensor* mask = node.src[3];
     if (q == nullptr || k == nullptr || v == nullptr) return false;
     if (q->type != Type::F32 || node.type != Type::F32) return false;
-    if (k->type != v->type || (k->type != Type::F16 && k->type != Type::F32)) return false;
+    if (k->type != v->type || kv_suffix(k->type) == nullptr) return false;
     const int64_t d = q->ne[0];
     if (!head_size_ok(d) || k->ne[0] != d || v->ne[0] != d) return false;
+    // Quantized rows are read block by block.
+    const TypeTraits& kt = type_traits(k->type);
+    if (kt.is_quantized && (d % kt.block_size != 0 || k->nb[0] != kt.type_size || v->nb[0] != kt.type_size)) {
+        return false;
+    }
     if (k->ne[1] <= 0 || k->ne[1] != v->ne[1] || k->ne[2] != v->ne[2] || k->ne[3] != v->ne[3]) return false;
     if (k->ne[2] <= 0 || k->ne[3] <= 0 || q->ne[2] % k->ne[2] != 0 || q->ne[3] % k->ne[3] != 0) return false;
     if (node.ne[0] != d || node.ne[1] != q->ne[2] || node.ne[2] != q->ne[1] || node.ne[3] != q->ne[3]) return false;
@@ -151,13 +170,13 @@ size_t encode_flash_attn_ext(OpEncoder& enc, const std::vector<Tensor*>& nodes, 
     a.softcap = dst.param_f(2);
     alibi(a.max_bias, q.ne[2], &a.m0, &a.m1, &a.n_head_log2);
 
-    const std::string kv = k.type == Type::F32 ? "f32" : "f16";
-    const std::string head = "_h" + std::to_string(q.ne[0]);
+    const std::string kv = kv_suffix(k.type);
+    const FunctionConstant head_size = FunctionConstant::int32(MB_FC_FA_D, int32_t(q.ne[0]));
     if (use_vec(dst)) {
         a.nwg = kVecWorkgroups;
         a.scratch_offs = dst.nbytes();
         const size_t scratch = flash_attn_ext_extra_size(dst);
-        enc.use("kernel_flash_attn_ext_vec_" + kv + head);
+        enc.use("kernel_flash_attn_ext_vec_" + kv, {head_size});
         enc.args(a);
         enc.tensor(q, 1);
         enc.tensor(k, 2);
@@ -191,7 +210,7 @@ size_t encode_flash_attn_ext(OpEncoder& enc, const std::vector<Tensor*>& nodes, 
         fail<UnsupportedOpError>("metal::encode_flash_attn_ext", "head size ", q.ne[0], " does not fit ",
                                  enc.props().max_threadgroup_memory, " bytes of threadgroup memory");
     }
-    enc.use("kernel_flash_attn_ext_" + kv + head, {FunctionConstant::int32(kFcNKvTile, tc.n_kv)});
+    enc.use("kernel_flash_attn_ext_" + kv, {head_size, FunctionConstant::int32(MB_FC_FA_N_KV_TILE, tc.n_kv)});
     enc.args(a);
     enc.tensor(q, 1);
     enc.tensor(k, 2);
