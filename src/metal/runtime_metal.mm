@@ -177,8 +177,8 @@ private:
 // (`invalid`, the first reason wins) and is not given to Metal.
 class MetalEncoder final : public ComputeEncoder {
 public:
-    MetalEncoder(id<MTLComputeCommandEncoder> enc, size_t max_threadgroup_memory, std::string& invalid)
-        : enc_(enc), max_threadgroup_memory_(max_threadgroup_memory), invalid_(invalid) {}
+    MetalEncoder(id<MTLComputeCommandEncoder> enc, bool concurrent, size_t max_threadgroup_memory, std::string& invalid)
+        : enc_(enc), concurrent_(concurrent), max_threadgroup_memory_(max_threadgroup_memory), invalid_(invalid) {}
 
     void end() { [enc_ endEncoding]; }
 
@@ -234,7 +234,10 @@ public:
              threadsPerThreadgroup:MTLSizeMake(threads.x, threads.y, threads.z)];
     }
 
-    void memory_barrier() override { [enc_ memoryBarrierWithScope:MTLBarrierScopeBuffers]; }
+    // A serial encoder already orders its dispatches; barriers are only for concurrent ones.
+    void memory_barrier() override {
+        if (concurrent_) [enc_ memoryBarrierWithScope:MTLBarrierScopeBuffers];
+    }
 
 private:
     void reject(const std::string& why) {
@@ -242,6 +245,7 @@ private:
     }
 
     id<MTLComputeCommandEncoder> enc_;
+    bool concurrent_;
     size_t max_threadgroup_memory_;
     std::string& invalid_;
     const MetalPipeline* pipeline_ = nullptr;
@@ -264,7 +268,7 @@ public:
                                                                         : MTLDispatchTypeSerial];
         });
         if (!enc) fail<DeviceError>("Metal::compute", "the command buffer gave no compute encoder");
-        encoder_ = std::make_unique<MetalEncoder>(enc, max_threadgroup_memory_, invalid_);
+        encoder_ = std::make_unique<MetalEncoder>(enc, concurrent, max_threadgroup_memory_, invalid_);
         return *encoder_;
     }
 
