@@ -6,7 +6,21 @@ import pytest
 import metal_backend as mb
 
 
+def compute_targets():
+    """(device, backend params, id): every device, and MetalSim once more under the run-ahead schedule,
+    which exposes missing threadgroup barriers that lockstep hides."""
+    out = []
+    for d in mb.devices():
+        out.append((d, "", d.name))
+        if d.name == "MetalSim":
+            out.append((d, "schedule=1", "MetalSim-runahead"))
+    return out
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "target" in metafunc.fixturenames:
+        targets = compute_targets()
+        metafunc.parametrize("target", [(d, p) for d, p, _ in targets], ids=[i for _, _, i in targets])
     if "device" in metafunc.fixturenames:
         devs = mb.devices()
         metafunc.parametrize("device", devs, ids=[d.name for d in devs])

@@ -17,7 +17,9 @@ namespace mb {
 
 namespace {
 
-constexpr int64_t kQB = 32;    // query rows per work item (a multiple of 16, for the scratch layout)
+// Query rows per work item, at most: the K/V tile conversions are shared by this many rows. A multiple
+// of 16 (the scratch layout).
+constexpr int64_t kQB = 128;
 constexpr int64_t kKB = 64;    // keys per tile
 constexpr int64_t kCols = 16;  // column width of the product kernels (two AVX2 registers)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -101,14 +103,29 @@ MB_AVX2 void gemm_avx2(int64_t rows, int64_t cols, int64_t kdim, const float* a,
                        int64_t ldb, float* c, int64_t ldc) {
     for (int64_t j = 0; j < cols; j += kCols) {
         int64_t i = 0;
-        for (; i + 4 <= rows; i += 4) tile_avx2<4>(kdim, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc);
+        for (; i + 6 <= rows; i += 6) tile_avx2<6>(kdim, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc);
+        const float* ai = a + i * lda;
+        float* ci = c + i * ldc + j;
         switch (rows - i) {
-            case 3: tile_avx2<3>(kdim, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc); break;
-            case 2: tile_avx2<2>(kdim, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc); break;
-            case 1: tile_avx2<1>(kdim, a + i * lda, lda, b + j, ldb, c + i * ldc + j, ldc); break;
+            case 5: tile_avx2<5>(kdim, ai, lda, b + j, ldb, ci, ldc); break;
+            case 4: tile_avx2<4>(kdim, ai, lda, b + j, ldb, ci, ldc); break;
+            case 3: tile_avx2<3>(kdim, ai, lda, b + j, ldb, ci, ldc); break;
+            case 2: tile_avx2<2>(kdim, ai, lda, b + j, ldb, ci, ldc); break;
+            case 1: tile_avx2<1>(kdim, ai, lda, b + j, ldb, ci, ldc); break;
             default: break;
         }
     }
+}
+
+MB_AVX2 float max_avx2(const float* s, int64_t n) {
+    __m256 m = _mm256_set1_ps(kNegInf);
+    for (int64_t j = 0; j < n; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(s + j));
+    return vec::hmax8(m);
+}
+
+MB_AVX2 void scale_avx2(float* x, float f, int64_t n) {
+    const __m256 fv = _mm256_set1_ps(f);
+    for (int64_t j = 0; j < n; j += 8) _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), fv));
 }
 
 // Row update of the online softmax over n (a multiple of 8) scores: p = exp(s - m); returns sum(p).
@@ -146,6 +163,23 @@ float exp_sum(float* s, float m, int64_t n) {
 #endif
     for (int64_t j = 0; j < n; ++j) s[j] = vec::exp(s[j] - m);
     return vec::sum_portable(s, n);
+}
+
+// Both over n, a multiple of 8 (padded tile widths).
+float row_max(const float* s, int64_t n) {
+#if defined(MB_VEC_AVX2)
+    if (vec::use_avx2()) return max_avx2(s, n);
+#endif
+    float m = kNegInf;
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, s[j]);
+    return m;
+}
+
+void scale_row(float* x, float f, int64_t n) {
+#if defined(MB_VEC_AVX2)
+    if (vec::use_avx2()) return scale_avx2(x, f, n);
+#endif
+    for (int64_t j = 0; j < n; ++j) x[j] *= f;
 }
 
 void softcap(float* s, float cap, int64_t n) {
@@ -222,8 +256,7 @@ void attend_block(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h
                 for (int64_t j = 0; j < kb; ++j) srow[j] += slope * sc.row[j];
             }
             for (int64_t j = kb; j < kbp; ++j) srow[j] = kNegInf;
-            float mx = kNegInf;
-            for (int64_t j = 0; j < kb; ++j) mx = std::max(mx, srow[j]);
+            const float mx = row_max(srow, kbp);
             const float m_new = std::max(sc.m[i], mx);
             if (m_new == kNegInf) {
                 // Every key so far is masked out: this row has nothing to add yet.
@@ -234,10 +267,7 @@ void attend_block(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h
             const float sum = exp_sum(srow, m_new, kbp);
             sc.l[i] = sc.l[i] * alpha + sum;
             sc.m[i] = m_new;
-            if (alpha != 1.0f) {
-                float* orow = sc.o + i * g.dvp;
-                for (int64_t d = 0; d < g.dvp; ++d) orow[d] *= alpha;
-            }
+            if (alpha != 1.0f) scale_row(sc.o + i * g.dvp, alpha, g.dvp);
         }
         gemm(nr, g.dvp, kb, sc.s, kKB, sc.v, g.dvp, sc.o, g.dvp);
     }
@@ -294,20 +324,23 @@ void compute_flash_attn_ext(const ComputeParams& p, Tensor& dst) {
     }
     uint8_t* mine = p.wdata + per_thread * size_t(p.ith);
     mine += (64 - reinterpret_cast<uintptr_t>(mine) % 64) % 64;
-    float* base = reinterpret_cast<float*>(mine);
-    // Zeroed once so the padding columns of the tiles hold finite values.
-    std::fill(base, base + scratch_floats(g), 0.0f);
-    const Scratch sc = carve(base, g);
+    const Scratch sc = carve(reinterpret_cast<float*>(mine), g);
+    // The padding columns of the K and V tiles are never written but are multiplied: zeroed so they
+    // hold no NaN or denormal left in the scratch by an earlier node.
+    std::fill(sc.kt, sc.s, 0.0f);
 
-    const int64_t nqb = (g.nq + kQB - 1) / kQB;
+    // Smaller query blocks when there are too few blocks to keep every thread busy.
+    int64_t qrows = kQB;
+    while (qrows > 16 && g.b * g.h * ((g.nq + qrows - 1) / qrows) < 2 * int64_t(p.nth)) qrows /= 2;
+    const int64_t nqb = (g.nq + qrows - 1) / qrows;
     int64_t w0, w1;
     split_range(g.b * g.h * nqb, p.ith, p.nth, &w0, &w1);
     for (int64_t w = w0; w < w1; ++w) {
         const int64_t qb = w % nqb;
         const int64_t h = (w / nqb) % g.h;
         const int64_t b = w / (nqb * g.h);
-        const int64_t iq0 = qb * kQB;
-        attend_block(dst, g, sc, h, b, iq0, std::min(kQB, g.nq - iq0));
+        const int64_t iq0 = qb * qrows;
+        attend_block(dst, g, sc, h, b, iq0, std::min(qrows, g.nq - iq0));
     }
 }
 

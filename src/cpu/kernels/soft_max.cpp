@@ -140,7 +140,7 @@ bool soft_max_supported(const Tensor& dst) {
         if (m->ne[2] == 0 || m->ne[3] == 0 || a->ne[2] % m->ne[2] != 0 || a->ne[3] % m->ne[3] != 0) return false;
     }
     if (const Tensor* s = dst.src[2]) {
-        if (s->type != Type::F32 || s->ne[0] != a->ne[2] || s->nelements() != s->ne[0]) return false;
+        if (s->type != Type::F32 || s->nelements() != a->ne[2]) return false;
     }
     return true;
 }
@@ -197,7 +197,12 @@ void compute_soft_max(const ComputeParams& p, Tensor& dst) {
         float mx = logits(x, mrow, scale, slope, y, n);
         float sink = 0.0f;
         if (sinks) {
-            std::memcpy(&sink, host_data(*sinks) + size_t(ix.i2) * sinks->nb[0], sizeof sink);
+            // The sinks may have any shape holding one value per head; head h is element h in order.
+            const int64_t h = ix.i2;
+            const int64_t j0 = h % sinks->ne[0], j1 = (h / sinks->ne[0]) % sinks->ne[1];
+            const int64_t j2 = (h / (sinks->ne[0] * sinks->ne[1])) % sinks->ne[2];
+            const int64_t j3 = h / (sinks->ne[0] * sinks->ne[1] * sinks->ne[2]);
+            std::memcpy(&sink, at(*sinks, j0, j1, j2, j3), sizeof sink);
             mx = std::max(mx, sink);
         }
         float sum = exp_sum(y, mx, n);

@@ -53,9 +53,10 @@ constexpr float kExpC7 = 1.0f / 5040.0f;
 // Adding and subtracting 1.5 * 2^23 rounds a float of magnitude < 2^22 to the nearest integer.
 constexpr float kRoundMagic = 12582912.0f;
 
+// Branch-free (NaN comes back through the final select) so loops over it auto-vectorise.
 inline float exp(float x) {
-    if (x != x) return x;
-    const float xc = std::min(std::max(x, kExpMin), kExpMax);
+    float xc = x > kExpMin ? x : kExpMin;  // NaN -> kExpMin, so the integer conversion below is defined
+    xc = xc < kExpMax ? xc : kExpMax;
     const float n = (xc * kLog2e + kRoundMagic) - kRoundMagic;
     const float r = (xc - n * kLn2Hi) - n * kLn2Lo;
     float p = kExpC7;
@@ -74,7 +75,8 @@ inline float exp(float x) {
     const uint32_t b2 = static_cast<uint32_t>(n2 + 127) << 23;
     std::memcpy(&s1, &b1, 4);
     std::memcpy(&s2, &b2, 4);
-    return p * s1 * s2;
+    const float r2 = p * s1 * s2;
+    return x != x ? x : r2;
 }
 
 // x * sigmoid(k x) = x / (1 + exp(-k x)): no cancellation anywhere, and exp overflowing to infinity

@@ -1,0 +1,673 @@
+"""The table of op conformance cases: op x type x shape, each with a float64 numpy reference.
+
+Every case names its inputs (shape in numpy order, mb type, how to draw values), builds its graph with
+mb.ops from the input tensors, and gives either a reference computed in float64 from the values the
+inputs actually hold after `set` (so f16/bf16/quantized rounding of the inputs is not counted against
+the op) compared by normalised mean squared error, or the exact bytes the output must hold.
+
+test_conformance.py runs every case on every device. Shapes are odd on purpose (rows not multiples of
+4 or 32), broadcast, taken through transposed/permuted views, empty, and a few are Whisper-sized.
+
+Thresholds (NMSE = sum((out - ref)^2) / sum(ref^2)):
+"""
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+import metal_backend as mb
+
+# Data movement (copies, gathers, concat, im2col into f32): every value must come through unchanged.
+EXACT = 0.0
+# One f32 rounding per element: relative error <= 2^-24, so NMSE <= ~4e-15; 1e-12 keeps a margin for a
+# fused multiply-add or a reciprocal instead of a division.
+ARITH = 1e-12
+# exp/tanh/erf/sin/log in f32 (a polynomial exp on the CPU, fast-math on GPUs) stay within ~1e-6
+# relative of float64, i.e. NMSE <= 1e-12; 1e-10 leaves room while still catching a wrong formula
+# (a GELU with the wrong constant is off by ~1e-4 -> NMSE ~1e-8).
+TRANSC = 1e-10
+# Row reductions and normalisations: sums of up to a few thousand f32 terms have relative error
+# ~sqrt(n) * 2^-24 ~ 1e-6, NMSE ~1e-12.
+ROWS = 1e-10
+# ROPE: angles pos * base^(-2i/n) reach thousands of radians; computed in f32 (as ggml and Metal do)
+# they are off by up to ~1e-4 rad, NMSE up to ~1e-8. A wrong frequency or pairing is off by O(1).
+ROPE = 1e-7
+# Results stored in f16: relative rounding error <= 2^-11, NMSE <= 1e-7.
+F16_OUT = 1e-6
+# MUL_MAT with f32/f16 weights: GPU tiles hold the weights and activations in half precision, and a
+# CPU may round the activations to f16 for f16 weights (relative 2^-11 per term): NMSE ~1e-7.
+MM_F = 1e-6
+# bf16 weights: activations may be rounded to bf16 for the dot product (relative 2^-8): NMSE ~5e-6.
+MM_BF16 = 5e-5
+# Quantized weights: activations are quantized to 8 bits per block as ggml does (NMSE ~1e-5 to 1e-4
+# against the exact product of the dequantized weights); 5e-4 is ggml's own threshold.
+MM_Q = 5e-4
+# FLASH_ATTN_EXT: Metal takes Q.K^T and P.V with half-precision operands (ggml's threshold, 5e-4);
+# the CPU converts K/V exactly and stays near 1e-12.
+FA = 5e-4
+
+
+@dataclass(frozen=True)
+class In:
+    """One input tensor: numpy-order shape, mb type, and how its values are drawn.
+
+    gen: "normal" (standard normal), "positive" (U(0.1, 4)), "uniform" (U(-1, 1)), "zeros",
+    "index:N" (integers in [0, N)), "perm:N" (distinct integers in [0, N) along the last axis), "mask" (U(-2, 0.5) with a -inf every 7th entry), "causal:OFF"
+    (0, or -inf where key j > query i + OFF; the last two axes are (query, key)).
+    """
+
+    shape: tuple
+    type: Any = mb.f32
+    gen: str = "normal"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    op: str
+    inputs: tuple
+    build: Callable[..., Any]
+    ref: Optional[Callable[..., np.ndarray]] = None
+    nmse: float = 0.0
+    # Instead of ref: the exact bytes the output must hold, from (stored values, stored raw bytes) of
+    # the inputs, each a list in input order.
+    ref_bytes: Optional[Callable[[list, list], bytes]] = None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def draw(spec: In, rng: np.random.Generator) -> np.ndarray:
+    shape = spec.shape
+    gen = spec.gen
+    if gen == "normal":
+        return rng.standard_normal(shape).astype(np.float32)
+    if gen == "positive":
+        return rng.uniform(0.1, 4.0, shape).astype(np.float32)
+    if gen == "uniform":
+        return rng.uniform(-1.0, 1.0, shape).astype(np.float32)
+    if gen == "zeros":
+        return np.zeros(shape, np.float32)
+    if gen.startswith("perm:"):
+        n = int(gen.split(":")[1])
+        rows = [rng.permutation(n)[: shape[-1]] for _ in range(int(np.prod(shape[:-1])))]
+        return np.array(rows, np.int32).reshape(shape)
+    if gen.startswith("index:"):
+        return rng.integers(0, int(gen.split(":")[1]), shape).astype(np.int32)
+    if gen == "mask":
+        m = rng.uniform(-2.0, 0.5, shape).astype(np.float32)
+        m.reshape(-1)[::7] = -np.inf
+        return m
+    if gen.startswith("causal:"):
+        off = int(gen.split(":")[1])
+        nq, nkv = shape[-2], shape[-1]
+        i = np.arange(nq)[:, None]
+        j = np.arange(nkv)[None, :]
+        m = np.where(j > i + off, -np.inf, 0.0).astype(np.float32)
+        return np.broadcast_to(m, shape).copy()
+    raise ValueError(f"unknown generator {gen!r}")
+
+
+def seed_of(name: str) -> int:
+    return zlib.crc32(name.encode())
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+def tile_to(b: np.ndarray, shape: Sequence[int]) -> np.ndarray:
+    """b repeated by modulo to `shape` (ggml's broadcast: each dim of b divides the target's)."""
+    b = b.reshape((1,) * (len(shape) - b.ndim) + b.shape)
+    return np.tile(b, [s // d if d else 1 for s, d in zip(shape, b.shape)])
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * x * (1.0 + 0.044715 * x * x)))
+
+
+def gelu_erf(x):
+    return 0.5 * x * (1.0 + np.vectorize(math.erf, otypes=[np.float64])(x / math.sqrt(2.0)))
+
+
+UNARY = {
+    "sqr": (lambda x: x * x, "normal"),
+    "sqrt": (np.sqrt, "positive"),
+    "log": (np.log, "positive"),
+    "sin": (np.sin, "normal"),
+    "cos": (np.cos, "normal"),
+    "gelu": (gelu_tanh, "normal"),
+    "gelu_erf": (gelu_erf, "normal"),
+    "gelu_quick": (lambda x: x / (1.0 + np.exp(-1.702 * x)), "normal"),
+    "silu": (lambda x: x / (1.0 + np.exp(-x)), "normal"),
+    "relu": (lambda x: np.maximum(x, 0.0), "normal"),
+    "tanh": (np.tanh, "normal"),
+    "sigmoid": (lambda x: 1.0 / (1.0 + np.exp(-x)), "normal"),
+    "neg": (lambda x: -x, "normal"),
+    "abs": (np.abs, "normal"),
+    "exp": (np.exp, "normal"),
+}
+EXACT_UNARY = {"sqr", "neg", "abs", "relu", "sqrt"}
+
+
+def alibi_slopes(n_head: int, max_bias: float) -> np.ndarray:
+    if max_bias <= 0:
+        return np.ones(n_head)
+    n_log2 = 2 ** int(math.floor(math.log2(n_head)))
+    m0 = 2.0 ** (-max_bias / n_log2)
+    m1 = 2.0 ** (-(max_bias / 2.0) / n_log2)
+    h = np.arange(n_head)
+    return np.where(h < n_log2, m0 ** (h + 1), m1 ** (2 * (h - n_log2) + 1))
+
+
+def softmax_ref(x, mask=None, scale=1.0, max_bias=0.0, sinks=None):
+    """x (..., H, rows, n) in numpy order; mask (..., rows_m >= rows, n) broadcast over the two
+    leading axes by modulo; ALiBi slope per head (axis -3); sinks (H,)."""
+    x4 = x.reshape((1,) * (4 - x.ndim) + x.shape)
+    w = x4 * scale
+    if mask is not None:
+        m4 = mask.reshape((1,) * (4 - mask.ndim) + mask.shape)[:, :, : x4.shape[2], :]
+        m4 = tile_to(m4, x4.shape)
+        slopes = alibi_slopes(x4.shape[1], max_bias)[None, :, None, None]
+        with np.errstate(invalid="ignore"):
+            w = w + slopes * m4
+    mx = w.max(axis=-1, keepdims=True)
+    if sinks is not None:
+        mx = np.maximum(mx, sinks[None, :, None, None])
+    e = np.exp(w - mx)
+    s = e.sum(axis=-1, keepdims=True)
+    if sinks is not None:
+        s = s + np.exp(sinks[None, :, None, None] - mx)
+    return (e / s).reshape(x.shape)
+
+
+def flash_attn_ref(q, k, v, mask=None, scale=1.0, max_bias=0.0, softcap=0.0):
+    """q (B, H, nq, D), k (B, Hkv, nkv, D), v (B, Hkv, nkv, Dv), mask (Bm, Hm, >= nq, nkv)
+    -> (B, nq, H, Dv). Heads of k/v serve H/Hkv consecutive heads of q (ggml's grouping)."""
+    B, H, nq, _ = q.shape
+    r = H // k.shape[1]
+    kk = np.repeat(k, r, axis=1)
+    vv = np.repeat(v, r, axis=1)
+    s = np.einsum("bhqd,bhkd->bhqk", q, kk) * scale
+    if softcap > 0:
+        s = softcap * np.tanh(s / softcap)
+    if mask is not None:
+        m = tile_to(mask[:, :, :nq, :], s.shape)
+        s = s + alibi_slopes(H, max_bias)[None, :, None, None] * m
+    mx = s.max(axis=-1, keepdims=True)
+    fully_masked = ~np.isfinite(mx)
+    e = np.exp(s - np.where(fully_masked, 0.0, mx))
+    e = np.where(fully_masked, 0.0, e)
+    den = e.sum(axis=-1, keepdims=True)
+    out = np.einsum("bhqk,bhkd->bhqd", e, vv) / np.where(den == 0, 1.0, den)
+    return out.transpose(0, 2, 1, 3)
+
+
+def mul_mat_ref(a, b):
+    """out = b @ a^T; a's batch dims repeat over b's (each a matrix serves consecutive b matrices)."""
+    a4 = a.reshape((1,) * (4 - a.ndim) + a.shape)
+    b4 = b.reshape((1,) * (4 - b.ndim) + b.shape)
+    a4 = np.repeat(np.repeat(a4, b4.shape[0] // a4.shape[0], axis=0), b4.shape[1] // a4.shape[1], axis=1)
+    out = b4 @ np.swapaxes(a4, -1, -2)
+    nd = max(a.ndim, b.ndim)
+    return out.reshape(out.shape[4 - nd:])
+
+
+def conv_out(n, k, s, p, d):
+    return (n + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def im2col_1d_ref(data, k, s, p, d):
+    """data (N, IC, L) -> (N, OL, IC*K)."""
+    n, ic, length = data.shape
+    ol = conv_out(length, k, s, p, d)
+    padded = np.zeros((n, ic, length + 2 * p + d * k + s * ol))
+    padded[:, :, p : p + length] = data
+    out = np.zeros((n, ol, ic, k))
+    for kk in range(k):
+        idx = np.arange(ol) * s + kk * d
+        out[:, :, :, kk] = padded[:, :, idx].transpose(0, 2, 1)
+    return out.reshape(n, ol, ic * k)
+
+
+def im2col_2d_ref(data, kh, kw, s0, s1, p0, p1, d0, d1):
+    """data (N, IC, H, W) -> (N, OH, OW, IC*KH*KW)."""
+    n, ic, h, w = data.shape
+    oh = conv_out(h, kh, s1, p1, d1)
+    ow = conv_out(w, kw, s0, p0, d0)
+    out = np.zeros((n, oh, ow, ic, kh, kw))
+    for y in range(oh):
+        for x in range(ow):
+            for ky in range(kh):
+                for kx in range(kw):
+                    iy = y * s1 + ky * d1 - p1
+                    ix = x * s0 + kx * d0 - p0
+                    if 0 <= iy < h and 0 <= ix < w:
+                        out[:, y, x, :, ky, kx] = data[:, :, iy, ix]
+    return out.reshape(n, oh, ow, ic * kh * kw)
+
+
+def conv_1d_ref(kernel, data, s, p, d):
+    """kernel (OC, IC, K), data (N, IC, L) -> (N, OC, OL)."""
+    cols = im2col_1d_ref(data, kernel.shape[2], s, p, d)  # (N, OL, IC*K)
+    return np.einsum("nlc,oc->nol", cols, kernel.reshape(kernel.shape[0], -1))
+
+
+def to_f16(x):
+    return np.asarray(x, np.float32).astype(np.float16).astype(np.float64)
+
+
+def rope_ref(x, pos, n_dims, mode, n_ctx_orig=0, base=10000.0, freq_scale=1.0, ext_factor=0.0, attn_factor=1.0,
+             beta_fast=32.0, beta_slow=1.0):
+    """x (B, T, H, D), pos (T,). YaRN as ggml defines it."""
+    half = n_dims // 2
+    i = np.arange(half)
+    extrap = pos[:, None] * base ** (-2.0 * i / n_dims)[None, :]  # (T, half)
+    theta = freq_scale * extrap
+    mscale = attn_factor
+    if ext_factor != 0.0:
+        def corr(n_rot):
+            return n_dims * math.log(n_ctx_orig / (n_rot * 2 * math.pi)) / (2 * math.log(base))
+        lo = max(0.0, math.floor(corr(beta_fast)))
+        hi = min(n_dims - 1.0, math.ceil(corr(beta_slow)))
+        y = (i - lo) / max(0.001, hi - lo)
+        mix = (1.0 - np.clip(y, 0.0, 1.0)) * ext_factor
+        theta = theta * (1 - mix) + extrap * mix
+        mscale *= 1.0 + 0.1 * math.log(1.0 / freq_scale)
+    c = (np.cos(theta) * mscale)[None, :, None, :]
+    s = (np.sin(theta) * mscale)[None, :, None, :]
+    out = x.copy()
+    if mode == 0:
+        x0, x1 = x[..., 0:n_dims:2], x[..., 1:n_dims:2]
+        out[..., 0:n_dims:2] = x0 * c - x1 * s
+        out[..., 1:n_dims:2] = x0 * s + x1 * c
+    else:
+        x0, x1 = x[..., :half], x[..., half:n_dims]
+        out[..., :half] = x0 * c - x1 * s
+        out[..., half:n_dims] = x0 * s + x1 * c
+    return out
+
+
+def quantized_bytes(values: np.ndarray, t) -> bytes:
+    return bytes(mb.quantize(np.asarray(values, np.float32), t))
+
+
+# ------------------------------------------------------------------------------------------ cases
+
+CASES: list[Case] = []
+
+
+def case(name, op, inputs, build, ref=None, nmse=0.0, ref_bytes=None):
+    CASES.append(Case(name, op, tuple(inputs), build, ref, nmse, ref_bytes))
+
+
+def binary_cases():
+    ops = {
+        "add": (mb.ops.add, np.add),
+        "sub": (mb.ops.sub, np.subtract),
+        "mul": (mb.ops.mul, np.multiply),
+        "div": (mb.ops.div, np.divide),
+    }
+    shapes = [
+        ("same", (5, 7, 33), (5, 7, 33)),
+        ("row", (5, 7, 33), (33,)),
+        ("col", (2, 3, 5, 33), (2, 3, 5, 1)),
+        ("mid", (2, 3, 5, 33), (1, 3, 1, 33)),
+        ("scalar", (4, 9), (1, 1)),
+        ("modulo", (4, 10), (2, 5)),
+        ("vec1", (1,), (1,)),
+        ("long", (100003,), (1,)),
+    ]
+    for opname, (fn, npfn) in ops.items():
+        gb = "positive" if opname == "div" else "normal"
+        for label, sa, sb in shapes:
+            case(f"{opname}/f32/{label}", opname.upper(), [In(sa), In(sb, gen=gb)],
+                 lambda a, b, fn=fn: fn(a, b),
+                 lambda a, b, npfn=npfn: npfn(a, tile_to(b, a.shape)), ARITH)
+        case(f"{opname}/f32xf16/row", opname.upper(), [In((6, 45)), In((45,), mb.f16, gb)],
+             lambda a, b, fn=fn: fn(a, b), lambda a, b, npfn=npfn: npfn(a, tile_to(b, a.shape)), ARITH)
+        case(f"{opname}/f32/transposed", opname.upper(), [In((9, 13)), In((13, 9), gen=gb)],
+             lambda a, b, fn=fn: fn(a.transpose(), b), lambda a, b, npfn=npfn: npfn(a.T, b), ARITH)
+        case(f"{opname}/f32/permuted_both", opname.upper(), [In((3, 5, 7)), In((7, 3, 5), gen=gb)],
+             lambda a, b, fn=fn: fn(a.permute(2, 0, 1), b.permute(0, 1, 2)),
+             lambda a, b, npfn=npfn: npfn(a.transpose(2, 0, 1), b), ARITH)
+        case(f"{opname}/f32/empty", opname.upper(), [In((0, 33)), In((1, 33), gen=gb)],
+             lambda a, b, fn=fn: fn(a, b), lambda a, b, npfn=npfn: npfn(a, tile_to(b, a.shape)), ARITH)
+    case("add/f32/whisper_bias", "ADD", [In((1500, 384)), In((384,))], mb.ops.add,
+         lambda a, b: a + b, ARITH)
+    case("add/f32/whisper_residual", "ADD", [In((1500, 384)), In((1500, 384))], mb.ops.add,
+         lambda a, b: a + b, ARITH)
+
+
+def unary_cases():
+    for name, (npfn, gen) in UNARY.items():
+        fn = getattr(mb.ops, name)
+        thr = ARITH if name in EXACT_UNARY else TRANSC
+        case(f"{name}/f32/rows", name.upper(), [In((3, 1003), gen=gen)], fn, npfn, thr)
+        case(f"{name}/f32/4d", name.upper(), [In((2, 3, 5, 7), gen=gen)], fn, npfn, thr)
+        case(f"{name}/f32/transposed", name.upper(), [In((17, 6), gen=gen)],
+             lambda a, fn=fn: fn(a.transpose()), lambda a, npfn=npfn: npfn(a.T), thr)
+        case(f"{name}/f32/empty", name.upper(), [In((0, 5), gen=gen)], fn, npfn, thr)
+    # Wide range for the exp-based ones: tails of exp, saturation of tanh/sigmoid.
+    for name in ("exp", "tanh", "sigmoid", "gelu", "silu", "gelu_erf"):
+        npfn = UNARY[name][0]
+        case(f"{name}/f32/wide", name.upper(), [In((7, 129))],
+             lambda a, name=name: getattr(mb.ops, name)(mb.ops.scale(a, 12.0)),
+             lambda a, npfn=npfn: npfn(a * 12.0), TRANSC)
+    case("gelu/f32/whisper_mlp", "GELU", [In((1500, 1536))], mb.ops.gelu, gelu_tanh, TRANSC)
+    for label, shape, s, b in [("rows", (5, 37), 0.7, 0.0), ("bias", (2, 3, 33), -1.5, 0.25), ("single", (1,), 3.0, 1.0)]:
+        case(f"scale/f32/{label}", "SCALE", [In(shape)], lambda a, s=s, b=b: mb.ops.scale(a, s, b),
+             lambda a, s=s, b=b: a * s + b, ARITH)
+    case("scale/f32/transposed", "SCALE", [In((9, 4))], lambda a: mb.ops.scale(a.transpose(), 2.0, 1.0),
+         lambda a: a.T * 2.0 + 1.0, ARITH)
+    for label, shape, lo, hi in [("rows", (5, 37), -0.5, 0.75), ("4d", (2, 2, 3, 9), 0.0, 1.0)]:
+        case(f"clamp/f32/{label}", "CLAMP", [In(shape)], lambda a, lo=lo, hi=hi: mb.ops.clamp(a, lo, hi),
+             lambda a, lo=lo, hi=hi: np.clip(a, lo, hi), EXACT)
+
+
+def norm_cases():
+    for op, fn in (("norm", mb.ops.norm), ("rms_norm", mb.ops.rms_norm)):
+        def ref(a, op=op, eps=1e-5):
+            if op == "norm":
+                m = a.mean(axis=-1, keepdims=True)
+                v = ((a - m) ** 2).mean(axis=-1, keepdims=True)
+                return (a - m) / np.sqrt(v + eps)
+            return a / np.sqrt((a * a).mean(axis=-1, keepdims=True) + eps)
+
+        for label, shape in [("rows", (7, 385)), ("3d", (2, 3, 64)), ("single", (1, 5)), ("long", (2, 4099))]:
+            case(f"{op}/f32/{label}", op.upper(), [In(shape)], lambda a, fn=fn: fn(a, 1e-5), ref, ROWS)
+        case(f"{op}/f32/offset", op.upper(), [In((4, 96), gen="positive")],
+             lambda a, fn=fn: fn(mb.ops.scale(a, 1.0, 100.0), 1e-5), lambda a, ref=ref: ref(a + 100.0), ROWS)
+        case(f"{op}/f32/permuted", op.upper(), [In((5, 3, 40))],
+             lambda a, fn=fn: fn(a.permute(1, 0, 2), 1e-5), lambda a, ref=ref: ref(a.transpose(1, 0, 2)), ROWS)
+        case(f"{op}/f32/eps", op.upper(), [In((3, 8), gen="uniform")],
+             lambda a, fn=fn: fn(mb.ops.scale(a, 1e-3), 0.1),
+             lambda a, ref=ref: ref(a * 1e-3, eps=0.1), ROWS)
+        case(f"{op}/f32/empty", op.upper(), [In((0, 64))], lambda a, fn=fn: fn(a, 1e-5), ref, ROWS)
+        case(f"{op}/f32/whisper", op.upper(), [In((1500, 384))], lambda a, fn=fn: fn(a, 1e-5), ref, ROWS)
+
+
+def soft_max_cases():
+    sm = mb.ops.soft_max_ext
+    case("soft_max/f32/rows", "SOFT_MAX", [In((5, 37))], mb.ops.soft_max, softmax_ref, ROWS)
+    case("soft_max/f32/single", "SOFT_MAX", [In((3, 1))], mb.ops.soft_max, softmax_ref, ROWS)
+    case("soft_max/f32/long", "SOFT_MAX", [In((2, 5003))], mb.ops.soft_max, softmax_ref, ROWS)
+    case("soft_max/f32/scale", "SOFT_MAX", [In((4, 6, 33))], lambda a: sm(a, None, 0.3),
+         lambda a: softmax_ref(a, scale=0.3), ROWS)
+    for mt in (mb.f32, mb.f16):
+        tn = "f32" if mt == mb.f32 else "f16"
+        case(f"soft_max/mask_{tn}/broadcast", "SOFT_MAX", [In((2, 4, 11, 37)), In((1, 2, 13, 37), mt, "mask")],
+             lambda a, m: sm(a, m, 0.7), lambda a, m: softmax_ref(a, m, 0.7), ROWS)
+        case(f"soft_max/mask_{tn}/alibi", "SOFT_MAX", [In((1, 6, 5, 40)), In((5, 40), mt, "uniform")],
+             lambda a, m: sm(a, m, 1.0, 8.0), lambda a, m: softmax_ref(a, m, 1.0, 8.0), ROWS)
+    case("soft_max/mask_f16/causal", "SOFT_MAX", [In((3, 16, 16)), In((16, 16), mb.f16, "causal:0")],
+         lambda a, m: sm(a, m, 0.125), lambda a, m: softmax_ref(a, m, 0.125), ROWS)
+    case("soft_max/mask_f32/sinks", "SOFT_MAX", [In((2, 4, 7, 19)), In((7, 19), mb.f32, "mask"), In((4,))],
+         lambda a, m, s: sm(a, m, 0.5, 0.0, s), lambda a, m, s: softmax_ref(a, m, 0.5, 0.0, s), ROWS)
+    case("soft_max/f32/sinks_column", "SOFT_MAX", [In((1, 3, 5, 8)), In((3, 1))],
+         lambda a, s: sm(a, None, 1.0, 0.0, s), lambda a, s: softmax_ref(a, None, 1.0, 0.0, s.reshape(-1)), ROWS)
+    case("soft_max/f32/transposed", "SOFT_MAX", [In((21, 8))], lambda a: mb.ops.soft_max(a.transpose()),
+         lambda a: softmax_ref(a.T), ROWS)
+    case("soft_max/f32/empty", "SOFT_MAX", [In((0, 37))], mb.ops.soft_max, softmax_ref, ROWS)
+    case("soft_max/f32/whisper_attention", "SOFT_MAX", [In((1, 1500, 1500))], lambda a: sm(a, None, 0.125),
+         lambda a: softmax_ref(a, scale=0.125), ROWS)
+
+
+def reduce_cases():
+    for op, fn, npfn in (("sum_rows", mb.ops.sum_rows, np.sum), ("mean", mb.ops.mean, np.mean)):
+        for label, shape in [("rows", (5, 37)), ("4d", (2, 3, 4, 1001)), ("single", (3, 1))]:
+            case(f"{op}/f32/{label}", op.upper(), [In(shape)], fn,
+                 lambda a, npfn=npfn: npfn(a, axis=-1, keepdims=True), ROWS)
+        case(f"{op}/f32/transposed", op.upper(), [In((33, 7))], lambda a, fn=fn: fn(a.transpose()),
+             lambda a, npfn=npfn: npfn(a.T, axis=-1, keepdims=True), ROWS)
+    case("sum_rows/f32/empty_rows", "SUM_ROWS", [In((3, 0))], mb.ops.sum_rows,
+         lambda a: np.sum(a, axis=-1, keepdims=True), ROWS)
+    for label, shape in [("rows", (7, 33)), ("long", (2, 51865)), ("single", (1, 1))]:
+        case(f"argmax/f32/{label}", "ARGMAX", [In(shape)], mb.ops.argmax, lambda a: np.argmax(a, axis=-1), EXACT)
+    case("argmax/f32/transposed", "ARGMAX", [In((40, 9))], lambda a: mb.ops.argmax(a.transpose()),
+         lambda a: np.argmax(a.T, axis=-1), EXACT)
+
+
+def flash_attn_cases():
+    # (label, B, H, Hkv, nq, nkv, D, Dv, kv type, mask gen or None, mask heads, max_bias, softcap)
+    specs = [
+        ("decode", 1, 6, 6, 1, 77, 64, 64, mb.f16, "mask", 1, 0.0, 0.0),
+        ("prompt_causal", 1, 4, 4, 37, 150, 64, 64, mb.f16, "causal:113", 1, 0.0, 0.0),
+        ("gqa", 2, 4, 2, 9, 40, 64, 64, mb.f16, "mask", 1, 0.0, 0.0),
+        ("f32_kv", 1, 2, 2, 13, 29, 80, 80, mb.f32, None, 1, 0.0, 0.0),
+        ("d128", 1, 2, 1, 5, 33, 128, 128, mb.f16, "mask", 1, 0.0, 0.0),
+        ("d40", 1, 3, 3, 20, 21, 40, 40, mb.f16, None, 1, 0.0, 0.0),
+        ("alibi", 1, 6, 6, 7, 31, 64, 64, mb.f16, "uniform", 6, 8.0, 0.0),
+        ("softcap", 1, 2, 2, 4, 50, 64, 64, mb.f16, "mask", 1, 0.0, 30.0),
+        ("q8_0_kv", 1, 2, 2, 6, 64, 64, 64, mb.q8_0, "mask", 1, 0.0, 0.0),
+        ("q4_0_kv", 1, 2, 2, 3, 70, 64, 64, mb.q4_0, None, 1, 0.0, 0.0),
+        ("whisper_encoder", 1, 6, 6, 1500, 1500, 64, 64, mb.f16, None, 1, 0.0, 0.0),
+    ]
+    for label, B, H, Hkv, nq, nkv, D, Dv, kvt, mgen, mh, max_bias, softcap in specs:
+        scale = 1.0 / math.sqrt(D)
+        nq_pad = nq if label != "prompt_causal" else 64
+        ins = [In((B, H, nq, D)), In((B, Hkv, nkv, D), kvt), In((B, Hkv, nkv, Dv), kvt)]
+        if mgen is not None:
+            ins.append(In((1, mh, nq_pad, nkv), mb.f16, mgen))
+
+        def build(q, k, v, m=None, scale=scale, max_bias=max_bias, softcap=softcap):
+            return mb.ops.flash_attn_ext(q, k, v, m, scale, max_bias, softcap)
+
+        def ref(q, k, v, m=None, scale=scale, max_bias=max_bias, softcap=softcap):
+            return flash_attn_ref(q, k, v, m, scale, max_bias, softcap)
+
+        kvn = {mb.f16: "f16", mb.f32: "f32", mb.q8_0: "q8_0", mb.q4_0: "q4_0"}[kvt]
+        case(f"flash_attn_ext/{kvn}/{label}", "FLASH_ATTN_EXT", ins, build, ref, FA)
+
+
+def mul_mat_cases():
+    weight_types = [("f32", mb.f32, MM_F), ("f16", mb.f16, MM_F), ("bf16", mb.bf16, MM_BF16), ("q4_0", mb.q4_0, MM_Q),
+                    ("q4_1", mb.q4_1, MM_Q), ("q5_0", mb.q5_0, MM_Q), ("q5_1", mb.q5_1, MM_Q), ("q8_0", mb.q8_0, MM_Q)]
+    shapes = [
+        ("matvec", (17, 64), (1, 64)),
+        ("small_batch", (33, 96), (5, 96)),
+        ("batch", (19, 128), (37, 128)),
+        ("broadcast", (2, 1, 17, 64), (2, 3, 9, 64)),
+    ]
+    for tn, t, thr in weight_types:
+        for label, sa, sb in shapes:
+            case(f"mul_mat/{tn}xf32/{label}", "MUL_MAT", [In(sa, t), In(sb)], mb.ops.mul_mat, mul_mat_ref, thr)
+    odd = [("odd_k", (7, 45), (3, 45)), ("odd_k_batch", (13, 45), (33, 45))]
+    for tn, t, thr in weight_types[:3]:
+        for label, sa, sb in odd:
+            case(f"mul_mat/{tn}xf32/{label}", "MUL_MAT", [In(sa, t), In(sb)], mb.ops.mul_mat, mul_mat_ref, thr)
+    for label, sa, sb in [("vec", (21, 64), (1, 64)), ("batch", (21, 45), (70, 45)), ("3d", (3, 8, 32), (3, 40, 32))]:
+        case(f"mul_mat/f16xf16/{label}", "MUL_MAT", [In(sa, mb.f16), In(sb, mb.f16)], mb.ops.mul_mat, mul_mat_ref, MM_F)
+    case("mul_mat/f32xf32/transposed_b", "MUL_MAT", [In((11, 32)), In((32, 6))],
+         lambda a, b: mb.ops.mul_mat(a, b.transpose()), lambda a, b: mul_mat_ref(a, b.T), MM_F)
+    case("mul_mat/f32xf32/empty", "MUL_MAT", [In((0, 32)), In((4, 32))], mb.ops.mul_mat, mul_mat_ref, MM_F)
+    case("mul_mat/q8_0xf32/whisper_mlp", "MUL_MAT", [In((1536, 384), mb.q8_0), In((1500, 384))], mb.ops.mul_mat,
+         mul_mat_ref, MM_Q)
+    case("mul_mat/f16xf32/whisper_proj", "MUL_MAT", [In((384, 384), mb.f16), In((1500, 384))], mb.ops.mul_mat,
+         mul_mat_ref, MM_F)
+
+
+def conv_cases():
+    for kt, tn in ((mb.f16, "f16"), (mb.f32, "f32")):
+        for label, oc, ic, k, n, length, s, p, d in [
+            ("s1", 8, 5, 3, 1, 23, 1, 1, 1),
+            ("s2", 8, 5, 3, 2, 23, 2, 1, 1),
+            ("dilated", 4, 3, 3, 1, 17, 1, 2, 2),
+        ]:
+            def ref(kern, data, s=s, p=p, d=d, kt=kt):
+                x = to_f16(data) if kt == mb.f16 else data
+                return conv_1d_ref(kern, x, s, p, d)
+
+            case(f"conv_1d/{tn}/{label}", "CONV_1D", [In((oc, ic, k), kt), In((n, ic, length))],
+                 lambda kern, data, s=s, p=p, d=d: mb.ops.conv_1d(kern, data, s, p, d), ref,
+                 F16_OUT if kt == mb.f16 else MM_F)
+    # Whisper's two encoder convolutions (base.en sizes: 80 mel bins, 512 channels -> 384 for tiny).
+    for label, ic, s in (("whisper_conv1", 80, 1), ("whisper_conv2", 384, 2)):
+        case(f"conv_1d/f16/{label}", "CONV_1D", [In((384, ic, 3), mb.f16), In((1, ic, 3000))],
+             lambda kern, data, s=s: mb.ops.conv_1d(kern, data, s, 1, 1),
+             lambda kern, data, s=s: conv_1d_ref(kern, to_f16(data), s, 1, 1), F16_OUT)
+    for dt, dn in ((mb.f32, "f32"), (mb.f16, "f16")):
+        for label, ic, length, k, s, p, d in [("k3p1s1", 5, 23, 3, 1, 1, 1), ("k3p1s2", 4, 30, 3, 2, 1, 1),
+                                              ("k5d2", 3, 40, 5, 3, 2, 2)]:
+            def ref(kern, data, k=k, s=s, p=p, d=d, dt=dt):
+                out = im2col_1d_ref(data, k, s, p, d)
+                return to_f16(out) if dt == mb.f16 else out
+
+            case(f"im2col/{dn}/1d_{label}", "IM2COL", [In((2, ic, k), mb.f16), In((2, ic, length))],
+                 lambda kern, data, s=s, p=p, d=d, dt=dt: mb.ops.im2col(kern, data, s, 0, p, 0, d, 0, False, dt),
+                 ref, EXACT)
+        case(f"im2col/{dn}/2d", "IM2COL", [In((6, 4, 2, 3), mb.f16), In((2, 4, 9, 11))],
+             lambda kern, data, dt=dt: mb.ops.im2col(kern, data, 2, 1, 1, 0, 1, 1, True, dt),
+             lambda kern, data, dt=dt: (to_f16 if dt == mb.f16 else np.asarray)(
+                 im2col_2d_ref(data, 2, 3, 2, 1, 1, 0, 1, 1)), EXACT)
+    case("im2col/f32/1d_transposed_data", "IM2COL", [In((2, 3, 3), mb.f16), In((1, 20, 3))],
+         lambda kern, data: mb.ops.im2col(kern, data.transpose(), 1, 0, 1, 0, 1, 0, False, mb.f32),
+         lambda kern, data: im2col_1d_ref(np.swapaxes(data, -1, -2), 3, 1, 1, 1), EXACT)
+
+
+TYPE_NAMES = {mb.f32: "f32", mb.f16: "f16", mb.bf16: "bf16", mb.i32: "i32", mb.q4_0: "q4_0", mb.q4_1: "q4_1",
+              mb.q5_0: "q5_0", mb.q5_1: "q5_1", mb.q8_0: "q8_0"}
+QUANTS = (mb.q4_0, mb.q4_1, mb.q5_0, mb.q5_1, mb.q8_0)
+
+
+def is_quant(t) -> bool:
+    return t in QUANTS
+
+
+def copy_cases():
+    pairs = [(mb.f32, t) for t in (mb.f32, mb.f16, mb.bf16, mb.i32) + QUANTS]
+    pairs += [(mb.f16, mb.f32), (mb.f16, mb.f16), (mb.bf16, mb.f32), (mb.bf16, mb.bf16), (mb.i32, mb.f32)]
+    pairs += [(q, t) for q in QUANTS for t in (mb.f32, mb.f16)]
+    for st, dt in pairs:
+        sn, dn = TYPE_NAMES[st], TYPE_NAMES[dt]
+        src_gen = "index:1000" if st == mb.i32 else "normal"
+        # Values in logical order, converted with the library's bit-exact converters (themselves tested
+        # against independent references in test_quantize.py).
+        case(f"cpy/{sn}_{dn}/contiguous", "CPY", [In((3, 7, 64), st, src_gen), In((3, 7, 64), dt, "zeros")],
+             lambda a, b: mb.ops.cpy(a, b), ref_bytes=lambda v, r, dt=dt: quantized_bytes(v[0], dt))
+        if not is_quant(st) and not is_quant(dt):
+            case(f"cpy/{sn}_{dn}/transposed_src", "CPY", [In((9, 13), st, src_gen), In((13, 9), dt, "zeros")],
+                 lambda a, b: mb.ops.cpy(a.transpose(), b), ref_bytes=lambda v, r, dt=dt: quantized_bytes(v[0].T, dt))
+            case(f"cpy/{sn}_{dn}/reshaped", "CPY", [In((6, 4, 5), st, src_gen), In((12, 10), dt, "zeros")],
+                 lambda a, b: mb.ops.cpy(a, b), ref_bytes=lambda v, r, dt=dt: quantized_bytes(v[0].reshape(12, 10), dt))
+        elif not is_quant(st):
+            # A permuted source into whole quantized rows.
+            case(f"cpy/{sn}_{dn}/permuted_src", "CPY", [In((7, 3, 64), st, src_gen), In((3, 7, 64), dt, "zeros")],
+                 lambda a, b: mb.ops.cpy(a.permute(1, 0, 2), b),
+                 ref_bytes=lambda v, r, dt=dt: quantized_bytes(v[0].transpose(1, 0, 2), dt))
+    case("cpy/f32_f16/into_transposed_view", "CPY", [In((6, 10)), In((10, 6), mb.f16, "zeros")],
+         lambda a, b: mb.ops.cpy(a, b.transpose()), lambda a, b: to_f16(a), EXACT)
+    case("cpy/f32_f32/empty", "CPY", [In((0, 8)), In((0, 8), mb.f32, "zeros")], lambda a, b: mb.ops.cpy(a, b),
+         lambda a, b: a, EXACT)
+    for t in (mb.f32, mb.f16, mb.bf16, mb.i32):
+        tn = TYPE_NAMES[t]
+        gen = "index:1000" if t == mb.i32 else "normal"
+        case(f"cont/{tn}/permuted_4d", "CONT", [In((2, 3, 5, 7), t, gen)],
+             lambda a: mb.ops.cont(a.permute(3, 1, 0, 2)), lambda a: a.transpose(3, 1, 0, 2), EXACT)
+        case(f"cont/{tn}/transposed", "CONT", [In((33, 17), t, gen)], lambda a: mb.ops.cont(a.transpose()),
+             lambda a: a.T, EXACT)
+        case(f"dup/{tn}/contiguous", "DUP", [In((5, 37), t, gen)], mb.ops.dup, lambda a: a, EXACT)
+    case("cont/f32/whisper_heads", "CONT", [In((1500, 6, 64))], lambda a: mb.ops.cont(a.permute(1, 0, 2)),
+         lambda a: a.transpose(1, 0, 2), EXACT)
+
+
+def rows_cases():
+    for t in (mb.f32, mb.f16, mb.bf16, mb.i32) + QUANTS:
+        tn = TYPE_NAMES[t]
+        gen = "index:1000" if t == mb.i32 else "normal"
+        case(f"get_rows/{tn}/2d", "GET_ROWS", [In((10, 64), t, gen), In((7,), mb.i32, "index:10")],
+             mb.ops.get_rows, lambda a, i: a[i.astype(int)], EXACT)
+        case(f"get_rows/{tn}/batched", "GET_ROWS", [In((3, 10, 64), t, gen), In((3, 4), mb.i32, "index:10")],
+             mb.ops.get_rows,
+             lambda a, i: np.stack([a[j][i[j].astype(int)] for j in range(a.shape[0])]), EXACT)
+    case("get_rows/f32/odd_row", "GET_ROWS", [In((5, 37)), In((9,), mb.i32, "index:5")], mb.ops.get_rows,
+         lambda a, i: a[i.astype(int)], EXACT)
+    case("get_rows/f32/no_rows", "GET_ROWS", [In((5, 37)), In((0,), mb.i32, "index:5")], mb.ops.get_rows,
+         lambda a, i: a[i.astype(int)], EXACT)
+    case("get_rows/f16/whisper_tokens", "GET_ROWS", [In((51865, 384), mb.f16), In((4,), mb.i32, "index:51865")],
+         mb.ops.get_rows, lambda a, i: a[i.astype(int)], EXACT)
+
+    for dt in (mb.f32, mb.f16, mb.bf16) + QUANTS:
+        def ref_bytes(vals, raws, dt=dt):
+            _, src, idx = vals
+            out = bytearray(raws[0])
+            n_batch, n_rows = 2, 9
+            row_bytes = len(out) // (n_batch * n_rows)
+            for b in range(n_batch):
+                for k in range(src.shape[1]):
+                    r = int(idx[b, k])
+                    start = (b * n_rows + r) * row_bytes
+                    out[start : start + row_bytes] = quantized_bytes(src[b, k], dt)
+            return bytes(out)
+
+        # Distinct indices, so the result does not depend on which of two writes to a row lands last.
+        # Rows not written keep their stored bytes exactly.
+        case(f"set_rows/f32_{TYPE_NAMES[dt]}/batched", "SET_ROWS",
+             [In((2, 9, 64), dt, "normal"), In((2, 3, 64)), In((2, 3), mb.i32, "perm:9")],
+             mb.ops.set_rows, ref_bytes=ref_bytes)
+
+
+def layout_cases():
+    for axis in range(4):
+        sb = [2, 3, 4, 5]
+        sb[axis] = 3
+        case(f"concat/f32/axis{axis}", "CONCAT", [In((2, 3, 4, 5)), In(tuple(sb))],
+             lambda a, b, axis=axis: mb.ops.concat(a, b, axis), lambda a, b, axis=axis: np.concatenate([a, b], axis),
+             EXACT)
+    case("concat/f16/rows_odd", "CONCAT", [In((3, 7), mb.f16), In((3, 9), mb.f16)],
+         lambda a, b: mb.ops.concat(a, b, 1), lambda a, b: np.concatenate([a, b], 1), EXACT)
+    case("concat/i32/axis0", "CONCAT", [In((2, 5), mb.i32, "index:100"), In((4, 5), mb.i32, "index:100")],
+         lambda a, b: mb.ops.concat(a, b, 0), lambda a, b: np.concatenate([a, b], 0), EXACT)
+    case("concat/f32/transposed", "CONCAT", [In((5, 3)), In((3, 2))],
+         lambda a, b: mb.ops.concat(a.transpose(), b, 1), lambda a, b: np.concatenate([a.T, b], 1), EXACT)
+    case("concat/f32/empty_b", "CONCAT", [In((3, 4)), In((3, 0))],
+         lambda a, b: mb.ops.concat(a, b, 1), lambda a, b: np.concatenate([a, b], 1), EXACT)
+    for t in (mb.f32, mb.f16):
+        tn = TYPE_NAMES[t]
+        case(f"repeat/{tn}/tile", "REPEAT", [In((2, 3), t), In((4, 6, 9), t, "zeros")], mb.ops.repeat,
+             lambda a, b: tile_to(a, b.shape), EXACT)
+        case(f"pad/{tn}/all_axes", "PAD", [In((2, 3, 5), t)], lambda a: mb.ops.pad(a, [1, 0, 3]),
+             lambda a: np.pad(a, [(0, 1), (0, 0), (0, 3)]), EXACT)
+    case("repeat/f32/transposed", "REPEAT", [In((3, 2)), In((4, 6))], lambda a, b: mb.ops.repeat(a.transpose(), b),
+         lambda a, b: tile_to(a.T, b.shape), EXACT)
+    case("pad/f32/4d", "PAD", [In((2, 1, 3, 4))], lambda a: mb.ops.pad(a, [1, 2, 0, 5]),
+         lambda a: np.pad(a, [(0, 1), (0, 2), (0, 0), (0, 5)]), EXACT)
+
+
+def rope_cases():
+    for mode in (0, 2):
+        mn = "normal" if mode == 0 else "neox"
+        for label, shape, n_dims, kw in [
+            ("full", (1, 5, 3, 64), 64, {}),
+            ("partial", (2, 4, 2, 24), 16, {}),
+            ("scaled", (1, 6, 2, 32), 32, {"freq_base": 500.0, "freq_scale": 0.5}),
+            ("yarn", (1, 5, 3, 32), 32, {"n_ctx_orig": 512, "freq_scale": 0.25, "ext_factor": 1.0, "attn_factor": 1.1}),
+        ]:
+            t = shape[1]
+
+            def build(a, p, n_dims=n_dims, mode=mode, kw=kw):
+                return mb.ops.rope(a, p, n_dims, mode, **kw)
+
+            def ref(a, p, n_dims=n_dims, mode=mode, kw=kw):
+                args = dict(kw)
+                if "freq_base" in args:
+                    args["base"] = args.pop("freq_base")
+                return rope_ref(a, p, n_dims, mode, **args)
+
+            case(f"rope/f32/{mn}_{label}", "ROPE", [In(shape), In((t,), mb.i32, "index:3000")], build, ref, ROPE)
+
+
+binary_cases()
+unary_cases()
+norm_cases()
+soft_max_cases()
+reduce_cases()
+flash_attn_cases()
+mul_mat_cases()
+conv_cases()
+copy_cases()
+rows_cases()
+layout_cases()
+rope_cases()
