@@ -63,6 +63,14 @@ private:
     std::vector<std::shared_ptr<Storage>> storages_;
 };
 
+// Threads worth waking for a node: below 32K elements an element-wise or row op takes a few
+// microseconds on one thread, less than waking a sleeping worker costs. Matrix products and
+// attention always use every thread.
+int useful_threads(const Tensor& node, int nth) {
+    if (node.op == Op::MUL_MAT || node.op == Op::FLASH_ATTN_EXT) return nth;
+    return node.nelements() < (1 << 15) ? 1 : nth;
+}
+
 }  // namespace
 
 CpuBackend::CpuBackend(std::shared_ptr<CpuDevice> device) : device_(std::move(device)) {
@@ -100,14 +108,14 @@ Status CpuBackend::graph_compute_async(Graph& graph) {
         if (!kernel || node->is_empty()) continue;
         if (should_abort()) return Status::ABORTED;
         ComputeParams params;
-        params.nth = nth;
+        params.nth = useful_threads(*node, nth);
         params.pool = pool_.get();
-        params.wsize = cpu_work_size(*node, nth);
+        params.wsize = cpu_work_size(*node, params.nth);
         if (params.wsize + 64 > scratch_.size()) scratch_.resize(params.wsize + 64);
         // 64-byte aligned for vector loads.
         auto base = reinterpret_cast<uintptr_t>(scratch_.data());
         params.wdata = scratch_.data() + ((64 - base % 64) % 64);
-        pool_->run(nth, [&](int ith) {
+        pool_->run(params.nth, [&](int ith) {
             ComputeParams mine = params;
             mine.ith = ith;
             kernel(mine, *node);
