@@ -50,7 +50,9 @@ kernel void kernel_argmax_f32(
     int idx = -1;
     for (int i = tpitg; i < args.ne00; i += ntg) {
         const float v = *((device const float *) (x + i * args.nb00));
-        if (!isnan(v) && (idx < 0 || v > best)) {
+        // NaN tested on the bits: under fast math isnan() may fold to false.
+        const bool is_nan = (as_type<uint>(v) & 0x7fffffffu) > 0x7f800000u;
+        if (!is_nan && (idx < 0 || v > best)) {
             best = v;
             idx = i;
         }

@@ -1,5 +1,6 @@
-// SCALE CLAMP and the unary activations over contiguous f32: one thread per element, or per float4
-// when the element count is a multiple of 4. The op is the function constant FC_unary_op.
+// SCALE CLAMP and the unary activations over f32: one thread per element, or per float4 when the
+// element count is a multiple of 4; views with other strides one threadgroup per row. The op is
+// the function constant FC_unary_op.
 #include <metal_stdlib>
 #include "kargs.h"
 
@@ -24,6 +25,16 @@ static inline T erfc_pos(T z) {
     return t * precise::exp(p - z * z);
 }
 
+// NaN tests on the bits: Apple's compiler builds with fast math, under which isnan() and x != x
+// may fold to false.
+static inline bool nan_bits(float x) {
+    return (as_type<uint>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+static inline bool4 nan_bits(float4 x) {
+    return (as_type<uint4>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
 template <typename T>
 static inline T sigmoid_of(T x) {
     return 1.0f / (1.0f + exp(-x));
@@ -35,8 +46,8 @@ static inline T unary_apply(T x, float p0, float p1) {
         case MB_UNARY_SCALE:
             return x * p0 + p1;
         case MB_UNARY_CLAMP:
-            // Comparisons keep NaN as NaN (min/max would replace it by a bound).
-            return select(select(x, T(p1), x > p1), T(p0), x < p0);
+            // NaN stays NaN (min/max would replace it by a bound).
+            return select(select(select(x, T(p1), x > p1), T(p0), x < p0), x, nan_bits(x));
         case MB_UNARY_SQR:
             return x * x;
         case MB_UNARY_SQRT:
@@ -91,3 +102,19 @@ typedef decltype(kernel_unary<float4>) kernel_unary_4_t;
 
 template [[host_name("kernel_unary_f32")]] kernel kernel_unary_t kernel_unary<float>;
 template [[host_name("kernel_unary_f32_4")]] kernel kernel_unary_4_t kernel_unary<float4>;
+
+// Any strides (transposed or permuted views): one threadgroup per row (i1, i2, i3).
+kernel void kernel_unary_f32_rows(
+        constant mb_kargs_unary & args [[buffer(0)]],
+        device const char * src0 [[buffer(1)]],
+        device char * dst [[buffer(2)]],
+        uint3 tgpig [[threadgroup_position_in_grid]],
+        ushort tpitg [[thread_position_in_threadgroup]],
+        ushort ntg [[threads_per_threadgroup]]) {
+    device const char * x = src0 + tgpig.x * args.nb01 + tgpig.y * args.nb02 + tgpig.z * args.nb03;
+    device char * y = dst + tgpig.x * args.nb1 + tgpig.y * args.nb2 + tgpig.z * args.nb3;
+    for (int i0 = tpitg; i0 < args.ne00; i0 += ntg) {
+        const float v = *((device const float *) (x + i0 * args.nb00));
+        *((device float *) (y + i0 * args.nb0)) = unary_apply(v, args.p0, args.p1);
+    }
+}

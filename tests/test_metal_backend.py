@@ -284,3 +284,45 @@ def test_graph_optimize_keeps_results(gpu):
     assert sorted(before) == sorted(n.op for n in g.nodes)
     backend.graph_compute(g)
     assert np.allclose(total.get(), expect, rtol=1e-5, atol=1e-5)
+
+
+def test_fusion_keeps_graph_outputs(gpu):
+    ctx = mb.Context()
+    x, a, b = (ctx.tensor(mb.f32, (64,)) for _ in range(3))
+    t1 = mb.ops.add(x, a)
+    t2 = mb.ops.add(t1, b)  # an ADD chain the encoder may fuse
+    mb.alloc_ctx_tensors(ctx, gpu.buffer_type)
+    vals = [np.full(64, v, np.float32) for v in (1.0, 2.0, 4.0)]
+    for t, v in zip((x, a, b), vals):
+        t.set(v)
+    t1.set(np.zeros(64, np.float32))
+    backend = gpu.init_backend("fusion=1")
+    backend.graph_compute(mb.Graph(t2, t1))  # t1 is an output too: it must be written
+    assert np.all(t1.get() == 3.0) and np.all(t2.get() == 7.0)
+
+
+def test_scheduler_splits_keep_what_later_splits_read():
+    dev = mb.device("MetalSim")
+    ctx = mb.Context()
+    x, a, b = (ctx.tensor(mb.f32, (4, 32)) for _ in range(3))
+    mb.alloc_ctx_tensors(ctx, dev.buffer_type)
+    t1 = mb.ops.add(x, a)
+    t2 = mb.ops.add(t1, b)                       # fusable with t1 on MetalSim...
+    s = mb.ops.soft_max(t2)                      # ...but the CPU computes this (narrowed device)
+    out = mb.ops.add(mb.ops.add(s, t1), t2)      # and MetalSim reads t1 and t2 again
+    rng = np.random.default_rng(7)
+    vals = [rng.standard_normal((4, 32)).astype(np.float32) for _ in range(3)]
+    for t, v in zip((x, a, b), vals):
+        t.set(v)
+    dev.set_prop("has_simdgroup_reduction", False)
+    try:
+        sched = mb.Scheduler([dev.init_backend("fusion=1"), mb.device("CPU").init_backend()])
+        assert sched.graph_compute(mb.Graph(out)) == mb.Status.SUCCESS
+        assert sched.n_splits == 3
+    finally:
+        dev.set_prop("has_simdgroup_reduction", True)
+    t1r = vals[0].astype(np.float64) + vals[1]
+    t2r = t1r + vals[2]
+    e = np.exp(t2r - t2r.max(-1, keepdims=True))
+    ref = e / e.sum(-1, keepdims=True) + t1r + t2r
+    assert np.allclose(out.get(), ref, rtol=1e-5, atol=1e-5)

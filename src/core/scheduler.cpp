@@ -193,6 +193,14 @@ Status Scheduler::graph_compute(Graph& graph) {
         allocators_[b]->alloc_graph(part);
     }
 
+    // The last placement reading each tensor's memory.
+    std::unordered_map<const Tensor*, size_t> last_reader;
+    for (size_t k = 0; k < placements.size(); ++k) {
+        for (Tensor* s : placements[k].node->src) {
+            if (s) last_reader[&s->root()] = k;
+        }
+    }
+
     // Run split by split; sources in memory the split's backend cannot use are copied in first.
     copies_ctx_ = std::make_shared<Context>();
     n_splits_ = 0;
@@ -225,7 +233,13 @@ Status Scheduler::graph_compute(Graph& graph) {
         }
         if (nodes.empty()) continue;
         ++n_splits_;
-        Graph split(nodes, {}, nodes);
+        // Outputs of a split: what the user or a later split reads (so fusion keeps exactly those).
+        std::vector<Tensor*> split_outputs;
+        for (Tensor* n : nodes) {
+            auto last = last_reader.find(&n->root());
+            if (outputs.count(n) || (last != last_reader.end() && last->second >= i)) split_outputs.push_back(n);
+        }
+        Graph split(nodes, {}, split_outputs);
         Status st = backend.graph_compute(split);
         if (st != Status::SUCCESS) return st;
     }

@@ -16,10 +16,10 @@ bool reads(const Tensor& node, const Tensor* t, int from_slot) {
 
 }  // namespace
 
-bool feeds_only_next(const std::vector<Tensor*>& nodes, size_t m) {
+bool feeds_only_next(const OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t m) {
     if (m + 1 >= nodes.size()) return false;
     const Tensor* t = nodes[m];
-    if (t->flags & (kTensorInput | kTensorOutput)) return false;
+    if ((t->flags & (kTensorInput | kTensorOutput)) || enc.must_keep(*t)) return false;
     const Tensor& next = *nodes[m + 1];
     if (next.src[0] != t || reads(next, t, 1)) return false;
     for (size_t k = 0; k < nodes.size(); ++k) {

@@ -5,8 +5,8 @@
 // The rule (ggml's, with what the node list can tell): the intermediate is read by the next node as
 // its src0 and by no other source slot of it, by no other node of the list (directly or through a
 // view), and is not flagged input or output. A result that the caller reads after compute without
-// flagging it is_output, or that a node outside the list reads, is not visible here: such a result
-// must be flagged is_output, or fusion switched off (backend.options["fusion"] = 0).
+// flagging it is_output, or that a node outside the list reads, is known to the encoder
+// (OpEncoder::must_keep: the graph's outputs, which the scheduler sets to what other splits read).
 #pragma once
 
 #include <cstddef>
@@ -16,8 +16,11 @@
 
 namespace mb::metal {
 
-// Whether the result of nodes[m] may stay unwritten when nodes[m + 1] is fused with it.
-bool feeds_only_next(const std::vector<Tensor*>& nodes, size_t m);
+class OpEncoder;
+
+// Whether the result of nodes[m] may stay unwritten when nodes[m + 1] is fused with it. Results the
+// encoder must keep (graph outputs, results other backends read) never may.
+bool feeds_only_next(const OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t m);
 
 // Whether a kernel may read `src` elementwise while writing `dst`: their bytes do not overlap, or
 // src is dst's own memory in the same layout (each element is read before the same thread writes

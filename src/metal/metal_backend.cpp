@@ -145,6 +145,7 @@ Status MetalBackend::graph_compute_async(Graph& graph) {
     bounds.back() = nodes.size();
     bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
 
+    const std::unordered_set<const Tensor*> keep(graph.outputs().begin(), graph.outputs().end());
     auto error_record = device_->runtime().alloc(16, StorageMode::Shared);
     std::memset(error_record->host_ptr(), 0, 16);
     error_records_.push_back(error_record);
@@ -154,7 +155,7 @@ Status MetalBackend::graph_compute_async(Graph& graph) {
     for (size_t k = 0; k + 1 < bounds.size() && i < nodes.size(); ++k) {
         auto cb = device_->runtime().command_buffer(schedule());
         ComputeEncoder& enc = cb->compute(concurrent);
-        OpEncoder op_enc(device_->runtime(), props, enc, fusion, error_record.get());
+        OpEncoder op_enc(device_->runtime(), props, enc, fusion, error_record.get(), &keep);
         std::vector<Range> since_barrier;
         while (i < nodes.size() && (i < bounds[k + 1] || k + 2 == bounds.size())) {
             std::vector<Range> ranges;

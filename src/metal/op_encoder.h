@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/tensor.h"
@@ -28,12 +29,14 @@ public:
     // `error_record`: 16 zeroed bytes where kernels report bad inputs they find (e.g. a row index out of
     // range: int op, value, limit); the backend reads it at synchronize. May be null (then kernels that
     // report cannot be encoded).
+    // `keep`: results that must be written even when fusion could skip them (the graph's outputs).
     OpEncoder(Runtime& runtime, const RuntimeProps& props, ComputeEncoder& enc, bool fusion,
-              const RtBuffer* error_record = nullptr)
-        : runtime_(runtime), props_(props), enc_(enc), fusion_(fusion), error_record_(error_record) {}
+              const RtBuffer* error_record = nullptr, const std::unordered_set<const Tensor*>* keep = nullptr)
+        : runtime_(runtime), props_(props), enc_(enc), fusion_(fusion), error_record_(error_record), keep_(keep) {}
 
     const RuntimeProps& props() const { return props_; }
     bool fusion() const { return fusion_; }
+    bool must_keep(const Tensor& t) const { return keep_ && keep_->count(&t) > 0; }
     ComputeEncoder& enc() { return enc_; }
 
     // Selects the kernel `name` with function constants (compiled once, then cached).
@@ -55,6 +58,7 @@ private:
     ComputeEncoder& enc_;
     bool fusion_;
     const RtBuffer* error_record_;
+    const std::unordered_set<const Tensor*>* keep_;
 };
 
 }  // namespace mb::metal

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/errors.h"
 #include "metal/fusion.h"
 #include "metal/ops.h"
 #include "kargs.h"
@@ -41,7 +40,7 @@ size_t chain_length(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i)
     while (n < MB_BIN_MAX_SRC1 && i + n < nodes.size()) {
         const Tensor& next = *nodes[i + n];
         if (next.op != Op::ADD || !supports_binary(enc.props(), next) || next.src[1]->type != Type::F32) break;
-        if (!feeds_only_next(nodes, i + n - 1)) break;
+        if (!feeds_only_next(enc, nodes, i + n - 1)) break;
         ++n;
     }
     for (; n > 1; --n) {
@@ -132,7 +131,7 @@ size_t encode_binary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
     if (fast) {
         const uint32_t n4 = uint32_t(dst.nelements() / 4);
         const uint32_t nth = std::min<uint32_t>(256, max_threads);
-        enc.dispatch({(n4 + nth - 1) / nth, 1, 1}, {nth, 1, 1});
+        enc.dispatch({uint32_t((uint64_t(n4) + nth - 1) / nth), 1, 1}, {nth, 1, 1});
     } else {
         // 32 threads, doubled while the row is longer, up to 256.
         uint32_t nth = 32;

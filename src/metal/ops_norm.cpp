@@ -5,7 +5,6 @@
 #include <climits>
 #include <cstdint>
 
-#include "core/errors.h"
 #include "metal/fusion.h"
 #include "metal/ops.h"
 #include "metal/row_threads.h"
@@ -23,10 +22,10 @@ bool fits_i32(const Tensor& t) {
 }
 
 // Whether nodes[j] is op(nodes[j-1], w) with an f32 w of packed rows that the kernel can fold in.
-bool foldable(const RuntimeProps& props, const std::vector<Tensor*>& nodes, size_t j, Op op) {
+bool foldable(const OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t j, Op op) {
     if (j >= nodes.size()) return false;
     const Tensor& node = *nodes[j];
-    if (node.op != op || !supports_binary(props, node) || !feeds_only_next(nodes, j - 1)) return false;
+    if (node.op != op || !supports_binary(enc.props(), node) || !feeds_only_next(enc, nodes, j - 1)) return false;
     const Tensor& w = *node.src[1];
     return w.type == Type::F32 && w.nb[0] == sizeof(float);
 }
@@ -36,9 +35,9 @@ bool foldable(const RuntimeProps& props, const std::vector<Tensor*>& nodes, size
 int fused_ops(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
     if (!enc.fusion()) return 0;
     int f = 0;
-    if (foldable(enc.props(), nodes, i + 1, Op::MUL)) {
+    if (foldable(enc, nodes, i + 1, Op::MUL)) {
         f = 1;
-        if (foldable(enc.props(), nodes, i + 2, Op::ADD)) f = 2;
+        if (foldable(enc, nodes, i + 2, Op::ADD)) f = 2;
     }
     for (; f > 0; --f) {
         const Tensor& dst = *nodes[i + f];

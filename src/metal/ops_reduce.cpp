@@ -3,7 +3,6 @@
 #include <climits>
 #include <cstdint>
 
-#include "core/errors.h"
 #include "metal/ops.h"
 #include "metal/row_threads.h"
 #include "kargs.h"

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/errors.h"
 #include "metal/ops.h"
 #include "metal/row_threads.h"
 #include "kargs.h"
@@ -45,7 +44,7 @@ bool supports_soft_max(const RuntimeProps& props, const Tensor& node) {
         if (m->ne[2] == 0 || m->ne[3] == 0 || a->ne[2] % m->ne[2] != 0 || a->ne[3] % m->ne[3] != 0) return false;
     }
     if (const Tensor* s = node.src[2]) {
-        if (s->type != Type::F32 || s->nelements() != a->ne[2] || s->nb[0] != sizeof(float)) return false;
+        if (s->type != Type::F32 || s->nelements() != a->ne[2] || !s->is_contiguous()) return false;
     }
     return true;
 }

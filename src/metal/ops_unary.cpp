@@ -1,10 +1,10 @@
-// SCALE CLAMP and the unary activations on the Metal device (shaders/unary.metal): contiguous f32
-// in and out, one thread per element, or per float4 when the count is a multiple of 4 and both
-// ends are 16-byte aligned.
+// SCALE CLAMP and the unary activations on the Metal device (shaders/unary.metal): f32 in and out.
+// Contiguous: one thread per element, or per float4 when the count is a multiple of 4 and both ends
+// are 16-byte aligned. Other strides (views): one threadgroup per row.
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 
-#include "core/errors.h"
 #include "metal/ops.h"
 #include "kargs.h"
 
@@ -44,8 +44,10 @@ bool supports_unary(const RuntimeProps& props, const Tensor& node) {
     for (int d = 0; d < kMaxDims; ++d) {
         if (a->ne[d] != node.ne[d]) return false;
     }
-    // One thread per element: the grid counts threads in 32 bits.
-    return a->is_contiguous() && node.is_contiguous() && node.nelements() <= int64_t(UINT32_MAX);
+    for (int d = 0; d < kMaxDims; ++d) {
+        if (node.ne[d] > INT32_MAX) return false;
+    }
+    return true;
 }
 
 size_t encode_unary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
@@ -54,20 +56,41 @@ size_t encode_unary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i)
     if (dst.is_empty()) return 1;
 
     const int64_t n = dst.nelements();
-    const bool vec4 = n % 4 == 0 && device_ref(src0).offset % 16 == 0 && device_ref(dst).offset % 16 == 0;
+    // One thread per element: the grid counts threads in 32 bits.
+    const bool flat = src0.is_contiguous() && dst.is_contiguous() && n <= int64_t(UINT32_MAX);
+    const bool vec4 = flat && n % 4 == 0 && device_ref(src0).offset % 16 == 0 && device_ref(dst).offset % 16 == 0;
     mb_kargs_unary args{};
     args.n = uint32_t(vec4 ? n / 4 : n);
     if (dst.op == Op::SCALE || dst.op == Op::CLAMP) {
         args.p0 = dst.param_f(0);
         args.p1 = dst.param_f(1);
     }
-    const Pipeline& p = enc.use(vec4 ? "kernel_unary_f32_4" : "kernel_unary_f32",
-                                {FunctionConstant::int32(200, unary_op(dst.op))});
+    args.ne00 = int32_t(src0.ne[0]);
+    args.ne01 = int32_t(src0.ne[1]);
+    args.ne02 = int32_t(src0.ne[2]);
+    args.ne03 = int32_t(src0.ne[3]);
+    args.nb00 = src0.nb[0];
+    args.nb01 = src0.nb[1];
+    args.nb02 = src0.nb[2];
+    args.nb03 = src0.nb[3];
+    args.nb0 = dst.nb[0];
+    args.nb1 = dst.nb[1];
+    args.nb2 = dst.nb[2];
+    args.nb3 = dst.nb[3];
+    const char* name = flat ? (vec4 ? "kernel_unary_f32_4" : "kernel_unary_f32") : "kernel_unary_f32_rows";
+    const Pipeline& p = enc.use(name, {FunctionConstant::int32(200, unary_op(dst.op))});
     enc.args(args);
     enc.tensor(src0, 1);
     enc.tensor(dst, 2);
-    const uint32_t nth = std::min<uint32_t>(256, p.max_threads_per_threadgroup());
-    enc.dispatch({uint32_t((uint64_t(args.n) + nth - 1) / nth), 1, 1}, {nth, 1, 1});
+    const uint32_t max_nth = std::min<uint32_t>(256, p.max_threads_per_threadgroup());
+    if (flat) {
+        enc.dispatch({uint32_t((uint64_t(args.n) + max_nth - 1) / max_nth), 1, 1}, {max_nth, 1, 1});
+    } else {
+        // 32 threads, doubled while the row is longer.
+        uint32_t nth = 32;
+        while (nth < dst.ne[0] && 2 * nth <= max_nth) nth *= 2;
+        enc.dispatch({uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), uint32_t(dst.ne[3])}, {nth, 1, 1});
+    }
     return 1;
 }
 
