@@ -4,19 +4,25 @@ The modules here are pure Python and numpy: WAV input, the log-mel
 spectrogram, model files (whisper.cpp ggml and CTranslate2), the tokenizer
 and greedy decoding. The network itself runs behind the small WhisperCompute
 interface (compute.py), so the decoding logic is shared by every implementation.
+BackendWhisper (backend_compute.py) runs it as metal_backend graphs, and Whisper
+(model.py) ties loading, devices and transcription together.
 """
 
 from .audio import SAMPLE_RATE, load_audio, read_wav, resample
+from .backend_compute import BackendAudioFeatures, BackendWhisper
 from .compute import WhisperCompute
 from .decoding import DecodingOptions, GreedyDecoder, Segment, Transcript, initial_tokens, transcribe
 from .errors import WhisperError
 from .ggml_types import GgmlType, QuantizedTensor
 from .loader import load_model_data
 from .mel import N_FRAMES, N_SAMPLES, log_mel_spectrogram, mel_filters, mel_windows
+from .model import Whisper
 from .model_data import SpecialTokens, WhisperHParams, WhisperModelData
 from .tokenizer import Tokenizer
 
 __all__ = [
+    "BackendAudioFeatures",
+    "BackendWhisper",
     "DecodingOptions",
     "GgmlType",
     "GreedyDecoder",
@@ -28,6 +34,7 @@ __all__ = [
     "SpecialTokens",
     "Tokenizer",
     "Transcript",
+    "Whisper",
     "WhisperCompute",
     "WhisperError",
     "WhisperHParams",

@@ -2,6 +2,25 @@
 
 namespace mb {
 
+namespace {
+
+// Waits until done() holds: spins briefly (nodes take microseconds), then yields the core so that on
+// a busy machine the threads being waited for can run.
+template <typename Done>
+void wait_until(Done done) {
+    for (int spin = 0; !done(); ++spin) {
+        if (spin < 4096) {
+#if defined(__x86_64__)
+            __builtin_ia32_pause();
+#endif
+        } else {
+            std::this_thread::yield();
+        }
+    }
+}
+
+}  // namespace
+
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
     for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
 }
@@ -66,11 +85,7 @@ void ThreadPool::run(int n, const std::function<void(int)>& fn) {
     }
     wake_.notify_all();
     run_task(0);
-    while (pending_.load(std::memory_order_acquire) != 0) {
-#if defined(__x86_64__)
-        __builtin_ia32_pause();
-#endif
-    }
+    wait_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
     task_ = nullptr;
     if (error_) std::rethrow_exception(error_);
 }
@@ -84,11 +99,7 @@ void ThreadPool::barrier() {
         barrier_phase_.fetch_add(1, std::memory_order_acq_rel);
         return;
     }
-    while (barrier_phase_.load(std::memory_order_acquire) == phase) {
-#if defined(__x86_64__)
-        __builtin_ia32_pause();
-#endif
-    }
+    wait_until([&] { return barrier_phase_.load(std::memory_order_acquire) != phase; });
 }
 
 }  // namespace mb

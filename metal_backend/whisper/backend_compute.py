@@ -1,0 +1,412 @@
+"""Whisper's encoder and decoder as metal_backend graphs: the WhisperCompute the application runs.
+
+Everything lives in one Context on the chosen device: the weights (matrices as stored, f16 or
+quantized; conv kernels f16; biases, norms and positional embeddings f32), the inputs (mel window,
+token ids, positions, attention mask), the f16 self-attention key/value cache and the f16
+cross-attention keys and (transposed) values of the current window. Graphs are built once and
+reused:
+
+- the encoder graph (always the same shapes) ends with the cross-attention keys and values of
+  every decoder layer, copied into their f16 tensors;
+- one decoder graph per (tokens fed, cache length read): the cache length is the number of
+  positions filled rounded up to _KV_BLOCK, so a 30-token transcript uses two single-token graphs.
+  Positions, token ids and the mask are input tensors, so consecutive steps reuse a graph; new
+  keys and values are written into the cache with set_rows at the position indices.
+
+Graphs run through a Scheduler over [device backend, CPU backend] so an op the device cannot run
+falls back to the CPU; on the CPU device the list is just the CPU backend.
+
+Attention, as measured on the CPU device (benchmarks/whisper.py --profile):
+- encoder self-attention (1500 queries, 1500 keys) uses mul_mat + soft_max_ext in f32 on CPU
+  devices: 27% less encoder time than flash_attn_ext with f16 keys and values (tiny.en, one
+  thread: 0.89 s against 1.23 s per window), and no f16 rounding. Other devices get
+  flash_attn_ext (no 1500 x 1500 score matrices), as whisper.cpp uses on Metal;
+- decoder self-attention (a few queries over at most 448 cached f16 positions) uses flash_attn_ext;
+- decoder cross-attention (a few queries over 1500 positions) uses mul_mat + soft_max_ext over
+  f16 keys and values stored transposed at encode time: the matrix-vector products read the f16
+  rows in place, where flash_attn_ext converts every key and value tile to f32 for each query block.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+import metal_backend as mb
+from metal_backend import ops
+
+from .errors import WhisperError
+from .ggml_types import QuantizedTensor
+from .model_data import Tensor, WhisperModelData
+
+_LN_EPS = 1e-5
+# Decoder self-attention reads the cache in multiples of this many positions: few graphs, and
+# little work on the masked tail.
+_KV_BLOCK = 32
+_ATTENTION_KINDS = ("flash", "matmul")
+_TYPES_BY_ID = {t.id: t for t in mb.types}
+
+
+@dataclass(frozen=True)
+class BackendAudioFeatures:
+    """Handle returned by encode(): the window's cross-attention keys and values stay in backend
+    memory, so the handle only records which encode() call produced them."""
+
+    window: int
+
+
+@dataclass
+class _DecoderGraph:
+    graph: mb.Graph
+    tokens: mb.Tensor
+    positions: mb.Tensor
+    mask: mb.Tensor
+    logits: mb.Tensor
+
+
+def resolve_device(device: mb.Device | str | None) -> mb.Device:
+    """A Device from a Device, a device name, or None (the best real device)."""
+    if isinstance(device, mb.Device):
+        return device
+    try:
+        return mb.device(device)
+    except ValueError as exc:
+        raise WhisperError(str(exc)) from None
+
+
+class BackendWhisper:
+    """Runs Whisper's network on a metal_backend device (implements WhisperCompute).
+
+    threads sets the CPU backend's n_threads (None keeps its default). encoder_attention picks
+    flash_attn_ext ("flash") or mul_mat + soft_max_ext ("matmul") for the encoder's attention;
+    None picks "matmul" on CPU devices (measured faster there) and "flash" elsewhere.
+    """
+
+    def __init__(self, model: WhisperModelData, device: mb.Device | str | None = None,
+                 threads: int | None = None, encoder_attention: str | None = None):
+        self.device = resolve_device(device)
+        if encoder_attention is None:
+            encoder_attention = "matmul" if self.device.type == mb.DeviceType.CPU else "flash"
+        if encoder_attention not in _ATTENTION_KINDS:
+            raise WhisperError(f"unknown attention kind {encoder_attention!r}; expected one of {_ATTENTION_KINDS}")
+        if threads is not None and threads <= 0:
+            raise WhisperError(f"threads must be positive (got {threads})")
+        self.hp = hp = model.hparams
+        self.encoder_attention = encoder_attention
+        self.backend = self.device.init_backend()
+        self.backends = [self.backend]
+        if self.device.type != mb.DeviceType.CPU:
+            self.backends.append(mb.device("CPU").init_backend())
+        for backend in self.backends:
+            if threads is not None and "n_threads" in backend.options:
+                backend.options["n_threads"] = threads
+
+        self.n_head = hp.n_audio_head
+        self.head_dim = hp.n_audio_state // hp.n_audio_head
+        self.scale = 1.0 / math.sqrt(self.head_dim)
+
+        self.ctx = mb.Context()
+        pending: list[tuple[mb.Tensor, np.ndarray]] = []
+        self.w = self._create_weights(model, pending)
+        self.weights_buffer = mb.alloc_ctx_tensors(self.ctx, self.device.buffer_type)
+        for tensor, data in pending:
+            tensor.set(data)
+        del pending
+
+        d, n_ctx = hp.n_text_state, hp.n_text_ctx
+        self.mel = self.ctx.tensor(mb.f32, (1, hp.n_mels, 2 * hp.n_audio_ctx), name="mel")
+        # Cross-attention keys head by head (each head's rows contiguous) and values transposed, so
+        # the decoder's matrix-vector products stream both from memory in order.
+        self.cross_k = [self.ctx.tensor(mb.f16, (1, self.n_head, hp.n_audio_ctx, self.head_dim), name=f"cross_k.{i}")
+                        for i in range(hp.n_text_layer)]
+        self.cross_v_t = [self.ctx.tensor(mb.f16, (d, hp.n_audio_ctx), name=f"cross_v_t.{i}")
+                          for i in range(hp.n_text_layer)]
+        # The encoder's keys and values in f16 for flash_attn_ext, one pair of tensors per layer.
+        self.encoder_kv = []
+        if encoder_attention == "flash":
+            self.encoder_kv = [self.ctx.tensor(mb.f16, (hp.n_audio_ctx, 2 * d), name=f"encoder_kv.{i}")
+                               for i in range(hp.n_audio_layer)]
+        self.k_cache = [self.ctx.tensor(mb.f16, (n_ctx, d), name=f"k_cache.{i}") for i in range(hp.n_text_layer)]
+        self.v_cache = [self.ctx.tensor(mb.f16, (n_ctx, d), name=f"v_cache.{i}") for i in range(hp.n_text_layer)]
+        # Decoder inputs, viewed at the size each graph needs.
+        self.tokens_in = self.ctx.tensor(mb.i32, (n_ctx,), name="tokens")
+        self.positions_in = self.ctx.tensor(mb.i32, (n_ctx,), name="positions")
+        self.mask_in = self.ctx.tensor(mb.f16, (n_ctx * n_ctx,), name="mask")
+        for t in (self.mel, self.tokens_in, self.positions_in, self.mask_in):
+            t.is_input = True
+        self.state_buffer = mb.alloc_ctx_tensors(self.ctx, self.device.buffer_type)
+        # Attention reads the cache up to a padded length, masking what is not written yet; those
+        # positions must hold finite values (a NaN key or value would turn the masked term into NaN).
+        self.state_buffer.clear(0)
+
+        self.encoder_scheduler = mb.Scheduler(self.backends)
+        self.decoder_scheduler = mb.Scheduler(self.backends)
+        self.encoder_graph, self.encoder_out = self._build_encoder()
+        self.decoder_graphs: dict[tuple[int, int], _DecoderGraph] = {}
+        self._window = 0
+        self._n_past = -1
+
+    # ---------------------------------------------------------------- weights
+
+    def _create_weights(self, model: WhisperModelData, pending: list) -> dict[str, mb.Tensor]:
+        hp = self.hp
+        t = model.tensors
+        w: dict[str, mb.Tensor] = {}
+
+        def matrix(name: str, parts: list[Tensor]) -> None:
+            w[name] = self._new_matrix(name, parts, pending)
+
+        def vector(name: str, array: Tensor) -> None:
+            data = np.ascontiguousarray(_dense(array), dtype=np.float32)
+            tensor = self.ctx.tensor(mb.f32, data.shape, name=name)
+            pending.append((tensor, data))
+            w[name] = tensor
+
+        for conv in ("encoder.conv1", "encoder.conv2"):
+            kernel = np.ascontiguousarray(_dense(t[f"{conv}.weight"]), dtype=np.float16)
+            tensor = self.ctx.tensor(mb.f16, kernel.shape, name=f"{conv}.weight")
+            pending.append((tensor, kernel))
+            w[f"{conv}.weight"] = tensor
+            vector(f"{conv}.bias", t[f"{conv}.bias"])
+        for name in ("encoder.positional_embedding", "decoder.positional_embedding",
+                     "encoder.ln_post.weight", "encoder.ln_post.bias", "decoder.ln.weight", "decoder.ln.bias"):
+            vector(name, t[name])
+        matrix("decoder.token_embedding.weight", [t["decoder.token_embedding.weight"]])
+
+        d = hp.n_audio_state
+        zeros = np.zeros(d, np.float32)
+        blocks = [f"encoder.blocks.{i}" for i in range(hp.n_audio_layer)]
+        blocks += [f"decoder.blocks.{i}" for i in range(hp.n_text_layer)]
+        for p in blocks:
+            attns = ("attn", "cross_attn") if p.startswith("decoder") else ("attn",)
+            for attn in attns:
+                a = f"{p}.{attn}"
+                for norm in ("weight", "bias"):
+                    vector(f"{a}_ln.{norm}", t[f"{a}_ln.{norm}"])
+                q, k, v = (t[f"{a}.{x}.weight"] for x in ("query", "key", "value"))
+                if attn == "attn":
+                    # One product for q, k and v (a key bias would cancel in softmax: zero).
+                    matrix(f"{a}.qkv.weight", [q, k, v])
+                    vector(f"{a}.qkv.bias", np.concatenate([_f32(t[f"{a}.query.bias"]), zeros,
+                                                             _f32(t[f"{a}.value.bias"])]))
+                else:
+                    # Queries come from the text; keys and values from the audio, once per window.
+                    # The values are made transposed, V^T = mul_mat(audio, W_v), which needs W_v
+                    # as the f32 operand.
+                    matrix(f"{a}.query.weight", [q])
+                    vector(f"{a}.query.bias", t[f"{a}.query.bias"])
+                    matrix(f"{a}.key.weight", [k])
+                    vector(f"{a}.value.weight", v)
+                    vector(f"{a}.value.bias", _f32(t[f"{a}.value.bias"]).reshape(d, 1))
+                matrix(f"{a}.out.weight", [t[f"{a}.out.weight"]])
+                vector(f"{a}.out.bias", t[f"{a}.out.bias"])
+            for norm in ("weight", "bias"):
+                vector(f"{p}.mlp_ln.{norm}", t[f"{p}.mlp_ln.{norm}"])
+            for layer in ("mlp.0", "mlp.2"):
+                matrix(f"{p}.{layer}.weight", [t[f"{p}.{layer}.weight"]])
+                vector(f"{p}.{layer}.bias", t[f"{p}.{layer}.bias"])
+        return w
+
+    def _new_matrix(self, name: str, parts: list[Tensor], pending: list) -> mb.Tensor:
+        """A weight matrix made of the parts' rows, in their stored type (float parts of mixed
+        precision become f32; parts of mixed quantized types are dequantized to f32)."""
+        rows = sum(p.shape[0] for p in parts)
+        cols = parts[0].shape[1]
+        quantized = {p.ggml_type for p in parts if isinstance(p, QuantizedTensor)}
+        if len(quantized) == 1 and all(isinstance(p, QuantizedTensor) for p in parts):
+            mtype = _TYPES_BY_ID[int(quantized.pop())]
+            data = np.concatenate([p.data for p in parts]).reshape(-1)
+        else:
+            arrays = [_dense(p) for p in parts]
+            dtype = np.float16 if all(a.dtype == np.float16 for a in arrays) else np.float32
+            mtype = mb.f16 if dtype == np.float16 else mb.f32
+            data = np.ascontiguousarray(np.concatenate(arrays).astype(dtype, copy=False))
+        tensor = self.ctx.tensor(mtype, (rows, cols), name=name)
+        pending.append((tensor, data))
+        return tensor
+
+    # ---------------------------------------------------------------- graph pieces
+
+    def _linear(self, x: mb.Tensor, name: str) -> mb.Tensor:
+        return ops.add(ops.mul_mat(self.w[f"{name}.weight"], x), self.w[f"{name}.bias"])
+
+    def _layer_norm(self, x: mb.Tensor, name: str) -> mb.Tensor:
+        return ops.add(ops.mul(ops.norm(x, _LN_EPS), self.w[f"{name}.weight"]), self.w[f"{name}.bias"])
+
+    def _conv(self, data: mb.Tensor, name: str, stride: int) -> mb.Tensor:
+        """Kernel-3, padding-1 convolution of data (1, c_in, t) -> time-major (1, t_out, c_out)."""
+        kernel = self.w[f"{name}.weight"]
+        c_out, c_in, width = kernel.shape
+        cols = ops.im2col(kernel, data, stride, 0, 1, 0, 1, 0, False, mb.f32)
+        y = ops.mul_mat(ops.reshape(kernel, (c_out, c_in * width)), cols)
+        return ops.add(y, self.w[f"{name}.bias"])
+
+    def _heads(self, x: mb.Tensor, n: int, row_elems: int, offset_elems: int) -> mb.Tensor:
+        """(1, H, n, head_dim) view of the columns [offset, offset + d) of the rows of x."""
+        es = 2 if x.type == mb.f16 else 4
+        hd = self.head_dim
+        return ops.view(x, (1, self.n_head, n, hd), strides=(n * row_elems * es, hd * es, row_elems * es, es),
+                        offset=offset_elems * es)
+
+    def _flash_attention(self, q: mb.Tensor, k: mb.Tensor, v: mb.Tensor, mask: mb.Tensor | None) -> mb.Tensor:
+        """Attention of q (1, H, n, hd) over k, v (1, H, m, hd) -> (n, d)."""
+        out = ops.flash_attn_ext(q, k, v, mask, self.scale)  # (1, n, H, hd)
+        return ops.reshape(out, (q.shape[2], self.n_head * self.head_dim))
+
+    def _matmul_attention(self, q: mb.Tensor, k: mb.Tensor, v_t: mb.Tensor) -> mb.Tensor:
+        """Attention of q (1, H, n, hd) over k (1, H, m, hd) and transposed values v_t (1, H, hd, m)."""
+        probs = ops.soft_max_ext(ops.mul_mat(k, q), None, self.scale, 0.0)  # (1, H, n, m)
+        out = ops.mul_mat(v_t, probs)  # (1, H, n, hd)
+        return ops.reshape(ops.cont(ops.permute(out, [0, 2, 1, 3])), (q.shape[2], self.n_head * self.head_dim))
+
+    def _mlp(self, x: mb.Tensor, prefix: str) -> mb.Tensor:
+        h = self._layer_norm(x, f"{prefix}.mlp_ln")
+        return self._linear(ops.gelu_erf(self._linear(h, f"{prefix}.mlp.0")), f"{prefix}.mlp.2")
+
+    def _build_encoder(self) -> tuple[mb.Graph, mb.Tensor]:
+        hp = self.hp
+        n, d = hp.n_audio_ctx, hp.n_audio_state
+        x = ops.gelu_erf(self._conv(self.mel, "encoder.conv1", stride=1))  # (1, 2n, d)
+        x = ops.gelu_erf(self._conv(ops.permute(x, [0, 2, 1]), "encoder.conv2", stride=2))  # (1, n, d)
+        x = ops.add(ops.reshape(x, (n, d)), self.w["encoder.positional_embedding"])
+        for i in range(hp.n_audio_layer):
+            p = f"encoder.blocks.{i}"
+            qkv = self._linear(self._layer_norm(x, f"{p}.attn_ln"), f"{p}.attn.qkv")  # (n, 3d)
+            q = self._heads(qkv, n, 3 * d, 0)
+            if self.encoder_attention == "flash":
+                kv = ops.cpy(ops.view(qkv, (n, 2 * d), strides=(3 * d * 4, 4), offset=d * 4), self.encoder_kv[i])
+                a = self._flash_attention(q, self._heads(kv, n, 2 * d, 0), self._heads(kv, n, 2 * d, d), None)
+            else:
+                v_t = ops.cont(ops.permute(self._heads(qkv, n, 3 * d, 2 * d), [0, 1, 3, 2]))
+                a = self._matmul_attention(q, self._heads(qkv, n, 3 * d, d), v_t)
+            x = ops.add(x, self._linear(a, f"{p}.attn.out"))
+            x = ops.add(x, self._mlp(x, p))
+        encoded = self._layer_norm(x, "encoder.ln_post")
+        outputs = [encoded]
+        for i in range(hp.n_text_layer):
+            p = f"decoder.blocks.{i}.cross_attn"
+            k = ops.mul_mat(self.w[f"{p}.key.weight"], encoded)  # (n, d)
+            outputs.append(ops.cpy(self._heads(k, n, d, 0), self.cross_k[i]))
+            v_t = ops.add(ops.mul_mat(encoded, self.w[f"{p}.value.weight"]), self.w[f"{p}.value.bias"])  # (d, n)
+            outputs.append(ops.cpy(v_t, self.cross_v_t[i]))
+        return mb.Graph(*outputs), encoded
+
+    def _build_decoder(self, n: int, n_kv: int) -> _DecoderGraph:
+        """The graph feeding n tokens whose attention reads n_kv cache positions."""
+        hp = self.hp
+        d, n_audio = hp.n_text_state, hp.n_audio_ctx
+        tokens = ops.view(self.tokens_in, (n,))
+        positions = ops.view(self.positions_in, (n,))
+        mask = ops.reshape(ops.view(self.mask_in, (n * n_kv,)), (n, n_kv))
+        x = ops.add(ops.get_rows(self.w["decoder.token_embedding.weight"], tokens),
+                    ops.get_rows(self.w["decoder.positional_embedding"], positions))
+        for i in range(hp.n_text_layer):
+            p = f"decoder.blocks.{i}"
+            qkv = self._linear(self._layer_norm(x, f"{p}.attn_ln"), f"{p}.attn.qkv")  # (n, 3d)
+            k_new = ops.view(qkv, (n, d), strides=(3 * d * 4, 4), offset=d * 4)
+            v_new = ops.view(qkv, (n, d), strides=(3 * d * 4, 4), offset=2 * d * 4)
+            # Reading the cache through set_rows' result orders the attention after the writes.
+            k_all = ops.set_rows(self.k_cache[i], k_new, positions)
+            v_all = ops.set_rows(self.v_cache[i], v_new, positions)
+            q = self._heads(qkv, n, 3 * d, 0)
+            k = self._heads(ops.view(k_all, (n_kv, d)), n_kv, d, 0)
+            v = self._heads(ops.view(v_all, (n_kv, d)), n_kv, d, 0)
+            x = ops.add(x, self._linear(self._flash_attention(q, k, v, mask), f"{p}.attn.out"))
+
+            h = self._layer_norm(x, f"{p}.cross_attn_ln")
+            q = self._heads(self._linear(h, f"{p}.cross_attn.query"), n, d, 0)
+            k = self.cross_k[i]
+            v_t = ops.reshape(self.cross_v_t[i], (1, self.n_head, self.head_dim, n_audio))
+            x = ops.add(x, self._linear(self._matmul_attention(q, k, v_t), f"{p}.cross_attn.out"))
+            x = ops.add(x, self._mlp(x, p))
+        last = ops.view(x, (1, d), offset=(n - 1) * d * 4)
+        logits = ops.mul_mat(self.w["decoder.token_embedding.weight"], self._layer_norm(last, "decoder.ln"))
+        return _DecoderGraph(mb.Graph(logits), tokens, positions, mask, logits)
+
+    # ---------------------------------------------------------------- WhisperCompute
+
+    def encode(self, mel: np.ndarray) -> BackendAudioFeatures:
+        """Runs the encoder on one (n_mels, 3000) window; keeps its cross-attention keys and values."""
+        hp = self.hp
+        mel = np.asarray(mel, dtype=np.float32)
+        expected = (hp.n_mels, 2 * hp.n_audio_ctx)
+        if mel.shape != expected:
+            raise WhisperError(f"mel has shape {mel.shape}, expected {expected}")
+        self.mel.set(mel[None])
+        _check(self.encoder_scheduler.graph_compute(self.encoder_graph), "encoder")
+        self._window += 1
+        self._n_past = -1
+        return BackendAudioFeatures(self._window)
+
+    def encoder_output(self) -> np.ndarray:
+        """The last encode()'s final encoder states (n_audio_ctx, d), float32."""
+        return self.encoder_out.get()
+
+    def decode(self, features: BackendAudioFeatures, tokens: Sequence[int], offset: int) -> np.ndarray:
+        """Feeds tokens at positions offset.. and returns the logits of the last one (WhisperCompute)."""
+        hp = self.hp
+        n = len(tokens)
+        if n == 0:
+            raise WhisperError("decode needs at least one token")
+        if not isinstance(features, BackendAudioFeatures) or features.window != self._window:
+            raise WhisperError("decode got features that are not from the latest encode()")
+        if offset != 0 and offset != self._n_past:
+            raise WhisperError(f"decode at offset {offset} does not continue the cached sequence "
+                               f"({max(self._n_past, 0)} tokens)")
+        end = offset + n
+        if end > hp.n_text_ctx:
+            raise WhisperError(f"text context of {hp.n_text_ctx} exceeded ({offset} + {n})")
+        ids = np.asarray(tokens, dtype=np.int32)
+        if ids.min() < 0 or ids.max() >= hp.n_vocab:
+            raise WhisperError(f"token ids must be in 0..{hp.n_vocab - 1} (got {ids.min()}..{ids.max()})")
+
+        g = self.decoder_graph(n, offset)
+        g.tokens.set(ids)
+        g.positions.set(np.arange(offset, end, dtype=np.int32))
+        # Token i sits at position offset + i and sees positions 0 .. offset + i.
+        visible = np.arange(g.mask.shape[1])[None, :] <= (offset + np.arange(n))[:, None]
+        g.mask.set(np.where(visible, 0.0, -np.inf).astype(np.float16))
+        _check(self.decoder_scheduler.graph_compute(g.graph), "decoder")
+        self._n_past = end
+        return g.logits.get()[0]
+
+    def decoder_graph(self, n: int, offset: int) -> _DecoderGraph:
+        """The graph that feeds n tokens at positions offset.. (built on first use, then reused)."""
+        n_kv = min(-(-(offset + n) // _KV_BLOCK) * _KV_BLOCK, self.hp.n_text_ctx)
+        graph = self.decoder_graphs.get((n, n_kv))
+        if graph is None:
+            graph = self.decoder_graphs[(n, n_kv)] = self._build_decoder(n, n_kv)
+        return graph
+
+    def placements(self) -> dict[str, dict[str, int]]:
+        """Nodes per backend name of the encoder graph and of every decoder graph built so far."""
+        graphs = {"encoder": (self.encoder_scheduler, self.encoder_graph)}
+        graphs.update({f"decoder[{n},{n_kv}]": (self.decoder_scheduler, g.graph)
+                       for (n, n_kv), g in self.decoder_graphs.items()})
+        result: dict[str, dict[str, int]] = {}
+        for name, (scheduler, graph) in graphs.items():
+            counts: dict[str, int] = {}
+            for entry in scheduler.plan(graph):
+                counts[entry.backend.name] = counts.get(entry.backend.name, 0) + 1
+            result[name] = counts
+        return result
+
+
+def _check(status: mb.Status, graph: str) -> None:
+    if status != mb.Status.SUCCESS:
+        raise mb.MetalBackendError(f"[BackendWhisper] the {graph} graph did not complete ({status.name})")
+
+
+def _dense(tensor: Tensor) -> np.ndarray:
+    """A float array of a stored tensor (quantized ones dequantized to f32)."""
+    if isinstance(tensor, QuantizedTensor):
+        qtype = _TYPES_BY_ID[int(tensor.ggml_type)]
+        return mb.dequantize(tensor.data.reshape(-1), qtype, tensor.shape)
+    return np.asarray(tensor)
+
+
+def _f32(tensor: Tensor) -> np.ndarray:
+    return np.asarray(_dense(tensor), dtype=np.float32)

@@ -1,0 +1,95 @@
+"""The Whisper application: a model loaded onto a metal_backend device, transcribing audio.
+
+    from metal_backend.whisper import Whisper
+    m = Whisper.load("ggml-tiny.en.bin", device=mb.device())
+    print(m.transcribe("audio.wav").text)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+import metal_backend as mb
+
+from .backend_compute import BackendWhisper
+from .decoding import DecodingOptions, Transcript, transcribe
+from .errors import WhisperError
+from .ggml_types import GgmlType, QuantizedTensor
+from .loader import load_model_data
+from .model_data import WhisperModelData
+
+QUANTIZED_TYPES = ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0")
+
+
+class Whisper:
+    """A Whisper model whose weights live in a metal_backend device's memory.
+
+    load_seconds is how long load() took (reading the file, quantizing, uploading the weights
+    and building the encoder graph).
+    """
+
+    def __init__(self, data: WhisperModelData, compute: BackendWhisper, load_seconds: float = 0.0):
+        self.data = data
+        self.compute = compute
+        self.load_seconds = load_seconds
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, device: mb.Device | str | None = None, threads: int | None = None,
+             quantize: mb.Type | str | None = None, encoder_attention: str | None = None) -> "Whisper":
+        """Loads a whisper.cpp ggml .bin file or a CTranslate2 model directory onto a device.
+
+        device: a Device, a device name ("CPU", "Metal", "MetalSim") or None for the best real
+        device. threads: the CPU backend's thread count (None keeps its default). quantize: a
+        quantized type (mb.q8_0 or "q8_0"; also q5_0, q4_0, q5_1, q4_1) for the linear-layer
+        matrices and the token embedding, applied while loading float weights.
+        encoder_attention: "flash" or "matmul" (see BackendWhisper; None picks per device).
+        Raises WhisperError naming the path when the model is missing or unusable.
+        """
+        start = time.perf_counter()
+        qtype = _quantized_type(quantize)
+        hook = None if qtype is None else _quantize_hook(qtype)
+        data = load_model_data(path, quantize=hook)
+        compute = BackendWhisper(data, device=device, threads=threads, encoder_attention=encoder_attention)
+        return cls(data, compute, time.perf_counter() - start)
+
+    @property
+    def device(self) -> mb.Device:
+        """The device running the model."""
+        return self.compute.device
+
+    def transcribe(self, audio: str | os.PathLike | np.ndarray, options: DecodingOptions | None = None) -> Transcript:
+        """Transcribes a WAV file or 16 kHz mono float32 samples.
+
+        The result's timings (seconds) hold load (this model's load time), load_audio, mel,
+        encode, decode, total (everything after loading the model), tokens (text tokens
+        produced) and decode_per_token (decode / tokens).
+        """
+        result = transcribe(self.compute, self.data, audio, options)
+        timings = result.timings
+        timings["load"] = self.load_seconds
+        timings["decode_per_token"] = timings["decode"] / max(timings["tokens"], 1.0)
+        return result
+
+
+def _quantized_type(quantize: mb.Type | str | None) -> mb.Type | None:
+    if quantize is None:
+        return None
+    name = quantize if isinstance(quantize, str) else getattr(quantize, "name", None)
+    if name not in QUANTIZED_TYPES:
+        raise WhisperError(f"cannot quantize to {quantize!r}; expected one of {', '.join(QUANTIZED_TYPES)}")
+    return getattr(mb, name)
+
+
+def _quantize_hook(qtype: mb.Type):
+    ggml_type = GgmlType(qtype.id)
+
+    def quantize(name: str, array: np.ndarray):
+        if array.ndim != 2 or array.shape[1] % qtype.block_size:
+            return array
+        data = np.frombuffer(mb.quantize(np.ascontiguousarray(array, dtype=np.float32), qtype), dtype=np.uint8)
+        return QuantizedTensor(ggml_type, tuple(array.shape), data.reshape(array.shape[0], -1))
+
+    return quantize

@@ -1,0 +1,275 @@
+"""Whisper on metal_backend (BackendWhisper graphs, the Whisper class) against the numpy reference
+and real speech, on the best real device (mb.device()).
+
+Accuracy bounds. The backend and tests/whisper/numpy_whisper.py use the same stored weights (f16
+matrices are upcast exactly by both), so what differs is rounding: f32 sums in another order
+(relative ~1e-6, negligible) and the values the backend keeps in f16 on purpose, as whisper.cpp
+does, each rounded with relative error at most 2^-11 (~4.9e-4): the encoder's keys and values
+(flash attention), the decoder's self-attention cache and the cross-attention keys and values.
+One such rounding per attention layer perturbs that layer's output by at most ~2^-11 of its
+magnitude, and LayerNorms keep magnitudes comparable from layer to layer, so we allow 2^-11 of the
+reference's largest magnitude per attention layer the value passed through:
+  encoder states:      n_audio_layer * 2^-11 * max|ref|
+                       (tiny.en on jfk.wav: 0.024; measured 3e-3 with flash attention's f16 keys and
+                       values, 1.3e-5 with the all-f32 mul_mat attention)
+  first-step logits:  (n_audio_layer + n_text_layer) * 2^-11 * max|ref|   (0.08; measured 8e-3 / 5e-3)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import wave
+
+import numpy as np
+import pytest
+
+import metal_backend as mb
+from metal_backend.whisper import (BackendWhisper, GgmlType, GreedyDecoder, QuantizedTensor, Whisper, WhisperError,
+                                   load_audio, load_model_data, mel_windows)
+from metal_backend.whisper.convert import convert
+from metal_backend.whisper.ggml_format import write_ggml
+from whisper_testing import DOOR_TEXT, JFK_TEXT, MORNING_TEXT, normalize, require
+
+CLIPS = [("jfk.wav", JFK_TEXT), ("door_light.wav", DOOR_TEXT), ("good_morning.wav", MORNING_TEXT)]
+F16_EPS = 2.0 ** -11
+
+
+@pytest.fixture(scope="module")
+def jfk_mel(asset) -> np.ndarray:
+    return mel_windows(load_audio(asset("jfk.wav")))[0]
+
+
+@pytest.fixture(scope="module")
+def jfk_reference(tiny_en_numpy, jfk_mel):
+    return tiny_en_numpy.encode(jfk_mel)
+
+
+@pytest.fixture(scope="module", params=["flash", "matmul"])
+def tiny_en_backend(request, tiny_en) -> BackendWhisper:
+    return BackendWhisper(tiny_en, device=mb.device(), threads=2, encoder_attention=request.param)
+
+
+@pytest.fixture(scope="module")
+def tiny_en_model(tiny_en_dir) -> Whisper:
+    return Whisper.load(tiny_en_dir, device=mb.device(), threads=2)
+
+
+@pytest.fixture(scope="module")
+def tiny_en_ggml(tmp_path_factory, tiny_en_dir):
+    path = tmp_path_factory.mktemp("ggml") / "ggml-tiny.en.bin"
+    convert(str(tiny_en_dir), str(path))
+    return path
+
+
+def test_encoder_matches_numpy(tiny_en, tiny_en_backend, jfk_mel, jfk_reference):
+    tiny_en_backend.encode(jfk_mel)
+    ours = tiny_en_backend.encoder_output()
+    ref = jfk_reference.encoded
+    assert ours.shape == ref.shape == (1500, 384)
+    bound = tiny_en.hparams.n_audio_layer * F16_EPS * np.abs(ref).max()
+    assert np.abs(ours - ref).max() <= bound
+
+
+def test_first_step_logits_match_numpy(tiny_en, tiny_en_backend, tiny_en_numpy, jfk_mel, jfk_reference):
+    prompt = GreedyDecoder(tiny_en).prompt
+    features = tiny_en_backend.encode(jfk_mel)
+    ours = tiny_en_backend.decode(features, prompt, 0)
+    ref = tiny_en_numpy.decode(jfk_reference, prompt, 0)
+    assert ours.shape == ref.shape == (tiny_en.hparams.n_vocab,)
+    hp = tiny_en.hparams
+    bound = (hp.n_audio_layer + hp.n_text_layer) * F16_EPS * np.abs(ref).max()
+    assert np.abs(ours - ref).max() <= bound
+
+
+def test_kv_cache_steps_match_numpy(tiny_en, tiny_en_backend, tiny_en_numpy, jfk_mel, jfk_reference):
+    # 40 positions: single-token steps cross from the 32-position cache graph to the 64 one.
+    hp = tiny_en.hparams
+    prompt = GreedyDecoder(tiny_en).prompt
+    text = [int(t) for t in np.random.default_rng(0).integers(0, 50000, 40 - len(prompt))]
+    feeds = [(prompt, 0)] + [([t], len(prompt) + i) for i, t in enumerate(text)]
+    features = tiny_en_backend.encode(jfk_mel)
+    bound = (hp.n_audio_layer + hp.n_text_layer) * F16_EPS
+    for feed, offset in feeds:
+        ours = tiny_en_backend.decode(features, feed, offset)
+        ref = tiny_en_numpy.decode(jfk_reference, feed, offset)
+        assert np.abs(ours - ref).max() <= bound * np.abs(ref).max(), f"offset {offset}"
+    # The whole sequence fed at once, over the cache the steps filled.
+    whole = tiny_en_backend.decode(features, prompt + text, 0)
+    assert np.abs(whole - ours).max() <= bound * np.abs(ours).max()
+
+
+def test_greedy_tokens_match_numpy_and_graphs_are_reused(tiny_en, tiny_en_backend, tiny_en_numpy, jfk_mel,
+                                                         jfk_reference):
+    decoder = GreedyDecoder(tiny_en)
+    encoder_graph = tiny_en_backend.encoder_graph
+    tokens = decoder.decode(tiny_en_backend, tiny_en_backend.encode(jfk_mel))
+    assert tokens == decoder.decode(tiny_en_numpy, jfk_reference)
+    # The prompt graph, then single-token graphs by cache length (positions used, rounded up to 32).
+    built = dict(tiny_en_backend.decoder_graphs)
+    n_prompt = len(decoder.prompt)
+    ends = range(n_prompt + 1, n_prompt + len(tokens) + 1)
+    assert {(n_prompt, 32)} | {(1, 32 * -(-end // 32)) for end in ends} <= set(built)
+    # A second window runs on the same graphs.
+    assert decoder.decode(tiny_en_backend, tiny_en_backend.encode(jfk_mel)) == tokens
+    assert tiny_en_backend.encoder_graph is encoder_graph
+    assert tiny_en_backend.decoder_graphs == built
+
+
+def test_scheduler_places_every_node_on_the_device(tiny_en, tiny_en_backend, jfk_mel):
+    features = tiny_en_backend.encode(jfk_mel)
+    tiny_en_backend.decode(features, GreedyDecoder(tiny_en).prompt, 0)
+    placements = tiny_en_backend.placements()
+    assert "encoder" in placements and len(placements) >= 2
+    for graph, counts in placements.items():
+        assert set(counts) == {tiny_en_backend.backend.name}, graph
+
+
+def test_decode_checks_its_arguments(tiny_en, tiny_en_backend, jfk_mel):
+    features = tiny_en_backend.encode(jfk_mel)
+    prompt = GreedyDecoder(tiny_en).prompt
+    with pytest.raises(WhisperError, match="at least one token"):
+        tiny_en_backend.decode(features, [], 0)
+    tiny_en_backend.decode(features, prompt, 0)
+    with pytest.raises(WhisperError, match="does not continue"):
+        tiny_en_backend.decode(features, [400], len(prompt) + 1)
+    with pytest.raises(WhisperError, match="token ids"):
+        tiny_en_backend.decode(features, [tiny_en.hparams.n_vocab], len(prompt))
+    with pytest.raises(WhisperError, match="text context"):
+        tiny_en_backend.decode(features, [400] * (tiny_en.hparams.n_text_ctx + 1), 0)
+    newer = tiny_en_backend.encode(jfk_mel)
+    with pytest.raises(WhisperError, match="latest encode"):
+        tiny_en_backend.decode(features, prompt, 0)
+    tiny_en_backend.decode(newer, prompt, 0)
+    with pytest.raises(WhisperError, match="mel has shape"):
+        tiny_en_backend.encode(jfk_mel[:, :100])
+
+
+@pytest.mark.parametrize("clip,expected", CLIPS, ids=[c for c, _ in CLIPS])
+def test_tiny_en_transcripts(tiny_en_model, asset, clip, expected):
+    result = tiny_en_model.transcribe(asset(clip))
+    assert normalize(result.text) == normalize(expected)
+    timings = result.timings
+    assert timings["tokens"] > 0
+    for key in ("load", "mel", "encode", "decode", "decode_per_token", "total"):
+        assert timings[key] >= 0.0, key
+
+
+@pytest.mark.parametrize("clip,expected", CLIPS, ids=[c for c, _ in CLIPS])
+def test_converted_ggml_transcripts(tiny_en_ggml, asset, clip, expected):
+    model = Whisper.load(tiny_en_ggml, threads=2)
+    assert normalize(model.transcribe(asset(clip)).text) == normalize(expected)
+
+
+def test_long_audio_in_windows(tiny_en_model, asset):
+    # Two windows: the second encode replaces the first window's cross-attention keys and values.
+    audio = np.concatenate([load_audio(asset("jfk.wav")), np.zeros(16000 * 25, np.float32),
+                            load_audio(asset("door_light.wav"))])
+    result = tiny_en_model.transcribe(audio)
+    assert len(result.segments) == 2
+    assert normalize(result.text) == normalize(f"{JFK_TEXT} {DOOR_TEXT}")
+
+
+def test_base_multilingual(base_dir, asset):
+    model = Whisper.load(base_dir, threads=2)
+    assert model.data.hparams.n_audio_layer == 6
+    assert normalize(model.transcribe(asset("jfk.wav")).text) == normalize(JFK_TEXT)
+
+
+def test_quantize_on_load_q8_0(tiny_en_dir, asset):
+    model = Whisper.load(tiny_en_dir, threads=2, quantize="q8_0")
+    embedding = model.compute.w["decoder.token_embedding.weight"]
+    assert embedding.type == mb.q8_0
+    assert model.compute.w["encoder.blocks.0.mlp.0.weight"].type == mb.q8_0
+    assert normalize(model.transcribe(asset("jfk.wav")).text) == normalize(JFK_TEXT)
+
+
+@pytest.mark.parametrize("qtype", ["q5_0", "q4_0"])
+def test_quantize_on_load_lower_bits_runs(tiny_en_dir, asset, qtype):
+    # Fewer bits may change words; the graph must still run and produce text.
+    model = Whisper.load(tiny_en_dir, threads=2, quantize=qtype)
+    assert model.compute.w["decoder.blocks.0.attn.qkv.weight"].type == getattr(mb, qtype)
+    assert "country" in normalize(model.transcribe(asset("jfk.wav")).text)
+
+
+def test_quantized_ggml_file_runs(tiny_en_ggml, tmp_path, asset):
+    # A q8_0 file, as whisper.cpp's quantize tool writes one, runs on its stored blocks.
+    def to_q8_0(name, array):
+        data = np.frombuffer(mb.quantize(np.asarray(array, np.float32), mb.q8_0), np.uint8)
+        return QuantizedTensor(GgmlType.Q8_0, tuple(array.shape), data.reshape(array.shape[0], -1))
+
+    path = tmp_path / "ggml-tiny.en-q8_0.bin"
+    write_ggml(load_model_data(tiny_en_ggml, quantize=to_q8_0), str(path))
+    model = Whisper.load(path, threads=2)
+    assert model.data.hparams.ftype == 2007
+    assert model.compute.w["encoder.blocks.0.attn.out.weight"].type == mb.q8_0
+    assert normalize(model.transcribe(asset("jfk.wav")).text) == normalize(JFK_TEXT)
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_missing_model(tmp_path):
+    path = tmp_path / "nope.bin"
+    with pytest.raises(WhisperError, match="nope.bin: model not found"):
+        Whisper.load(path)
+
+
+def test_corrupt_model(tmp_path, tiny_en_ggml):
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x00" * 100)
+    with pytest.raises(WhisperError, match="junk.bin: not a whisper.cpp ggml model"):
+        Whisper.load(junk)
+    truncated = tmp_path / "truncated.bin"
+    truncated.write_bytes(tiny_en_ggml.read_bytes()[:30_000_000])
+    with pytest.raises(WhisperError, match="truncated.bin: truncated model file"):
+        Whisper.load(truncated)
+    empty_dir = tmp_path / "empty"
+    empty_dir.mkdir()
+    with pytest.raises(WhisperError, match="empty: directory has no model.bin"):
+        Whisper.load(empty_dir)
+
+
+def test_bad_load_arguments(tiny_en_dir):
+    with pytest.raises(WhisperError, match="unknown device 'NoSuchDevice'"):
+        Whisper.load(tiny_en_dir, device="NoSuchDevice")
+    with pytest.raises(WhisperError, match="cannot quantize to 'f16'"):
+        Whisper.load(tiny_en_dir, quantize="f16")
+    with pytest.raises(WhisperError, match="threads must be positive"):
+        Whisper.load(tiny_en_dir, threads=0)
+
+
+def test_unreadable_audio(tiny_en_model, tmp_path):
+    missing = tmp_path / "missing.wav"
+    with pytest.raises(WhisperError, match="missing.wav: audio file not found"):
+        tiny_en_model.transcribe(missing)
+    text = tmp_path / "notes.wav"
+    text.write_text("not audio")
+    with pytest.raises(WhisperError, match="notes.wav: not a WAV file"):
+        tiny_en_model.transcribe(text)
+
+
+def test_empty_audio(tiny_en_model, tmp_path):
+    path = tmp_path / "empty.wav"
+    with wave.open(str(path), "wb") as f:
+        f.setnchannels(1)
+        f.setsampwidth(2)
+        f.setframerate(16000)
+        f.writeframes(b"")
+    with pytest.raises(WhisperError, match="empty.wav: WAV file contains no audio samples"):
+        tiny_en_model.transcribe(path)
+    with pytest.raises(WhisperError, match="audio is empty"):
+        tiny_en_model.transcribe(np.zeros(0, np.float32))
+
+
+# ---------------------------------------------------------------- whisper.cpp
+
+
+def test_converted_file_runs_in_whisper_cpp(tiny_en_ggml, tiny_en_model, asset):
+    require(importlib.util.find_spec("pywhispercpp") is not None, "pywhispercpp (pip install pywhispercpp)")
+    from pywhispercpp.model import Model
+
+    audio = load_audio(asset("jfk.wav"))
+    theirs = Model(str(tiny_en_ggml), n_threads=2, print_progress=False, print_realtime=False)
+    their_text = " ".join(segment.text.strip() for segment in theirs.transcribe(audio))
+    ours = tiny_en_model.transcribe(audio).text
+    assert normalize(their_text) == normalize(ours) == normalize(JFK_TEXT)
