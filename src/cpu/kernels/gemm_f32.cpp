@@ -8,21 +8,22 @@ namespace mb {
 
 namespace {
 
-using Kernel = void (*)(int64_t kc, const float* panel, const float* const* b, float* c, int64_t ldc,
-                        bool accumulate);
+// c (ldc floats between rows) = or += the kGemmMR x kGemmNR product of one token group and one panel.
+using Kernel = void (*)(int64_t kc, const float* panel, const float* tokens, float* c, int64_t ldc, bool accumulate);
 
 // ---- portable --------------------------------------------------------------------------------------
 
-// The 16-wide inner loop vectorises at baseline (SSE2, NEON) without intrinsics.
-void kernel_portable(int64_t kc, const float* panel, const float* const* b, float* c, int64_t ldc,
-                     bool accumulate) {
+#if !defined(MB_SIMD_NEON)
+
+// The 16-wide inner loop vectorises at baseline (SSE2) without intrinsics.
+void kernel_portable(int64_t kc, const float* panel, const float* tokens, float* c, int64_t ldc, bool accumulate) {
     float acc[kGemmMR][kGemmNR] = {};
     for (int64_t k = 0; k < kc; ++k) {
         const float* w = panel + k * kGemmNR;
+        const float* x = tokens + k * kGemmMR;
         for (int r = 0; r < kGemmMR; ++r) {
-            const float x = b[r][k];
             for (int j = 0; j < kGemmNR; ++j) {
-                acc[r][j] += w[j] * x;
+                acc[r][j] += w[j] * x[r];
             }
         }
     }
@@ -34,7 +35,9 @@ void kernel_portable(int64_t kc, const float* panel, const float* const* b, floa
     }
 }
 
-void pack_portable(const float* const* rows, int64_t kc, float* panel) {
+#endif  // !MB_SIMD_NEON
+
+void pack_panel_portable(const float* const* rows, int64_t kc, float* panel) {
     for (int64_t k = 0; k < kc; ++k) {
         for (int r = 0; r < kGemmNR; ++r) {
             panel[k * kGemmNR + r] = rows[r][k];
@@ -47,15 +50,9 @@ void pack_portable(const float* const* rows, int64_t kc, float* panel) {
 #if defined(MB_SIMD_X86)
 
 // 12 accumulators + 2 weight vectors + 1 broadcast = 15 of the 16 ymm registers. Two FMAs per cycle
-// need 12 independent chains of latency 4, which the 12 accumulators give.
-MB_TARGET_AVX2 void kernel_avx2(int64_t kc, const float* panel, const float* const* b, float* c, int64_t ldc,
+// at latency 4 need 8 independent chains; the 12 accumulators give them.
+MB_TARGET_AVX2 void kernel_avx2(int64_t kc, const float* panel, const float* tokens, float* c, int64_t ldc,
                                 bool accumulate) {
-    const float* b0 = b[0];
-    const float* b1 = b[1];
-    const float* b2 = b[2];
-    const float* b3 = b[3];
-    const float* b4 = b[4];
-    const float* b5 = b[5];
     __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
     __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
     __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -63,28 +60,29 @@ MB_TARGET_AVX2 void kernel_avx2(int64_t kc, const float* panel, const float* con
     __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
     __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
     const float* w = panel;
+    const float* x = tokens;
 #pragma GCC unroll 4
-    for (int64_t k = 0; k < kc; ++k, w += kGemmNR) {
+    for (int64_t k = 0; k < kc; ++k, w += kGemmNR, x += kGemmMR) {
         const __m256 w0 = _mm256_load_ps(w);
         const __m256 w1 = _mm256_load_ps(w + 8);
-        __m256 x = _mm256_broadcast_ss(b0 + k);
-        c00 = _mm256_fmadd_ps(w0, x, c00);
-        c01 = _mm256_fmadd_ps(w1, x, c01);
-        x = _mm256_broadcast_ss(b1 + k);
-        c10 = _mm256_fmadd_ps(w0, x, c10);
-        c11 = _mm256_fmadd_ps(w1, x, c11);
-        x = _mm256_broadcast_ss(b2 + k);
-        c20 = _mm256_fmadd_ps(w0, x, c20);
-        c21 = _mm256_fmadd_ps(w1, x, c21);
-        x = _mm256_broadcast_ss(b3 + k);
-        c30 = _mm256_fmadd_ps(w0, x, c30);
-        c31 = _mm256_fmadd_ps(w1, x, c31);
-        x = _mm256_broadcast_ss(b4 + k);
-        c40 = _mm256_fmadd_ps(w0, x, c40);
-        c41 = _mm256_fmadd_ps(w1, x, c41);
-        x = _mm256_broadcast_ss(b5 + k);
-        c50 = _mm256_fmadd_ps(w0, x, c50);
-        c51 = _mm256_fmadd_ps(w1, x, c51);
+        __m256 b = _mm256_broadcast_ss(x + 0);
+        c00 = _mm256_fmadd_ps(w0, b, c00);
+        c01 = _mm256_fmadd_ps(w1, b, c01);
+        b = _mm256_broadcast_ss(x + 1);
+        c10 = _mm256_fmadd_ps(w0, b, c10);
+        c11 = _mm256_fmadd_ps(w1, b, c11);
+        b = _mm256_broadcast_ss(x + 2);
+        c20 = _mm256_fmadd_ps(w0, b, c20);
+        c21 = _mm256_fmadd_ps(w1, b, c21);
+        b = _mm256_broadcast_ss(x + 3);
+        c30 = _mm256_fmadd_ps(w0, b, c30);
+        c31 = _mm256_fmadd_ps(w1, b, c31);
+        b = _mm256_broadcast_ss(x + 4);
+        c40 = _mm256_fmadd_ps(w0, b, c40);
+        c41 = _mm256_fmadd_ps(w1, b, c41);
+        b = _mm256_broadcast_ss(x + 5);
+        c50 = _mm256_fmadd_ps(w0, b, c50);
+        c51 = _mm256_fmadd_ps(w1, b, c51);
     }
     const __m256 acc[kGemmMR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
     for (int r = 0; r < kGemmMR; ++r) {
@@ -101,7 +99,7 @@ MB_TARGET_AVX2 void kernel_avx2(int64_t kc, const float* panel, const float* con
 }
 
 // 8x8 transposes: eight rows' k..k+7 become eight k-major groups of eight.
-MB_TARGET_AVX2 void pack_avx2(const float* const* rows, int64_t kc, float* panel) {
+MB_TARGET_AVX2 void pack_panel_avx2(const float* const* rows, int64_t kc, float* panel) {
     int64_t k = 0;
     for (; k + 8 <= kc; k += 8) {
         for (int half = 0; half < 2; ++half) {
@@ -138,30 +136,85 @@ MB_TARGET_AVX2 void pack_avx2(const float* const* rows, int64_t kc, float* panel
 
 #endif  // MB_SIMD_X86
 
+// ---- NEON ----------------------------------------------------------------------------------------
+
+#if defined(MB_SIMD_NEON)
+
+// 24 accumulators + 4 weight vectors + 2 token vectors = 30 of the 32 q registers.
+void kernel_neon(int64_t kc, const float* panel, const float* tokens, float* c, int64_t ldc, bool accumulate) {
+    float32x4_t acc[kGemmMR][4];
+    for (int r = 0; r < kGemmMR; ++r) {
+        for (int q = 0; q < 4; ++q) {
+            acc[r][q] = vdupq_n_f32(0.0f);
+        }
+    }
+    const float* w = panel;
+    const float* x = tokens;
+    for (int64_t k = 0; k < kc; ++k, w += kGemmNR, x += kGemmMR) {
+        const float32x4_t w0 = vld1q_f32(w), w1 = vld1q_f32(w + 4), w2 = vld1q_f32(w + 8), w3 = vld1q_f32(w + 12);
+        const float32x4_t b0123 = vld1q_f32(x);
+        const float32x2_t b45 = vld1_f32(x + 4);
+#define MB_ROW_LANEQ(R, V, L)                               \
+    acc[R][0] = vfmaq_laneq_f32(acc[R][0], w0, V, L);       \
+    acc[R][1] = vfmaq_laneq_f32(acc[R][1], w1, V, L);       \
+    acc[R][2] = vfmaq_laneq_f32(acc[R][2], w2, V, L);       \
+    acc[R][3] = vfmaq_laneq_f32(acc[R][3], w3, V, L);
+#define MB_ROW_LANE(R, V, L)                                \
+    acc[R][0] = vfmaq_lane_f32(acc[R][0], w0, V, L);        \
+    acc[R][1] = vfmaq_lane_f32(acc[R][1], w1, V, L);        \
+    acc[R][2] = vfmaq_lane_f32(acc[R][2], w2, V, L);        \
+    acc[R][3] = vfmaq_lane_f32(acc[R][3], w3, V, L);
+        MB_ROW_LANEQ(0, b0123, 0)
+        MB_ROW_LANEQ(1, b0123, 1)
+        MB_ROW_LANEQ(2, b0123, 2)
+        MB_ROW_LANEQ(3, b0123, 3)
+        MB_ROW_LANE(4, b45, 0)
+        MB_ROW_LANE(5, b45, 1)
+#undef MB_ROW_LANEQ
+#undef MB_ROW_LANE
+    }
+    for (int r = 0; r < kGemmMR; ++r) {
+        float* cr = c + r * ldc;
+        for (int q = 0; q < 4; ++q) {
+            float32x4_t v = acc[r][q];
+            if (accumulate) {
+                v = vaddq_f32(v, vld1q_f32(cr + 4 * q));
+            }
+            vst1q_f32(cr + 4 * q, v);
+        }
+    }
+}
+
+#endif  // MB_SIMD_NEON
+
 Kernel select_kernel() {
 #if defined(MB_SIMD_X86)
     if (cpu_has_avx2_fma_f16c()) {
         return kernel_avx2;
     }
 #endif
+#if defined(MB_SIMD_NEON)
+    return kernel_neon;
+#else
     return kernel_portable;
+#endif
 }
 
-void pack_full(const float* const* rows, int64_t kc, float* panel) {
+void pack_panel_full(const float* const* rows, int64_t kc, float* panel) {
 #if defined(MB_SIMD_X86)
     if (cpu_has_avx2_fma_f16c()) {
-        pack_avx2(rows, kc, panel);
+        pack_panel_avx2(rows, kc, panel);
         return;
     }
 #endif
-    pack_portable(rows, kc, panel);
+    pack_panel_portable(rows, kc, panel);
 }
 
 }  // namespace
 
 void gemm_pack_panel(const float* const* rows, int nr, int64_t kc, float* panel) {
     if (nr == kGemmNR) {
-        pack_full(rows, kc, panel);
+        pack_panel_full(rows, kc, panel);
         return;
     }
     for (int64_t k = 0; k < kc; ++k) {
@@ -175,26 +228,41 @@ void gemm_pack_panel(const float* const* rows, int nr, int64_t kc, float* panel)
     }
 }
 
-void gemm_f32_block(int64_t kc, const float* panels, int64_t n, const float* b, int64_t ldb, int64_t m, float* c,
+void gemm_pack_tokens(const float* b, int64_t ldb, int64_t m, int64_t kc, float* out) {
+    for (int64_t i0 = 0; i0 < m; i0 += kGemmMR, out += kc * kGemmMR) {
+        const int mr = int(std::min<int64_t>(kGemmMR, m - i0));
+        for (int r = 0; r < kGemmMR; ++r) {
+            if (r >= mr) {
+                for (int64_t k = 0; k < kc; ++k) {
+                    out[k * kGemmMR + r] = 0.0f;
+                }
+                continue;
+            }
+            const float* row = b + (i0 + r) * ldb;
+            for (int64_t k = 0; k < kc; ++k) {
+                out[k * kGemmMR + r] = row[k];
+            }
+        }
+    }
+}
+
+void gemm_f32_block(int64_t kc, const float* panels, int64_t n, const float* tokens, int64_t m, float* c,
                     int64_t ldc, bool accumulate) {
     static const Kernel kernel = select_kernel();
+    // The weight panel stays in L1 across the token groups; the token groups stream from L2.
     for (int64_t j0 = 0; j0 < n; j0 += kGemmNR) {
         const float* panel = panels + (j0 / kGemmNR) * kc * kGemmNR;
         const int nr = int(std::min<int64_t>(kGemmNR, n - j0));
         for (int64_t i0 = 0; i0 < m; i0 += kGemmMR) {
             const int mr = int(std::min<int64_t>(kGemmMR, m - i0));
-            const float* rows[kGemmMR];
-            for (int r = 0; r < kGemmMR; ++r) {
-                // Missing rows of an edge tile repeat the first one; their results are dropped.
-                rows[r] = b + (i0 + (r < mr ? r : 0)) * ldb;
-            }
+            const float* group = tokens + (i0 / kGemmMR) * kc * kGemmMR;
             float* ct = c + i0 * ldc + j0;
             if (mr == kGemmMR && nr == kGemmNR) {
-                kernel(kc, panel, rows, ct, ldc, accumulate);
+                kernel(kc, panel, group, ct, ldc, accumulate);
                 continue;
             }
             alignas(32) float tile[kGemmMR * kGemmNR];
-            kernel(kc, panel, rows, tile, kGemmNR, false);
+            kernel(kc, panel, group, tile, kGemmNR, false);
             for (int r = 0; r < mr; ++r) {
                 for (int j = 0; j < nr; ++j) {
                     const float v = tile[r * kGemmNR + j];

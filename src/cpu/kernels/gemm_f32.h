@@ -1,8 +1,8 @@
-// The f32 matrix-multiply engine behind MUL_MAT for many tokens: C[i][j] (+)= sum_k B[i][k] * W[j][k]
-// with W (weights) packed into panels of kGemmNR rows laid out k-major, so a register tile of
-// kGemmMR tokens x kGemmNR weight rows is updated with kGemmNR/8 vector loads and kGemmMR broadcasts
-// per k. Token rows are read in place (broadcasts need no packing). Callers block k so a panel
-// (kc x kGemmNR floats) stays in L1 while the token rows of a block stream from L2.
+// The f32 matrix-multiply engine behind MUL_MAT for many tokens: C[i][j] (+)= sum_k B[i][k] * W[j][k].
+// Both operands are packed k-major: weights (W) in panels of kGemmNR rows, tokens (B) in groups of
+// kGemmMR rows, so a register tile of kGemmMR tokens x kGemmNR weight rows is updated from one
+// contiguous stream each. Callers block k so that a weight panel (kc x kGemmNR floats) stays in L1
+// while the packed tokens of a block (up to ~100 x kc floats) stay in L2.
 #pragma once
 
 #include <cstddef>
@@ -17,10 +17,14 @@ constexpr int kGemmNR = 16;  // weight rows per register tile and per panel
 // rows r >= nr, so edge panels can run through the full-width kernel.
 void gemm_pack_panel(const float* const* rows, int nr, int64_t kc, float* panel);
 
-// For i < m, j < n: c[i*ldc + j] = (accumulate ? c[i*ldc + j] : 0) + sum_{k<kc} b[i*ldb + k] * W[j][k],
-// with W packed as ceil(n / kGemmNR) consecutive panels of kc * kGemmNR floats (gemm_pack_panel).
-// Only the m x n block of c is written.
-void gemm_f32_block(int64_t kc, const float* panels, int64_t n, const float* b, int64_t ldb, int64_t m, float* c,
+// Packs m token rows (row i at b + i*ldb) over kc into ceil(m / kGemmMR) groups of kc * kGemmMR
+// floats, out[g*kc*kGemmMR + k*kGemmMR + r] = b[(g*kGemmMR + r)*ldb + k], zeros past row m.
+void gemm_pack_tokens(const float* b, int64_t ldb, int64_t m, int64_t kc, float* out);
+
+// For i < m, j < n: c[i*ldc + j] = (accumulate ? c[i*ldc + j] : 0) + sum_{k<kc} B[i][k] * W[j][k],
+// with W packed as ceil(n / kGemmNR) consecutive panels (gemm_pack_panel) and B as ceil(m / kGemmMR)
+// groups (gemm_pack_tokens). Only the m x n block of c is written.
+void gemm_f32_block(int64_t kc, const float* panels, int64_t n, const float* tokens, int64_t m, float* c,
                     int64_t ldc, bool accumulate);
 
 }  // namespace mb

@@ -1,15 +1,17 @@
 // MUL_MAT on the CPU: dst[i3][i2][i][j] = sum_k a[i3/r3][i2/r2][j][k] * b[i3][i2][i][k].
 //
-// Two paths share one plan and one job scheme:
+// Two paths:
 // - few tokens (matrix-vector): activations are converted once into the form that pairs with the
-//   weight type (vec_dot.h), then each weight row is dotted with every token;
+//   weight type (vec_dot.h), then each weight row is dotted with every token. Jobs are blocks of
+//   weight rows.
 // - many tokens: weights are converted (dequantised for the 16-bit and quantized types) into packed
 //   f32 panels and run through the register-tiled GEMM (gemm_f32.h). Converting weights costs
-//   O(rows*K) per job against O(rows*tokens*K) multiply-adds, and f32 FMA tiles outrun integer dot
-//   products once a weight panel is reused across many tokens.
-// Work is cut into jobs (a-matrix, block of weight rows, b-matrix, block of tokens) ordered so that
-// consecutive jobs reuse the same packed weights; threads take jobs from a shared counter, which
-// keeps both cores busy when one of them is slowed by something else on the machine.
+//   O(rows*K) against O(rows*tokens*K) multiply-adds, and f32 FMA tiles outrun integer dot products
+//   once a panel is reused across many tokens. The work runs in phases, one per a matrix and block of
+//   weight rows: the threads pack the block together into one shared copy (half the packing work and
+//   half the cache footprint of a copy per thread), then share its jobs (blocks of tokens).
+// Threads take jobs from a shared counter, which keeps both cores busy when one of them is slowed by
+// something else on the machine.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -24,14 +26,22 @@ namespace mb {
 
 namespace {
 
-// Below this many tokens per matrix the matrix-vector path wins: packing weights costs about as
-// much as the multiply-adds a panel is then used for (measured with benchmarks/ops.py).
-constexpr int64_t kGemmMinTokens = 8;
-// Weight rows packed at once per thread are capped so the packed block (rows x K floats) stays in
-// L2/L3; several consecutive jobs then reuse it.
-constexpr size_t kPackBudgetBytes = size_t(4) << 20;
-constexpr int64_t kMaxKBlock = 256;
+// Below this many tokens per matrix the matrix-vector path wins: packing a weight panel costs about
+// as much as the multiply-adds it then serves. f32 weights only need a transpose to pack; the other
+// types are dequantised first, which moves the crossover up (measured on Zen 3, one thread:
+// f32 8 to 16 tokens, f16/q8_0/q4_0 16 to 32).
+constexpr int64_t kGemmMinTokensF32 = 8;
+constexpr int64_t kGemmMinTokensConverted = 24;
+// Cache blocking for a 32 KiB L1 and 512 KiB L2 per core. A phase packs a block of weight rows over
+// all of K (at most 4 MiB, shared, in L3). Per k block, a weight panel (16 x kc floats, up to 24 KiB)
+// stays in L1 while a job's packed tokens (96 x kc, up to 144 KiB) stream from L2. K up to 384 takes
+// one k block, so output tiles are written once and a phase may hold every row the budget allows
+// (repacking tokens costs about 8/rows of the multiply-adds). With several k blocks the output tile
+// is revisited per block, so rows are capped to keep it (96 x 256 floats) in L2 as well.
+constexpr int64_t kMaxKBlock = 384;
 constexpr int64_t kTokensPerJob = 96;  // a multiple of kGemmMR
+constexpr size_t kPackBudgetBytes = size_t(4) << 20;
+constexpr int64_t kMaxRowsMultiBlock = 256;
 constexpr int64_t kJobsPerThread = 4;  // enough jobs for the shared counter to even out the threads
 constexpr size_t kAlign = 64;
 
@@ -86,10 +96,15 @@ struct Plan {
     VecType conv_type = VecType::F32;
     size_t conv_row_bytes = 0;
     int64_t kc = 0, n_kblocks = 0;  // k blocking (gemm)
-    int64_t rows_per_job = 0, tokens_per_job = 0, n_rchunks = 0, n_tchunks = 0, n_jobs = 0;
-    // Scratch layout: job counter, converted b, then per thread the packed weights and a tile of
-    // dequantised rows (gemm).
-    size_t conv_offset = 0, thread_offset = 0, pack_bytes = 0, thread_bytes = 0, total = 0;
+    // gemm: phases (a matrix x block of rows_per_phase weight rows), each cut into jobs (b matrix x
+    // block of tokens x block of rows_per_job rows). vec: one phase of jobs (a matrix x block of
+    // rows_per_job rows x b matrix).
+    int64_t n_phases = 1, rblocks_per_amat = 1, rows_per_phase = 0;
+    int64_t rows_per_job = 0, rsplits = 1, tokens_per_job = 0, n_tchunks = 1, jobs_per_phase = 0;
+    // Scratch: one job counter per phase (a cache line each), converted b, the shared packed weights
+    // (gemm), then per thread a tile of dequantised rows and the packed tokens of one k block (gemm).
+    size_t conv_offset = 0, pack_offset = 0, pack_bytes = 0, thread_offset = 0, tmp_bytes = 0;
+    size_t thread_bytes = 0, total = 0;
 };
 
 // Whether b's rows can feed the chosen path without conversion.
@@ -108,7 +123,7 @@ Plan make_plan(const Tensor& dst, int nth) {
     const Shape s = shape_of(dst);
     const int64_t n_bmat = s.n_amat * s.n_sub;
     Plan p;
-    p.gemm = s.n >= kGemmMinTokens;
+    p.gemm = s.n >= (a.type == Type::F32 ? kGemmMinTokensF32 : kGemmMinTokensConverted);
     p.conv_type = p.gemm ? VecType::F32 : vec_type_for(a.type, b.type);
     p.convert_b = !b_usable_in_place(b, p.conv_type);
     p.conv_row_bytes = align_up(vec_row_bytes(p.conv_type, s.k));
@@ -116,43 +131,49 @@ Plan make_plan(const Tensor& dst, int nth) {
 
     if (p.gemm) {
         p.n_kblocks = ceil_div(s.k, kMaxKBlock);
-        // Multiples of 32 keep every k block whole in quantized blocks (K is a multiple of 32).
+        // Multiples of 32 keep every k block whole in quantized blocks (K is then a multiple of 32).
         p.kc = round_up(ceil_div(s.k, p.n_kblocks), 32);
         const int64_t k_padded = p.kc * p.n_kblocks;
-        const int64_t max_rows =
-            std::max<int64_t>(kGemmNR, int64_t(kPackBudgetBytes / (sizeof(float) * size_t(k_padded))) / kGemmNR * kGemmNR);
-        p.n_rchunks = ceil_div(s.m, max_rows);
+        const int64_t budget_rows = int64_t(kPackBudgetBytes / (sizeof(float) * size_t(k_padded)));
+        int64_t max_rows = std::max<int64_t>(kGemmNR, budget_rows / kGemmNR * kGemmNR);
+        if (p.n_kblocks > 1) {
+            max_rows = std::min(max_rows, kMaxRowsMultiBlock);
+        }
+        p.rblocks_per_amat = ceil_div(s.m, max_rows);
+        p.rows_per_phase = round_up(ceil_div(s.m, p.rblocks_per_amat), kGemmNR);
+        p.rblocks_per_amat = ceil_div(s.m, p.rows_per_phase);
+        p.n_phases = s.n_amat * p.rblocks_per_amat;
+        // Enough jobs per phase for every thread: smaller token blocks first (they only repeat token
+        // packing per weight panel), then blocks of the phase's rows (which repack tokens per block).
         p.tokens_per_job = std::min(round_up(s.n, kGemmMR), kTokensPerJob);
         p.n_tchunks = ceil_div(s.n, p.tokens_per_job);
-        if (n_bmat * p.n_rchunks * p.n_tchunks < want_jobs) {
-            // Too few jobs: smaller token blocks first (they cost only repeated weight reuse), then
-            // split weight rows (which repeats the conversion of token rows).
-            const int64_t per = ceil_div(want_jobs, n_bmat * p.n_rchunks);
+        if (s.n_sub * p.n_tchunks < want_jobs) {
+            const int64_t per = ceil_div(want_jobs, s.n_sub);
             p.tokens_per_job = std::max<int64_t>(4 * kGemmMR, round_up(ceil_div(s.n, per), kGemmMR));
             p.tokens_per_job = std::min(p.tokens_per_job, round_up(s.n, kGemmMR));
             p.n_tchunks = ceil_div(s.n, p.tokens_per_job);
-            if (n_bmat * p.n_rchunks * p.n_tchunks < nth) {
-                p.n_rchunks = std::max(p.n_rchunks, ceil_div(nth, n_bmat * p.n_tchunks));
-            }
         }
-        p.rows_per_job = round_up(ceil_div(s.m, p.n_rchunks), kGemmNR);
-        p.n_rchunks = ceil_div(s.m, p.rows_per_job);
-        p.pack_bytes = align_up(sizeof(float) * size_t(p.rows_per_job * k_padded));
-        p.thread_bytes = p.pack_bytes + align_up(sizeof(float) * size_t(kGemmNR * p.kc));
+        p.rsplits = std::min(ceil_div(p.rows_per_phase, kGemmNR),
+                             std::max<int64_t>(1, ceil_div(want_jobs, s.n_sub * p.n_tchunks)));
+        p.rows_per_job = round_up(ceil_div(p.rows_per_phase, p.rsplits), kGemmNR);
+        p.rsplits = ceil_div(p.rows_per_phase, p.rows_per_job);
+        p.jobs_per_phase = s.n_sub * p.n_tchunks * p.rsplits;
+        p.pack_bytes = align_up(sizeof(float) * size_t(p.rows_per_phase * k_padded));
+        p.tmp_bytes = align_up(sizeof(float) * size_t(kGemmNR * p.kc));
+        const size_t tokens_bytes = align_up(sizeof(float) * size_t(round_up(p.tokens_per_job, kGemmMR) * p.kc));
+        p.thread_bytes = p.tmp_bytes + tokens_bytes;
     } else {
         p.tokens_per_job = s.n;
-        p.n_tchunks = 1;
         // Row blocks of 16 keep threads off each other's cache lines of dst.
         const int64_t per_mat = std::max<int64_t>(1, ceil_div(want_jobs, n_bmat));
         p.rows_per_job = round_up(ceil_div(s.m, per_mat), 16);
-        p.n_rchunks = ceil_div(s.m, p.rows_per_job);
+        p.jobs_per_phase = n_bmat * ceil_div(s.m, p.rows_per_job);
     }
-    p.n_jobs = n_bmat * p.n_rchunks * p.n_tchunks;
 
-    p.conv_offset = kAlign;
-    const int64_t n_b_rows = s.n * n_bmat;
-    const size_t conv_bytes = p.convert_b ? p.conv_row_bytes * size_t(n_b_rows) : 0;
-    p.thread_offset = p.conv_offset + conv_bytes;
+    p.conv_offset = kAlign * size_t(p.n_phases);
+    const size_t conv_bytes = p.convert_b ? p.conv_row_bytes * size_t(s.n * n_bmat) : 0;
+    p.pack_offset = p.conv_offset + conv_bytes;
+    p.thread_offset = p.pack_offset + p.pack_bytes;
     // The extra kAlign lets compute align the scratch base.
     p.total = p.thread_offset + p.thread_bytes * size_t(nth) + kAlign;
     return p;
@@ -161,25 +182,44 @@ Plan make_plan(const Tensor& dst, int nth) {
 struct Job {
     int64_t i02, i03, i12, i13;  // a matrix and b matrix
     int64_t r0, r1, t0, t1;      // weight rows and tokens
-    int64_t amat, rchunk;        // identify the packed weights
 };
 
-Job decode(const Plan& p, const Shape& s, int64_t job) {
-    Job j{};
-    const int64_t tc = job % p.n_tchunks;
-    job /= p.n_tchunks;
-    const int64_t sub = job % s.n_sub;
-    job /= s.n_sub;
-    j.rchunk = job % p.n_rchunks;
-    j.amat = job / p.n_rchunks;
-    j.i02 = j.amat % s.a2;
-    j.i03 = j.amat / s.a2;
+// b matrix `sub` (0 .. r2*r3) of those that share a matrix `amat`.
+void set_matrices(const Shape& s, int64_t amat, int64_t sub, Job& j) {
+    j.i02 = amat % s.a2;
+    j.i03 = amat / s.a2;
     j.i12 = j.i02 * s.r2 + sub % s.r2;
     j.i13 = j.i03 * s.r3 + sub / s.r2;
-    j.r0 = j.rchunk * p.rows_per_job;
-    j.r1 = std::min(s.m, j.r0 + p.rows_per_job);
+}
+
+// Job `job` of gemm phase `phase`; rows past the phase's block come out empty (r0 >= r1).
+Job decode_gemm(const Plan& p, const Shape& s, int64_t phase, int64_t job) {
+    Job j{};
+    const int64_t rs = job % p.rsplits;
+    job /= p.rsplits;
+    const int64_t tc = job % p.n_tchunks;
+    set_matrices(s, phase / p.rblocks_per_amat, job / p.n_tchunks, j);
+    const int64_t phase_r0 = (phase % p.rblocks_per_amat) * p.rows_per_phase;
+    const int64_t phase_r1 = std::min(s.m, phase_r0 + p.rows_per_phase);
+    j.r0 = std::min(phase_r1, phase_r0 + rs * p.rows_per_job);
+    j.r1 = std::min(phase_r1, j.r0 + p.rows_per_job);
     j.t0 = tc * p.tokens_per_job;
     j.t1 = std::min(s.n, j.t0 + p.tokens_per_job);
+    return j;
+}
+
+// Vec jobs run in (a matrix, row block, b matrix) order, so b matrices that share weights follow
+// each other while those rows are in cache.
+Job decode_vec(const Plan& p, const Shape& s, int64_t job) {
+    Job j{};
+    const int64_t sub = job % s.n_sub;
+    job /= s.n_sub;
+    const int64_t rblocks = ceil_div(s.m, p.rows_per_job);
+    set_matrices(s, job / rblocks, sub, j);
+    j.r0 = (job % rblocks) * p.rows_per_job;
+    j.r1 = std::min(s.m, j.r0 + p.rows_per_job);
+    j.t0 = 0;
+    j.t1 = s.n;
     return j;
 }
 
@@ -207,34 +247,41 @@ void convert_activations(const ComputeParams& cp, const Plan& p, const Shape& s,
     }
 }
 
-// Packs weight rows [r0, r1) of one a matrix, every k block, as gemm_f32_block expects: block kb
-// at pack + kb * rows_per_job * kc, its panels consecutive.
-void pack_weights(const Plan& p, const Shape& s, const Tensor& a, const Job& j, float* pack, float* tmp) {
-    const uint8_t* base = host_data(a) + j.i02 * a.nb[2] + j.i03 * a.nb[3];
-    for (int64_t kb = 0; kb < p.n_kblocks; ++kb) {
+// This thread's share of packing phase `phase`: the block's rows over every k block, as
+// gemm_f32_block expects (k block kb at pack + kb * rows_per_phase * kc, its panels consecutive).
+void pack_phase(const ComputeParams& cp, const Plan& p, const Shape& s, const Tensor& a, int64_t phase, float* pack,
+                float* tmp) {
+    const int64_t amat = phase / p.rblocks_per_amat;
+    const uint8_t* base = host_data(a) + (amat % s.a2) * a.nb[2] + (amat / s.a2) * a.nb[3];
+    const int64_t r0 = (phase % p.rblocks_per_amat) * p.rows_per_phase;
+    const int64_t r1 = std::min(s.m, r0 + p.rows_per_phase);
+    const int64_t n_panels = ceil_div(r1 - r0, kGemmNR);
+    int64_t begin, end;
+    split_range(n_panels * p.n_kblocks, cp.ith, cp.nth, &begin, &end);
+    for (int64_t unit = begin; unit < end; ++unit) {
+        const int64_t kb = unit / n_panels;
+        const int64_t r = r0 + (unit % n_panels) * kGemmNR;
         const int64_t k0 = kb * p.kc;
         const int64_t kc = std::min(p.kc, s.k - k0);
         const size_t k_off = row_size(a.type, k0);
-        float* block = pack + kb * p.rows_per_job * p.kc;
-        for (int64_t r = j.r0; r < j.r1; r += kGemmNR) {
-            const int nr = int(std::min<int64_t>(kGemmNR, j.r1 - r));
-            const float* rows[kGemmNR];
-            for (int i = 0; i < nr; ++i) {
-                const uint8_t* src = base + (r + i) * a.nb[1] + k_off;
-                if (a.type == Type::F32) {
-                    rows[i] = reinterpret_cast<const float*>(src);
-                } else {
-                    dequantize_row(a.type, src, tmp + i * p.kc, kc);
-                    rows[i] = tmp + i * p.kc;
-                }
+        const int nr = int(std::min<int64_t>(kGemmNR, r1 - r));
+        const float* rows[kGemmNR];
+        for (int i = 0; i < nr; ++i) {
+            const uint8_t* src = base + (r + i) * a.nb[1] + k_off;
+            if (a.type == Type::F32) {
+                rows[i] = reinterpret_cast<const float*>(src);
+            } else {
+                dequantize_row(a.type, src, tmp + i * p.kc, kc);
+                rows[i] = tmp + i * p.kc;
             }
-            gemm_pack_panel(rows, nr, kc, block + (r - j.r0) * kc);
         }
+        gemm_pack_panel(rows, nr, kc, pack + kb * p.rows_per_phase * p.kc + (r - r0) * kc);
     }
 }
 
-void run_gemm_job(const Plan& p, const Shape& s, const Tensor& a, const Tensor& b, Tensor& dst, const uint8_t* conv,
-                  const Job& j, const float* pack) {
+// pack holds the phase's block, whose first row is phase_r0.
+void run_gemm_job(const Plan& p, const Shape& s, const Tensor& b, Tensor& dst, const uint8_t* conv, const Job& j,
+                  const float* pack, int64_t phase_r0, float* tokens) {
     const float* b0 = reinterpret_cast<const float*>(b_row(p, s, b, conv, j.t0, j.i12, j.i13));
     const int64_t ldb = p.convert_b ? int64_t(p.conv_row_bytes / sizeof(float)) : int64_t(b.nb[1] / sizeof(float));
     float* c = reinterpret_cast<float*>(at(dst, j.r0, j.t0, j.i12, j.i13));
@@ -242,7 +289,9 @@ void run_gemm_job(const Plan& p, const Shape& s, const Tensor& a, const Tensor& 
     for (int64_t kb = 0; kb < p.n_kblocks; ++kb) {
         const int64_t k0 = kb * p.kc;
         const int64_t kc = std::min(p.kc, s.k - k0);
-        gemm_f32_block(kc, pack + kb * p.rows_per_job * p.kc, j.r1 - j.r0, b0 + k0, ldb, j.t1 - j.t0, c, ldc, kb > 0);
+        gemm_pack_tokens(b0 + k0, ldb, j.t1 - j.t0, kc, tokens);
+        const float* panels = pack + kb * p.rows_per_phase * p.kc + (j.r0 - phase_r0) * kc;
+        gemm_f32_block(kc, panels, j.r1 - j.r0, tokens, j.t1 - j.t0, c, ldc, kb > 0);
     }
 }
 
@@ -326,35 +375,47 @@ void compute_mul_mat(const ComputeParams& cp, Tensor& dst) {
     }
     const uintptr_t raw = reinterpret_cast<uintptr_t>(cp.wdata);
     uint8_t* base = cp.wdata + (align_up(raw) - raw);
-    auto* counter = reinterpret_cast<std::atomic<int64_t>*>(base);
+    auto counter = [&](int64_t phase) { return reinterpret_cast<std::atomic<int64_t>*>(base + kAlign * phase); };
     uint8_t* conv = base + p.conv_offset;
 
     if (p.convert_b) {
         convert_activations(cp, p, s, b, conv);
     }
     if (cp.ith == 0) {
-        new (counter) std::atomic<int64_t>(cp.nth);
-    }
-    cp.barrier();
-
-    // Each thread starts on job ith, then takes the next free one.
-    if (p.gemm) {
-        float* pack = reinterpret_cast<float*>(base + p.thread_offset + p.thread_bytes * size_t(cp.ith));
-        float* tmp = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(pack) + p.pack_bytes);
-        int64_t packed_amat = -1, packed_rchunk = -1;
-        for (int64_t job = cp.ith; job < p.n_jobs; job = counter->fetch_add(1)) {
-            const Job j = decode(p, s, job);
-            if (j.amat != packed_amat || j.rchunk != packed_rchunk) {
-                pack_weights(p, s, a, j, pack, tmp);
-                packed_amat = j.amat;
-                packed_rchunk = j.rchunk;
-            }
-            run_gemm_job(p, s, a, b, dst, conv, j, pack);
+        // Each thread starts on job ith of a phase, then takes the next free one.
+        for (int64_t phase = 0; phase < p.n_phases; ++phase) {
+            new (counter(phase)) std::atomic<int64_t>(cp.nth);
         }
-    } else {
+    }
+    if (cp.nth > 1) {
+        cp.barrier();
+    }
+
+    if (!p.gemm) {
         const VecDotFn dot = vec_dot_fn(a.type, p.conv_type);
-        for (int64_t job = cp.ith; job < p.n_jobs; job = counter->fetch_add(1)) {
-            run_vec_job(p, s, a, b, dst, conv, decode(p, s, job), dot);
+        for (int64_t job = cp.ith; job < p.jobs_per_phase; job = counter(0)->fetch_add(1)) {
+            run_vec_job(p, s, a, b, dst, conv, decode_vec(p, s, job), dot);
+        }
+        return;
+    }
+    float* pack = reinterpret_cast<float*>(base + p.pack_offset);
+    float* tmp = reinterpret_cast<float*>(base + p.thread_offset + p.thread_bytes * size_t(cp.ith));
+    float* tokens = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(tmp) + p.tmp_bytes);
+    for (int64_t phase = 0; phase < p.n_phases; ++phase) {
+        pack_phase(cp, p, s, a, phase, pack, tmp);
+        if (cp.nth > 1) {
+            cp.barrier();
+        }
+        const int64_t phase_r0 = (phase % p.rblocks_per_amat) * p.rows_per_phase;
+        for (int64_t job = cp.ith; job < p.jobs_per_phase; job = counter(phase)->fetch_add(1)) {
+            const Job j = decode_gemm(p, s, phase, job);
+            if (j.r0 < j.r1) {
+                run_gemm_job(p, s, b, dst, conv, j, pack, phase_r0, tokens);
+            }
+        }
+        // The next phase repacks the shared block only once every job of this one is done.
+        if (cp.nth > 1 && phase + 1 < p.n_phases) {
+            cp.barrier();
         }
     }
 }

@@ -322,45 +322,189 @@ MB_TARGET_AVX2 float dot_q8_0_avx2(int64_t k, const void* va, const void* vb) {
 
 #endif  // MB_SIMD_X86
 
+// ---- NEON dot products ---------------------------------------------------------------------------
+
+#if defined(MB_SIMD_NEON)
+
+inline float32x4_t load4_f32(const float* p) { return vld1q_f32(p); }
+inline float32x4_t load4_f16(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+inline float32x4_t load4_bf16(const uint16_t* p) { return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16)); }
+
+template <typename TA, typename TB, float32x4_t (*LA)(const TA*), float32x4_t (*LB)(const TB*),
+          float (*SA)(const TA*, int64_t), float (*SB)(const TB*, int64_t)>
+float dot_float_neon(int64_t k, const void* va, const void* vb) {
+    const TA* a = static_cast<const TA*>(va);
+    const TB* b = static_cast<const TB*>(vb);
+    float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f), acc2 = vdupq_n_f32(0.0f), acc3 = vdupq_n_f32(0.0f);
+    int64_t i = 0;
+    for (; i + 16 <= k; i += 16) {
+        acc0 = vfmaq_f32(acc0, LA(a + i), LB(b + i));
+        acc1 = vfmaq_f32(acc1, LA(a + i + 4), LB(b + i + 4));
+        acc2 = vfmaq_f32(acc2, LA(a + i + 8), LB(b + i + 8));
+        acc3 = vfmaq_f32(acc3, LA(a + i + 12), LB(b + i + 12));
+    }
+    for (; i + 4 <= k; i += 4) {
+        acc0 = vfmaq_f32(acc0, LA(a + i), LB(b + i));
+    }
+    float s = vaddvq_f32(vaddq_f32(vaddq_f32(acc0, acc1), vaddq_f32(acc2, acc3)));
+    for (; i < k; ++i) {
+        s += SA(a, i) * SB(b, i);
+    }
+    return s;
+}
+
+// sum of lo[j]*blo[j] + hi[j]*bhi[j] over 16 lanes each; every code fits a signed byte.
+inline int32_t dot32_neon(int8x16_t lo, int8x16_t hi, const int8_t* b) {
+    const int8x16_t blo = vld1q_s8(b), bhi = vld1q_s8(b + 16);
+#if defined(__ARM_FEATURE_DOTPROD)
+    return vaddvq_s32(vdotq_s32(vdotq_s32(vdupq_n_s32(0), lo, blo), hi, bhi));
+#else
+    // Two products of |code| <= 128 and |b| <= 127 stay below 2^15, so each pair fits an int16.
+    const int16x8_t p0 = vmlal_s8(vmull_s8(vget_low_s8(lo), vget_low_s8(blo)), vget_high_s8(lo), vget_high_s8(blo));
+    const int16x8_t p1 = vmlal_s8(vmull_s8(vget_low_s8(hi), vget_low_s8(bhi)), vget_high_s8(hi), vget_high_s8(bhi));
+    return vaddvq_s32(vaddq_s32(vpaddlq_s16(p0), vpaddlq_s16(p1)));
+#endif
+}
+
+inline void nibbles_neon(const uint8_t* qs, int8x16_t& lo, int8x16_t& hi) {
+    const uint8x16_t q = vld1q_u8(qs);
+    lo = vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F)));
+    hi = vreinterpretq_s8_u8(vshrq_n_u8(q, 4));
+}
+
+// Bit j of bits16 becomes 0x10 in byte j.
+inline int8x16_t fifth_bits16_neon(uint32_t bits16) {
+    static const uint8_t kSelect[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x16_t bytes = vcombine_u8(vdup_n_u8(uint8_t(bits16 & 0xFF)), vdup_n_u8(uint8_t(bits16 >> 8)));
+    const uint8x16_t set = vtstq_u8(bytes, vld1q_u8(kSelect));
+    return vreinterpretq_s8_u8(vandq_u8(set, vdupq_n_u8(0x10)));
+}
+
+float dot_q4_0_neon(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const BlockQ4_0*>(va);
+    const auto* b = static_cast<const BlockQ8Act*>(vb);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < k / kQ8Block; ++i) {
+        int8x16_t lo, hi;
+        nibbles_neon(a[i].qs, lo, hi);
+        const float d = fp16_to_fp32(a[i].d);
+        sum += d * b[i].d * float(dot32_neon(lo, hi, b[i].qs)) - 8.0f * d * b[i].s;
+    }
+    return sum;
+}
+
+float dot_q4_1_neon(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const BlockQ4_1*>(va);
+    const auto* b = static_cast<const BlockQ8Act*>(vb);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < k / kQ8Block; ++i) {
+        int8x16_t lo, hi;
+        nibbles_neon(a[i].qs, lo, hi);
+        sum += fp16_to_fp32(a[i].d) * b[i].d * float(dot32_neon(lo, hi, b[i].qs)) + fp16_to_fp32(a[i].m) * b[i].s;
+    }
+    return sum;
+}
+
+float dot_q5_0_neon(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const BlockQ5_0*>(va);
+    const auto* b = static_cast<const BlockQ8Act*>(vb);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < k / kQ8Block; ++i) {
+        int8x16_t lo, hi;
+        nibbles_neon(a[i].qs, lo, hi);
+        const uint32_t qh = load_qh(a[i].qh);
+        lo = vorrq_s8(lo, fifth_bits16_neon(qh & 0xFFFFu));
+        hi = vorrq_s8(hi, fifth_bits16_neon(qh >> 16));
+        const float d = fp16_to_fp32(a[i].d);
+        sum += d * b[i].d * float(dot32_neon(lo, hi, b[i].qs)) - 16.0f * d * b[i].s;
+    }
+    return sum;
+}
+
+float dot_q5_1_neon(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const BlockQ5_1*>(va);
+    const auto* b = static_cast<const BlockQ8Act*>(vb);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < k / kQ8Block; ++i) {
+        int8x16_t lo, hi;
+        nibbles_neon(a[i].qs, lo, hi);
+        const uint32_t qh = load_qh(a[i].qh);
+        lo = vorrq_s8(lo, fifth_bits16_neon(qh & 0xFFFFu));
+        hi = vorrq_s8(hi, fifth_bits16_neon(qh >> 16));
+        sum += fp16_to_fp32(a[i].d) * b[i].d * float(dot32_neon(lo, hi, b[i].qs)) + fp16_to_fp32(a[i].m) * b[i].s;
+    }
+    return sum;
+}
+
+float dot_q8_0_neon(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const BlockQ8_0*>(va);
+    const auto* b = static_cast<const BlockQ8Act*>(vb);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < k / kQ8Block; ++i) {
+        const int8x16_t lo = vld1q_s8(a[i].qs), hi = vld1q_s8(a[i].qs + 16);
+        sum += fp16_to_fp32(a[i].d) * b[i].d * float(dot32_neon(lo, hi, b[i].qs));
+    }
+    return sum;
+}
+
+#endif  // MB_SIMD_NEON
+
 struct DotPair {
     VecDotFn portable;
-    VecDotFn avx2;
+    VecDotFn simd;  // AVX2 (used when the CPU has it) or NEON; null where neither is built
 };
+
+bool simd_usable() {
+#if defined(MB_SIMD_X86)
+    return cpu_has_avx2_fma_f16c();
+#elif defined(MB_SIMD_NEON)
+    return true;
+#else
+    return false;
+#endif
+}
 
 DotPair dot_pair(Type a, VecType vt) {
 #if defined(MB_SIMD_X86)
-#define MB_PAIR(P, A) DotPair{P, A}
+#define MB_PAIR(P, A, N) DotPair{P, A}
+#elif defined(MB_SIMD_NEON)
+#define MB_PAIR(P, A, N) DotPair{P, N}
 #else
-#define MB_PAIR(P, A) DotPair{P, nullptr}
+#define MB_PAIR(P, A, N) DotPair{P, nullptr}
 #endif
     if (vt == VecType::F32) {
         switch (a) {
             case Type::F32:
-                return MB_PAIR((dot_float_portable<float, float, load_f32, load_f32>), dot_f32_f32_avx2);
+                return MB_PAIR((dot_float_portable<float, float, load_f32, load_f32>), dot_f32_f32_avx2,
+                               (dot_float_neon<float, float, load4_f32, load4_f32, load_f32, load_f32>));
             case Type::F16:
-                return MB_PAIR((dot_float_portable<uint16_t, float, load_f16, load_f32>), dot_f16_f32_avx2);
+                return MB_PAIR((dot_float_portable<uint16_t, float, load_f16, load_f32>), dot_f16_f32_avx2,
+                               (dot_float_neon<uint16_t, float, load4_f16, load4_f32, load_f16, load_f32>));
             case Type::BF16:
-                return MB_PAIR((dot_float_portable<uint16_t, float, load_bf16, load_f32>), dot_bf16_f32_avx2);
+                return MB_PAIR((dot_float_portable<uint16_t, float, load_bf16, load_f32>), dot_bf16_f32_avx2,
+                               (dot_float_neon<uint16_t, float, load4_bf16, load4_f32, load_bf16, load_f32>));
             default:
                 break;
         }
     } else if (vt == VecType::F16) {
         if (a == Type::F16) {
-            return MB_PAIR((dot_float_portable<uint16_t, uint16_t, load_f16, load_f16>), dot_f16_f16_avx2);
+            return MB_PAIR((dot_float_portable<uint16_t, uint16_t, load_f16, load_f16>), dot_f16_f16_avx2,
+                           (dot_float_neon<uint16_t, uint16_t, load4_f16, load4_f16, load_f16, load_f16>));
         }
     } else {
         switch (a) {
-            case Type::Q4_0: return MB_PAIR(dot_q4_0_portable, dot_q4_0_avx2);
-            case Type::Q4_1: return MB_PAIR(dot_q4_1_portable, dot_q4_1_avx2);
-            case Type::Q5_0: return MB_PAIR(dot_q5_0_portable, dot_q5_0_avx2);
-            case Type::Q5_1: return MB_PAIR(dot_q5_1_portable, dot_q5_1_avx2);
-            case Type::Q8_0: return MB_PAIR(dot_q8_0_portable, dot_q8_0_avx2);
+            case Type::Q4_0: return MB_PAIR(dot_q4_0_portable, dot_q4_0_avx2, dot_q4_0_neon);
+            case Type::Q4_1: return MB_PAIR(dot_q4_1_portable, dot_q4_1_avx2, dot_q4_1_neon);
+            case Type::Q5_0: return MB_PAIR(dot_q5_0_portable, dot_q5_0_avx2, dot_q5_0_neon);
+            case Type::Q5_1: return MB_PAIR(dot_q5_1_portable, dot_q5_1_avx2, dot_q5_1_neon);
+            case Type::Q8_0: return MB_PAIR(dot_q8_0_portable, dot_q8_0_avx2, dot_q8_0_neon);
             default:
                 break;
         }
     }
 #undef MB_PAIR
-    fail<UnsupportedOpError>("vec_dot_fn", "no dot product for ", type_traits(a).name, " weights with this activation form");
+    fail<UnsupportedOpError>("vec_dot_fn", "no dot product for ", type_traits(a).name,
+                             " weights with this activation form");
 }
 
 }  // namespace
@@ -438,8 +582,8 @@ void vec_prepare_row(VecType vt, Type src, const uint8_t* x, size_t stride, int6
 
 VecDotFn vec_dot_fn(Type a, VecType vt) {
     const DotPair p = dot_pair(a, vt);
-    if (p.avx2 != nullptr && cpu_has_avx2_fma_f16c()) {
-        return p.avx2;
+    if (p.simd != nullptr && simd_usable()) {
+        return p.simd;
     }
     return p.portable;
 }

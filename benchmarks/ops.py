@@ -1,0 +1,379 @@
+"""CPU op benchmark: metal_backend's CPU backend side by side with numpy (OpenBLAS), ggml and torch.
+
+    python benchmarks/ops.py [--threads 2] [--min-time 0.3] [--only SUBSTRING]
+
+Prints one table. Every peer computes the same op on the same data with the same thread count;
+the calls of all peers are interleaved round by round and each peer's best time is kept, so load
+from other processes on the machine slows every peer alike instead of whichever ran at the wrong
+moment. Ratios are peer time / our time: above 1 means metal_backend is faster.
+
+Peers: numpy (OpenBLAS threads set with threadpoolctl), ggml (the ggml-python package, CPU backend
+with a persistent thread pool) and torch (CPU build), each skipped with a note when not installed.
+numpy and torch have no quantized matmul: their rows for quantized weights multiply the
+dequantised f32 weights, which is what a user of those libraries would run.
+
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, set on some machines to keep old OpenBLAS builds correct,
+make a current numpy pick slower kernels. This script removes both from its own environment before
+numpy loads and prints the kernel set OpenBLAS then reports (threadpoolctl), so the peer is measured
+at its best. Nothing outside this process changes.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import sys
+import time
+
+_REMOVED_ENV = {k: os.environ.pop(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}
+
+import numpy as np  # noqa: E402  (after the environment is settled)
+
+import metal_backend as mb  # noqa: E402
+
+try:
+    from threadpoolctl import threadpool_info, threadpool_limits
+except ImportError:  # pragma: no cover - reported in the header
+    threadpool_info = threadpool_limits = None
+
+try:
+    import ggml
+except ImportError:  # pragma: no cover
+    ggml = None
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # pragma: no cover
+    torch = None
+
+
+# ---- peers ------------------------------------------------------------------------------------------
+
+
+class Ours:
+    """One graph on the metal_backend CPU backend, inputs set once."""
+
+    def __init__(self, threads, build, inputs):
+        self.ctx = mb.Context()
+        tensors, out = build(self.ctx)
+        self.backend = mb.device("CPU").init_backend()
+        self.backend.options = {"n_threads": threads}
+        self.buffer = mb.alloc_ctx_tensors(self.ctx, self.backend)
+        for t, v in zip(tensors, inputs):
+            t.set(v)
+        self.out = out
+        self.graph = mb.Graph(out)
+
+    def __call__(self):
+        self.backend.graph_compute(self.graph)
+
+    def result(self):
+        return self.out.get()
+
+
+class Ggml:
+    """One graph on ggml's CPU backend with a persistent thread pool (as whisper.cpp runs it)."""
+
+    def __init__(self, threads, build, inputs):
+        params = ggml.ggml_init_params(
+            mem_size=ggml.ggml_tensor_overhead() * 16 + ggml.ggml_graph_overhead(), mem_buffer=None, no_alloc=True
+        )
+        self.ctx = ggml.ggml_init(params)
+        tensors, out = build(self.ctx)
+        self.graph = ggml.ggml_new_graph(self.ctx)
+        ggml.ggml_build_forward_expand(self.graph, out)
+        self.backend = ggml.ggml_backend_cpu_init()
+        ggml.ggml_backend_cpu_set_n_threads(self.backend, threads)
+        tp_params = ggml.ggml_threadpool_params_default(threads)
+        self.threadpool = ggml.ggml_threadpool_new(ctypes.byref(tp_params))
+        ggml.ggml_backend_cpu_set_threadpool(self.backend, self.threadpool)
+        self.buffer = ggml.ggml_backend_alloc_ctx_tensors(self.ctx, self.backend)
+        for t, data in zip(tensors, inputs):
+            raw = data if isinstance(data, (bytes, bytearray)) else np.ascontiguousarray(data).tobytes()
+            if len(raw) != ggml.ggml_nbytes(t):
+                raise ValueError(f"ggml tensor wants {ggml.ggml_nbytes(t)} bytes, got {len(raw)}")
+            cbuf = (ctypes.c_char * len(raw)).from_buffer_copy(raw)
+            ggml.ggml_backend_tensor_set(t, ctypes.cast(cbuf, ctypes.c_void_p), 0, len(raw))
+        self.out = out
+
+    def __call__(self):
+        ggml.ggml_backend_graph_compute(self.backend, self.graph)
+
+    def close(self):
+        ggml.ggml_backend_buffer_free(self.buffer)
+        ggml.ggml_backend_free(self.backend)
+        ggml.ggml_threadpool_free(self.threadpool)
+        ggml.ggml_free(self.ctx)
+
+
+GGML_TYPES = {}
+if ggml is not None:
+    GGML_TYPES = {
+        "f32": ggml.GGML_TYPE_F32,
+        "f16": ggml.GGML_TYPE_F16,
+        "q8_0": ggml.GGML_TYPE_Q8_0,
+        "q4_0": ggml.GGML_TYPE_Q4_0,
+    }
+
+
+# ---- rows -------------------------------------------------------------------------------------------
+
+
+class Row:
+    """A benchmark row: how each peer builds and runs it, and its FLOP count (None: not a matmul)."""
+
+    def __init__(self, name, shape, flops, ours, numpy_fn, ggml_spec, torch_fn, tol):
+        self.name, self.shape, self.flops = name, shape, flops
+        self.ours, self.numpy_fn, self.ggml_spec, self.torch_fn = ours, numpy_fn, ggml_spec, torch_fn
+        self.tol = tol  # relative error vs numpy above which the row is flagged
+
+
+def matmul_row(wtype, n, k, m, rng):
+    """x (n, k) times weights (m, k) transposed: ggml's mul_mat(w, x)."""
+    w = rng.standard_normal((m, k)).astype(np.float32)
+    x = rng.standard_normal((n, k)).astype(np.float32)
+    t = getattr(mb, wtype)
+    w_raw = mb.quantize(w, t)
+    w_deq = mb.dequantize(w_raw, t, (m, k)).astype(np.float32)
+    w_t = np.ascontiguousarray(w_deq.T)
+
+    def build_ours(ctx):
+        tw = ctx.tensor(t, (m, k), name="w")
+        tx = ctx.tensor(mb.f32, (n, k), name="x")
+        return [tw, tx], mb.ops.mul_mat(tw, tx)
+
+    def build_ggml(ctx):
+        tw = ggml.ggml_new_tensor_2d(ctx, GGML_TYPES[wtype], k, m)
+        tx = ggml.ggml_new_tensor_2d(ctx, ggml.GGML_TYPE_F32, k, n)
+        return [tw, tx], ggml.ggml_mul_mat(ctx, tw, tx)
+
+    tw_torch = torch.from_numpy(w_t) if torch is not None else None
+    tx_torch = torch.from_numpy(x) if torch is not None else None
+    # Quantized weights: activations are quantized to 8 bits, an error near 1% per product term.
+    tol = 2e-2 if wtype in ("q8_0", "q4_0") else (1e-3 if wtype == "f16" else 1e-4)
+    return Row(
+        f"matmul {wtype}",
+        f"{n}x{k}x{m}",
+        2.0 * n * k * m,
+        (build_ours, [w, x]),
+        lambda: x @ w_t,
+        (build_ggml, [w_raw, x]) if wtype in GGML_TYPES else None,
+        (lambda: torch.mm(tx_torch, tw_torch)) if torch is not None else None,
+        tol,
+    )
+
+
+def softmax_row(rng):
+    a = rng.standard_normal((6, 1500, 1500)).astype(np.float32)
+
+    def np_softmax():
+        e = np.exp(a - a.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def build_ours(ctx):
+        t = ctx.tensor(mb.f32, a.shape)
+        return [t], mb.ops.soft_max(t)
+
+    def build_ggml(ctx):
+        t = ggml.ggml_new_tensor_3d(ctx, ggml.GGML_TYPE_F32, 1500, 1500, 6)
+        return [t], ggml.ggml_soft_max(ctx, t)
+
+    ta = torch.from_numpy(a) if torch is not None else None
+    return Row("softmax", "6x1500x1500", None, (build_ours, [a]), np_softmax, (build_ggml, [a]),
+               (lambda: torch.softmax(ta, dim=-1)) if torch is not None else None, 1e-4)
+
+
+def norm_row(rng):
+    a = rng.standard_normal((1500, 384)).astype(np.float32)
+    eps = 1e-5
+
+    def np_norm():
+        mu = a.mean(axis=-1, keepdims=True)
+        return (a - mu) / np.sqrt(((a - mu) ** 2).mean(axis=-1, keepdims=True) + eps)
+
+    def build_ours(ctx):
+        t = ctx.tensor(mb.f32, a.shape)
+        return [t], mb.ops.norm(t, eps)
+
+    def build_ggml(ctx):
+        t = ggml.ggml_new_tensor_2d(ctx, ggml.GGML_TYPE_F32, 384, 1500)
+        return [t], ggml.ggml_norm(ctx, t, eps)
+
+    ta = torch.from_numpy(a) if torch is not None else None
+    return Row("layer norm", "1500x384", None, (build_ours, [a]), np_norm, (build_ggml, [a]),
+               (lambda: F.layer_norm(ta, (384,), eps=eps)) if torch is not None else None, 1e-4)
+
+
+def gelu_row(rng):
+    a = rng.standard_normal((1500, 1536)).astype(np.float32)
+    c = np.float32(np.sqrt(2.0 / np.pi))
+
+    def np_gelu():
+        return 0.5 * a * (1.0 + np.tanh(c * (a + np.float32(0.044715) * a * a * a)))
+
+    def build_ours(ctx):
+        t = ctx.tensor(mb.f32, a.shape)
+        return [t], mb.ops.gelu(t)
+
+    def build_ggml(ctx):
+        t = ggml.ggml_new_tensor_2d(ctx, ggml.GGML_TYPE_F32, 1536, 1500)
+        return [t], ggml.ggml_gelu(ctx, t)
+
+    ta = torch.from_numpy(a) if torch is not None else None
+    # ggml itself evaluates GELU through an f16 table; 1e-3 allows a table too.
+    return Row("gelu", "1500x1536", None, (build_ours, [a]), np_gelu, (build_ggml, [a]),
+               (lambda: F.gelu(ta, approximate="tanh")) if torch is not None else None, 1e-3)
+
+
+def add_row(rng):
+    a = rng.standard_normal((1500, 384)).astype(np.float32)
+    b = rng.standard_normal((1500, 384)).astype(np.float32)
+
+    def build_ours(ctx):
+        ta, tb = ctx.tensor(mb.f32, a.shape), ctx.tensor(mb.f32, b.shape)
+        return [ta, tb], mb.ops.add(ta, tb)
+
+    def build_ggml(ctx):
+        ta = ggml.ggml_new_tensor_2d(ctx, ggml.GGML_TYPE_F32, 384, 1500)
+        tb = ggml.ggml_new_tensor_2d(ctx, ggml.GGML_TYPE_F32, 384, 1500)
+        return [ta, tb], ggml.ggml_add(ctx, ta, tb)
+
+    tta = torch.from_numpy(a) if torch is not None else None
+    ttb = torch.from_numpy(b) if torch is not None else None
+    return Row("add", "1500x384", None, (build_ours, [a, b]), lambda: a + b, (build_ggml, [a, b]),
+               (lambda: torch.add(tta, ttb)) if torch is not None else None, 1e-6)
+
+
+def all_rows(rng):
+    rows = [matmul_row("f32", n, k, m, rng) for (n, k, m) in
+            [(1500, 384, 384), (1500, 384, 1536), (1500, 1536, 384), (2048, 2048, 2048)]]
+    for wtype in ("f16", "q8_0", "q4_0"):
+        for (k, m) in [(384, 1536), (1536, 384)]:
+            for n in (1, 1500):
+                rows.append(matmul_row(wtype, n, k, m, rng))
+    rows += [softmax_row(rng), norm_row(rng), gelu_row(rng), add_row(rng)]
+    return rows
+
+
+# ---- timing -----------------------------------------------------------------------------------------
+
+
+def time_interleaved(fns, min_time, min_rounds=5, max_rounds=2000):
+    """Best time of each callable, calling them in turn until each ran min_time in total."""
+    best = [float("inf")] * len(fns)
+    spent = [0.0] * len(fns)
+    rounds = 0
+    while rounds < min_rounds or (min(spent) < min_time and rounds < max_rounds):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            dt = time.perf_counter() - t0
+            best[i] = min(best[i], dt)
+            spent[i] += dt
+        rounds += 1
+    return best
+
+
+def fmt_ms(t):
+    return "-" if t is None else (f"{t * 1e3:.3f}" if t < 0.01 else f"{t * 1e3:.2f}")
+
+
+def fmt_ratio(peer, ours):
+    return "-" if peer is None or ours is None else f"{peer / ours:.2f}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--min-time", type=float, default=0.3, help="seconds each peer runs per row (at least)")
+    ap.add_argument("--only", default="", help="run only rows whose name or shape contains this")
+    args = ap.parse_args()
+    nth = args.threads
+
+    print(f"metal_backend {mb.__version__}, CPU: {mb.device('CPU').description}, {nth} threads, "
+          f"load average at start {os.getloadavg()[0]:.2f}")
+    if _REMOVED_ENV:
+        print("removed for this process: " + ", ".join(f"{k}={v}" for k, v in _REMOVED_ENV.items()))
+    else:
+        print("OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE: not set")
+    limiter = None
+    if threadpool_limits is not None:
+        limiter = threadpool_limits(limits=nth)
+        for info in threadpool_info():
+            print(f"  {info['internal_api']} {info.get('version')} kernels={info.get('architecture')} "
+                  f"threads={info['num_threads']} ({os.path.basename(info['filepath'])})")
+    else:
+        print("  threadpoolctl missing (pip install threadpoolctl): numpy threads NOT limited")
+    if ggml is None:
+        print("  ggml: not installed (pip install ggml-python); column empty")
+    else:
+        print(f"  ggml (ggml-python): avx2={ggml.ggml_cpu_has_avx2()} fma={ggml.ggml_cpu_has_fma()} "
+              f"f16c={ggml.ggml_cpu_has_f16c()} llamafile-sgemm={ggml.ggml_cpu_has_llamafile()}")
+    if torch is None:
+        print("  torch: not installed; column empty")
+    else:
+        torch.set_num_threads(nth)
+        print(f"  torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print("ratios are peer time / our time (above 1: metal_backend faster); times are best of interleaved runs\n")
+
+    header = ("op", "shape (NxKxM)", "ours ms", "GFLOP/s", "numpy ms", "np/ours", "ggml ms", "ggml/ours",
+              "torch ms", "torch/ours", "note")
+    widths = (12, 15, 9, 8, 9, 8, 9, 9, 9, 10, 0)
+    print(" ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+
+    rng = np.random.default_rng(0)
+    for row in all_rows(rng):
+        if args.only and args.only not in row.name and args.only not in row.shape:
+            continue
+        note = ""
+        fns, names = [], []
+        ours = None
+        try:
+            ours = Ours(nth, *row.ours)
+            fns.append(ours)
+            names.append("ours")
+        except mb.MetalBackendError as e:  # an op another helper has not landed yet
+            note = f"ours: {type(e).__name__}"
+        fns.append(row.numpy_fn)
+        names.append("numpy")
+        g = None
+        if ggml is not None and row.ggml_spec is not None:
+            g = Ggml(nth, *row.ggml_spec)
+            fns.append(g)
+            names.append("ggml")
+        if row.torch_fn is not None:
+            fns.append(row.torch_fn)
+            names.append("torch")
+        try:
+            times = dict(zip(names, time_interleaved(fns, args.min_time)))
+        except mb.MetalBackendError as e:
+            fns = [f for f, n in zip(fns, names) if n != "ours"]
+            names = [n for n in names if n != "ours"]
+            times = dict(zip(names, time_interleaved(fns, args.min_time)))
+            note = f"ours: {type(e).__name__}: {str(e)[:60]}"
+            ours = None
+        if ours is not None:
+            ref = np.asarray(row.numpy_fn(), dtype=np.float64)
+            got = np.asarray(ours.result(), dtype=np.float64).reshape(ref.shape)
+            rel = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
+            if rel > row.tol:
+                note = f"CHECK: relative error {rel:.2g} vs numpy"
+        if g is not None:
+            g.close()
+        t_ours = times.get("ours")
+        gflops = f"{row.flops / t_ours * 1e-9:.1f}" if (row.flops and t_ours) else "-"
+        cells = (row.name, row.shape, fmt_ms(t_ours), gflops, fmt_ms(times.get("numpy")),
+                 fmt_ratio(times.get("numpy"), t_ours), fmt_ms(times.get("ggml")),
+                 fmt_ratio(times.get("ggml"), t_ours), fmt_ms(times.get("torch")),
+                 fmt_ratio(times.get("torch"), t_ours), note)
+        print(" ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip(), flush=True)
+
+    print(f"\nload average at end {os.getloadavg()[0]:.2f}")
+    if limiter is not None:
+        limiter.restore_original_limits()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
