@@ -41,9 +41,8 @@ bool can_repeat(const Tensor* small, const Tensor* big) {
     return true;
 }
 
-Tensor* result(const char* who, Tensor* like, Type type, const int64_t ne[kMaxDims], int n_dims, Op op,
+Tensor* result(Tensor* like, Type type, const int64_t ne[kMaxDims], int n_dims, Op op,
                std::initializer_list<Tensor*> srcs) {
-    (void)who;
     Tensor* t = like->ctx->new_tensor(type, ne, n_dims);
     t->op = op;
     int i = 0;
@@ -52,7 +51,7 @@ Tensor* result(const char* who, Tensor* like, Type type, const int64_t ne[kMaxDi
 }
 
 Tensor* like(Tensor* a, Op op, std::initializer_list<Tensor*> srcs) {
-    return result(op_name(op), a, a->type, a->ne, a->n_dims, op, srcs);
+    return result(a, a->type, a->ne, a->n_dims, op, srcs);
 }
 
 // A result that aliases `target`'s memory with its shape (CPY, SET_ROWS).
@@ -149,7 +148,7 @@ Tensor* soft_max_ext(Tensor* a, Tensor* mask, float scale, float max_bias, Tenso
 static Tensor* row_reduce(Op op, const char* who, Tensor* a) {
     need(a, who, "a");
     int64_t ne[kMaxDims] = {1, a->ne[1], a->ne[2], a->ne[3]};
-    return result(who, a, a->type, ne, a->n_dims, op, {a});
+    return result(a, a->type, ne, a->n_dims, op, {a});
 }
 
 Tensor* sum_rows(Tensor* a) { return row_reduce(Op::SUM_ROWS, "sum_rows", a); }
@@ -159,7 +158,7 @@ Tensor* argmax(Tensor* a) {
     need(a, "argmax", "a");
     require(a->ne[2] == 1 && a->ne[3] == 1, "argmax", "a must be at most 2-D, got " + desc(a));
     int64_t ne[kMaxDims] = {a->ne[1], 1, 1, 1};
-    return result("argmax", a, Type::I32, ne, 1, Op::ARGMAX, {a});
+    return result(a, Type::I32, ne, 1, Op::ARGMAX, {a});
 }
 
 Tensor* flash_attn_ext(Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale, float max_bias, float softcap) {
@@ -184,7 +183,7 @@ Tensor* flash_attn_ext(Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scal
     }
     require(softcap >= 0.0f && max_bias >= 0.0f, who, "softcap and max_bias must be >= 0");
     int64_t ne[kMaxDims] = {v->ne[0], q->ne[2], q->ne[1], q->ne[3]};
-    Tensor* t = result(who, q, Type::F32, ne, 4, Op::FLASH_ATTN_EXT, {q, k, v, mask});
+    Tensor* t = result(q, Type::F32, ne, 4, Op::FLASH_ATTN_EXT, {q, k, v, mask});
     t->set_param_f(0, scale);
     t->set_param_f(1, max_bias);
     t->set_param_f(2, softcap);
@@ -203,7 +202,7 @@ Tensor* mul_mat(Tensor* a, Tensor* b) {
     int64_t ne[kMaxDims] = {a->ne[1], b->ne[1], b->ne[2], b->ne[3]};
     int n_dims = std::max(b->n_dims, a->n_dims == 2 ? 1 : a->n_dims);
     if (ne[1] != 1) n_dims = std::max(n_dims, 2);
-    return result(who, a, Type::F32, ne, n_dims, Op::MUL_MAT, {a, b});
+    return result(a, Type::F32, ne, n_dims, Op::MUL_MAT, {a, b});
 }
 
 Tensor* dup(Tensor* a) {
@@ -235,7 +234,7 @@ Tensor* get_rows(Tensor* a, Tensor* idx) {
             "idx " + desc(idx) + " does not match the batch dims of a " + desc(a));
     int64_t ne[kMaxDims] = {a->ne[0], idx->ne[0], idx->ne[1], idx->ne[2]};
     int n_dims = std::max(2, idx->n_dims + 1);
-    return result(who, a, Type::F32, ne, n_dims, Op::GET_ROWS, {a, idx});
+    return result(a, Type::F32, ne, n_dims, Op::GET_ROWS, {a, idx});
 }
 
 Tensor* set_rows(Tensor* dst, Tensor* src, Tensor* idx) {
@@ -281,7 +280,7 @@ Tensor* im2col(Tensor* kernel, Tensor* data, int s0, int s1, int p0, int p1, int
         int64_t v[kMaxDims] = {kernel->ne[0] * kernel->ne[1], ol, data->ne[2], 1};
         std::copy(v, v + kMaxDims, ne);
     }
-    Tensor* t = result(who, data, dst_type, ne, is_2d ? 4 : 3, Op::IM2COL, {kernel, data});
+    Tensor* t = result(data, dst_type, ne, is_2d ? 4 : 3, Op::IM2COL, {kernel, data});
     int32_t params[7] = {s0, s1, p0, p1, d0, d1, is_2d ? 1 : 0};
     std::copy(params, params + 7, t->op_params);
     return t;
@@ -320,7 +319,7 @@ Tensor* concat(Tensor* a, Tensor* b, int dim) {
         ne[i] = i == dim ? a->ne[i] + b->ne[i] : a->ne[i];
     }
     int n_dims = std::max({a->n_dims, b->n_dims, dim + 1});
-    Tensor* t = result(who, a, a->type, ne, n_dims, Op::CONCAT, {a, b});
+    Tensor* t = result(a, a->type, ne, n_dims, Op::CONCAT, {a, b});
     t->op_params[0] = dim;
     return t;
 }
@@ -330,7 +329,7 @@ Tensor* repeat(Tensor* a, Tensor* b) {
     need(b, "repeat", "b");
     same_context("repeat", {a, b});
     require(can_repeat(a, b), "repeat", "cannot tile a " + desc(a) + " to the shape of b " + desc(b));
-    return result("repeat", a, a->type, b->ne, std::max(a->n_dims, b->n_dims), Op::REPEAT, {a, b});
+    return result(a, a->type, b->ne, std::max(a->n_dims, b->n_dims), Op::REPEAT, {a, b});
 }
 
 Tensor* pad(Tensor* a, int p0, int p1, int p2, int p3) {
@@ -343,7 +342,7 @@ Tensor* pad(Tensor* a, int p0, int p1, int p2, int p3) {
         ne[i] = a->ne[i] + p[i];
         if (p[i] > 0) n_dims = std::max(n_dims, i + 1);
     }
-    Tensor* t = result("pad", a, a->type, ne, n_dims, Op::PAD, {a});
+    Tensor* t = result(a, a->type, ne, n_dims, Op::PAD, {a});
     std::copy(p, p + kMaxDims, t->op_params);
     return t;
 }
