@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/errors.h"
+#include "core/im2col_geometry.h"
 #include "metal/ops.h"
 #include "metal/row_threads.h"
 #include "kargs.h"
@@ -13,48 +14,9 @@ namespace mb::metal {
 
 namespace {
 
-struct Geometry {
-    int64_t s0, s1, p0, p1, d0, d1;
-    int64_t kw, kh, ic, iw, ih, n;
-    int64_t ow, oh;
-    bool is_2d;
-};
-
-Geometry geometry(const Tensor& dst) {
-    const Tensor& kernel = *dst.src[0];
-    const Tensor& data = *dst.src[1];
-    Geometry g;
-    g.s0 = dst.op_params[0];
-    g.s1 = dst.op_params[1];
-    g.p0 = dst.op_params[2];
-    g.p1 = dst.op_params[3];
-    g.d0 = dst.op_params[4];
-    g.d1 = dst.op_params[5];
-    g.is_2d = dst.op_params[6] != 0;
-    g.kw = kernel.ne[0];
-    g.iw = data.ne[0];
-    g.ow = dst.ne[1];
-    if (g.is_2d) {
-        g.kh = kernel.ne[1];
-        g.ih = data.ne[1];
-        g.ic = data.ne[2];
-        g.n = data.ne[3];
-        g.oh = dst.ne[2];
-    } else {
-        g.kh = 1;
-        g.ih = 1;
-        g.ic = data.ne[1];
-        g.n = data.ne[2];
-        g.oh = 1;
-        g.s1 = 1;
-        g.p1 = 0;
-        g.d1 = 1;
-    }
-    return g;
-}
 
 // The kernel computes input coordinates in 32 bits: the extreme ones must fit.
-bool fits_i32(const Geometry& g) {
+bool fits_i32(const Im2colGeometry& g) {
     const int64_t vals[] = {g.kw, g.kh, g.ic, g.iw, g.ih, g.n, g.ow, g.oh, g.ic * g.kh * g.kw,
                             (g.ow - 1) * g.s0 + (g.kw - 1) * g.d0, (g.oh - 1) * g.s1 + (g.kh - 1) * g.d1};
     for (int64_t v : vals) {
@@ -80,7 +42,7 @@ bool supports_im2col(const RuntimeProps& props, const Tensor& node) {
         data->nb[3] % 4 != 0) {
         return false;
     }
-    const Geometry g = geometry(node);
+    const Im2colGeometry g = im2col_geometry(node);
     if (g.s0 <= 0 || g.d0 <= 0 || g.p0 < 0 || g.kw <= 0) return false;
     if (g.is_2d && (g.s1 <= 0 || g.d1 <= 0 || g.p1 < 0 || g.kh <= 0)) return false;
     if (node.ne[0] != g.ic * g.kh * g.kw || !fits_i32(g)) return false;
@@ -92,7 +54,7 @@ size_t encode_im2col(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
     const Tensor& dst = *nodes[i];
     const Tensor& data = *dst.src[1];
     if (dst.is_empty()) return 1;
-    const Geometry g = geometry(dst);
+    const Im2colGeometry g = im2col_geometry(dst);
 
     mb_kargs_im2col args{};
     args.nb10 = data.nb[0];

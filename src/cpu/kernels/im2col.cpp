@@ -3,51 +3,11 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/im2col_geometry.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/vec.h"
 
 namespace mb {
-
-namespace {
-
-struct Geometry {
-    int64_t s0, s1, p0, p1, d0, d1;
-    int64_t kw, kh, ic, w, h;
-    int64_t ow, oh, n;
-    bool is_2d;
-};
-
-Geometry geometry(const Tensor& dst) {
-    const Tensor& kernel = *dst.src[0];
-    const Tensor& data = *dst.src[1];
-    Geometry g;
-    g.s0 = dst.op_params[0];
-    g.s1 = dst.op_params[1];
-    g.p0 = dst.op_params[2];
-    g.p1 = dst.op_params[3];
-    g.d0 = dst.op_params[4];
-    g.d1 = dst.op_params[5];
-    g.is_2d = dst.op_params[6] != 0;
-    g.kw = kernel.ne[0];
-    g.w = data.ne[0];
-    g.ow = dst.ne[1];
-    if (g.is_2d) {
-        g.kh = kernel.ne[1];
-        g.h = data.ne[1];
-        g.ic = data.ne[2];
-        g.n = data.ne[3];
-        g.oh = dst.ne[2];
-    } else {
-        g.kh = 1;
-        g.h = 1;
-        g.ic = data.ne[1];
-        g.n = data.ne[2];
-        g.oh = 1;
-    }
-    return g;
-}
-
-}  // namespace
 
 bool im2col_supported(const Tensor& dst) {
     if (dst.op != Op::IM2COL) return false;
@@ -56,7 +16,7 @@ bool im2col_supported(const Tensor& dst) {
     if (kernel == nullptr || data == nullptr || data->type != Type::F32) return false;
     if (dst.type != Type::F32 && dst.type != Type::F16) return false;
     if (dst.nb[0] != type_traits(dst.type).type_size) return false;
-    const Geometry g = geometry(dst);
+    const Im2colGeometry g = im2col_geometry(dst);
     if (g.s0 <= 0 || g.d0 <= 0 || g.p0 < 0) return false;
     if (g.is_2d && (g.s1 <= 0 || g.d1 <= 0 || g.p1 < 0)) return false;
     if (dst.ne[0] != g.ic * g.kh * g.kw) return false;
@@ -67,7 +27,7 @@ bool im2col_supported(const Tensor& dst) {
 void compute_im2col(const ComputeParams& p, Tensor& dst) {
     if (dst.is_empty()) return;
     const Tensor& data = *dst.src[1];
-    const Geometry g = geometry(dst);
+    const Im2colGeometry g = im2col_geometry(dst);
     const int64_t row_len = dst.ne[0];
     std::vector<float> buf(static_cast<size_t>(row_len));
     const bool packed = data.nb[0] == sizeof(float);
@@ -81,11 +41,11 @@ void compute_im2col(const ComputeParams& p, Tensor& dst) {
         float* out = buf.data();
         const int64_t ix0 = ox * g.s0 - g.p0;
         // Away from the edges every tap is inside the row: no per-tap bounds checks.
-        const bool interior = packed && ix0 >= 0 && ix0 + (g.kw - 1) * g.d0 < g.w;
+        const bool interior = packed && ix0 >= 0 && ix0 + (g.kw - 1) * g.d0 < g.iw;
         for (int64_t c = 0; c < g.ic; ++c) {
             for (int64_t ky = 0; ky < g.kh; ++ky) {
                 const int64_t iy = oy * g.s1 + ky * g.d1 - g.p1;
-                const bool row_in = iy >= 0 && iy < g.h;
+                const bool row_in = iy >= 0 && iy < g.ih;
                 const uint8_t* base = g.is_2d ? at(data, 0, row_in ? iy : 0, c, in) : at(data, 0, c, in);
                 if (interior && row_in) {
                     const float* src = reinterpret_cast<const float*>(base) + ix0;
@@ -96,7 +56,7 @@ void compute_im2col(const ComputeParams& p, Tensor& dst) {
                 for (int64_t kx = 0; kx < g.kw; ++kx) {
                     const int64_t ix = ix0 + kx * g.d0;
                     float v = 0.0f;
-                    if (row_in && ix >= 0 && ix < g.w) std::memcpy(&v, base + size_t(ix) * data.nb[0], sizeof v);
+                    if (row_in && ix >= 0 && ix < g.iw) std::memcpy(&v, base + size_t(ix) * data.nb[0], sizeof v);
                     *out++ = v;
                 }
             }
