@@ -3,9 +3,9 @@
     python benchmarks/ops.py [--threads 2] [--min-time 0.3] [--only SUBSTRING]
 
 Prints one table. Every peer computes the same op on the same data with the same thread count;
-the calls of all peers are interleaved round by round and each peer's best time is kept, so load
-from other processes on the machine slows every peer alike instead of whichever ran at the wrong
-moment. Ratios are peer time / our time: above 1 means metal_backend is faster.
+each peer runs in bursts, the peers in turn over several rounds, after a quiet gap that lets the
+previous peer's spinning worker threads park; each peer's best time is kept. Ratios are peer time /
+our time: above 1 means metal_backend is faster.
 
 Peers: numpy (OpenBLAS threads set with threadpoolctl), ggml (the ggml-python package, CPU backend
 with a persistent thread pool) and torch (CPU build), each skipped with a note when not installed.
@@ -259,19 +259,32 @@ def all_rows(rng):
 # ---- timing -----------------------------------------------------------------------------------------
 
 
-def time_interleaved(fns, min_time, min_rounds=5, max_rounds=2000):
-    """Best time of each callable, calling them in turn until each ran min_time in total."""
+# OpenBLAS's idle workers keep spinning on a core for about 0.11 s after each call (measured here with
+# getrusage across a sleep after a numpy matmul: 0.11 s of CPU burnt in a 0.2 s or 0.4 s sleep; torch's
+# workers: about 0.01 s). Calling the peers in turn, call by call, therefore timed every other peer
+# with one of the two cores taken by numpy's spinner. Each peer now runs in bursts after that spin
+# has ended.
+SETTLE_S = 0.15
+
+
+def time_bursts(fns, min_time, rounds=3, min_calls=3):
+    """Best time of each callable: `rounds` rounds, in each a burst per callable after a quiet gap of
+    SETTLE_S (other peers' spinning workers parked), one untimed warm-up call, then timed calls until
+    the burst ran min_time / rounds and at least min_calls times. Rounds spread load from other
+    processes over all peers."""
     best = [float("inf")] * len(fns)
-    spent = [0.0] * len(fns)
-    rounds = 0
-    while rounds < min_rounds or (min(spent) < min_time and rounds < max_rounds):
+    for _ in range(rounds):
         for i, fn in enumerate(fns):
-            t0 = time.perf_counter()
+            time.sleep(SETTLE_S)
             fn()
-            dt = time.perf_counter() - t0
-            best[i] = min(best[i], dt)
-            spent[i] += dt
-        rounds += 1
+            spent, calls = 0.0, 0
+            while calls < min_calls or spent < min_time / rounds:
+                t0 = time.perf_counter()
+                fn()
+                dt = time.perf_counter() - t0
+                best[i] = min(best[i], dt)
+                spent += dt
+                calls += 1
     return best
 
 
@@ -315,7 +328,7 @@ def main():
     else:
         torch.set_num_threads(nth)
         print(f"  torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print("ratios are peer time / our time (above 1: metal_backend faster); times are best of interleaved runs\n")
+    print("ratios are peer time / our time (above 1: metal_backend faster); times are best of bursts run in turn (see time_bursts)\n")
 
     header = ("op", "shape (NxKxM)", "ours ms", "GFLOP/s", "numpy ms", "np/ours", "ggml ms", "ggml/ours",
               "torch ms", "torch/ours", "note")
@@ -346,11 +359,11 @@ def main():
             fns.append(row.torch_fn)
             names.append("torch")
         try:
-            times = dict(zip(names, time_interleaved(fns, args.min_time)))
+            times = dict(zip(names, time_bursts(fns, args.min_time)))
         except mb.MetalBackendError as e:
             fns = [f for f, n in zip(fns, names) if n != "ours"]
             names = [n for n in names if n != "ours"]
-            times = dict(zip(names, time_interleaved(fns, args.min_time)))
+            times = dict(zip(names, time_bursts(fns, args.min_time)))
             note = f"ours: {type(e).__name__}: {str(e)[:60]}"
             ours = None
         if ours is not None:

@@ -527,6 +527,9 @@ size_t row_size(Type t, int64_t ne0) {
 
 void quantize_row(Type t, const float* src, void* dst, int64_t n) {
     const int64_t nb = block_count("quantize_row", t, n);
+    if (n == 0) {
+        return;  // an empty row may come with null pointers
+    }
     switch (t) {
         case Type::F32:
             std::memmove(dst, src, size_t(n) * sizeof(float));
@@ -564,6 +567,9 @@ void quantize_row(Type t, const float* src, void* dst, int64_t n) {
 
 void dequantize_row(Type t, const void* src, float* dst, int64_t n) {
     const int64_t nb = block_count("dequantize_row", t, n);
+    if (n == 0) {
+        return;  // an empty row may come with null pointers
+    }
     switch (t) {
         case Type::F32:
             std::memmove(dst, src, size_t(n) * sizeof(float));

@@ -4,7 +4,8 @@
 // NEON paths on x86):
 //   g++ -O2 -std=c++17 -pthread -Isrc tests/native/test_mul_mat.cpp src/cpu/kernels/mul_mat.cpp
 //       src/cpu/kernels/vec_dot.cpp src/cpu/kernels/gemm_f32.cpp src/cpu/thread_pool.cpp
-//       src/core/types.cpp src/core/tensor.cpp src/core/op.cpp src/core/buffer.cpp
+//       src/core/types.cpp src/core/tensor.cpp src/core/op.cpp src/core/buffer.cpp src/core/storage.cpp
+//       src/core/buffer_type.cpp src/core/device.cpp
 //       -o /tmp/test_mul_mat && /tmp/test_mul_mat
 #include <algorithm>
 #include <cmath>
@@ -234,9 +235,9 @@ void run_case(const Case& c) {
         for (int64_t i2 = 0; i2 < c.b2; ++i2) {
             const int64_t am = (i3 / r3) * c.a2 + i2 / r2;
             for (int64_t i = 0; i < c.n; ++i) {
-                const double* brow = &b_ref[size_t(((i3 * c.b2 + i2) * c.n + i) * c.k)];
+                const double* brow = b_ref.data() + size_t(((i3 * c.b2 + i2) * c.n + i) * c.k);
                 for (int64_t j = 0; j < c.m; ++j) {
-                    const double* arow = &a_ref[size_t((am * c.m + j) * c.k)];
+                    const double* arow = a_ref.data() + size_t((am * c.m + j) * c.k);
                     double ref = 0.0;
                     double terms = 0.0;
                     double abs_terms = 0.0;

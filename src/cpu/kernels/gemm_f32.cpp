@@ -134,6 +134,48 @@ MB_TARGET_AVX2 void pack_panel_avx2(const float* const* rows, int64_t kc, float*
     }
 }
 
+// One full group of kGemmMR token rows: per 8 k, the rows are loaded as an 8x8 block (rows 6 and 7
+// repeat rows 0 and 1), transposed, and each column's first six floats stored at out + k * kGemmMR.
+// An 8-float store writes two floats past its column; the next column's store covers them, and the
+// group's last column uses a masked store so nothing past the group is touched.
+MB_TARGET_AVX2 void pack_token_group_avx2(const float* const* rows, int64_t kc, float* out) {
+    static_assert(kGemmMR == 6, "the transpose below packs groups of six rows");
+    const __m256i first6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+    int64_t k = 0;
+    for (; k + 8 <= kc; k += 8) {
+        const __m256 r0 = _mm256_loadu_ps(rows[0] + k), r1 = _mm256_loadu_ps(rows[1] + k);
+        const __m256 r2 = _mm256_loadu_ps(rows[2] + k), r3 = _mm256_loadu_ps(rows[3] + k);
+        const __m256 r4 = _mm256_loadu_ps(rows[4] + k), r5 = _mm256_loadu_ps(rows[5] + k);
+        const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+        const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+        const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+        const __m256 t6 = t0, t7 = t1;  // rows 6, 7: don't-care lanes
+        const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+        const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+        const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+        const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+        float* o = out + k * kGemmMR;
+        _mm256_storeu_ps(o + 0 * kGemmMR, _mm256_permute2f128_ps(u0, u4, 0x20));
+        _mm256_storeu_ps(o + 1 * kGemmMR, _mm256_permute2f128_ps(u1, u5, 0x20));
+        _mm256_storeu_ps(o + 2 * kGemmMR, _mm256_permute2f128_ps(u2, u6, 0x20));
+        _mm256_storeu_ps(o + 3 * kGemmMR, _mm256_permute2f128_ps(u3, u7, 0x20));
+        _mm256_storeu_ps(o + 4 * kGemmMR, _mm256_permute2f128_ps(u0, u4, 0x31));
+        _mm256_storeu_ps(o + 5 * kGemmMR, _mm256_permute2f128_ps(u1, u5, 0x31));
+        _mm256_storeu_ps(o + 6 * kGemmMR, _mm256_permute2f128_ps(u2, u6, 0x31));
+        const __m256 last = _mm256_permute2f128_ps(u3, u7, 0x31);
+        if (k + 8 < kc) {
+            _mm256_storeu_ps(o + 7 * kGemmMR, last);
+        } else {
+            _mm256_maskstore_ps(o + 7 * kGemmMR, first6, last);
+        }
+    }
+    for (; k < kc; ++k) {
+        for (int r = 0; r < kGemmMR; ++r) {
+            out[k * kGemmMR + r] = rows[r][k];
+        }
+    }
+}
+
 #endif  // MB_SIMD_X86
 
 // ---- NEON ----------------------------------------------------------------------------------------
@@ -231,16 +273,23 @@ void gemm_pack_panel(const float* const* rows, int nr, int64_t kc, float* panel)
 void gemm_pack_tokens(const float* b, int64_t ldb, int64_t m, int64_t kc, float* out) {
     for (int64_t i0 = 0; i0 < m; i0 += kGemmMR, out += kc * kGemmMR) {
         const int mr = int(std::min<int64_t>(kGemmMR, m - i0));
-        for (int r = 0; r < kGemmMR; ++r) {
-            if (r >= mr) {
-                for (int64_t k = 0; k < kc; ++k) {
-                    out[k * kGemmMR + r] = 0.0f;
-                }
-                continue;
+        const float* rows[kGemmMR];
+        for (int r = 0; r < mr; ++r) {
+            rows[r] = b + (i0 + r) * ldb;
+        }
+#if defined(MB_SIMD_X86)
+        if (mr == kGemmMR && cpu_has_avx2_fma_f16c()) {
+            pack_token_group_avx2(rows, kc, out);
+            continue;
+        }
+#endif
+        for (int64_t k = 0; k < kc; ++k) {
+            float* o = out + k * kGemmMR;
+            for (int r = 0; r < mr; ++r) {
+                o[r] = rows[r][k];
             }
-            const float* row = b + (i0 + r) * ldb;
-            for (int64_t k = 0; k < kc; ++k) {
-                out[k * kGemmMR + r] = row[k];
+            for (int r = mr; r < kGemmMR; ++r) {
+                o[r] = 0.0f;
             }
         }
     }

@@ -37,11 +37,12 @@ constexpr int64_t kGemmMinTokensConverted = 24;
 // stays in L1 while a job's packed tokens (96 x kc, up to 144 KiB) stream from L2. K up to 384 takes
 // one k block, so output tiles are written once and a phase may hold every row the budget allows
 // (repacking tokens costs about 8/rows of the multiply-adds). With several k blocks the output tile
-// is revisited per block, so rows are capped to keep it (96 x 256 floats) in L2 as well.
+// is revisited per block, so rows are capped to keep it (96 x 512 floats, 192 KiB) in L2 beside the
+// tokens. Every phase repacks the job's tokens, so fewer, larger phases pack less.
 constexpr int64_t kMaxKBlock = 384;
 constexpr int64_t kTokensPerJob = 96;  // a multiple of kGemmMR
 constexpr size_t kPackBudgetBytes = size_t(4) << 20;
-constexpr int64_t kMaxRowsMultiBlock = 256;
+constexpr int64_t kMaxRowsMultiBlock = 512;
 constexpr int64_t kJobsPerThread = 4;  // enough jobs for the shared counter to even out the threads
 constexpr size_t kAlign = 64;
 
