@@ -3,7 +3,8 @@
 // (add -DMB_NO_SIMD for the portable paths; aarch64-linux-gnu-g++ -static and qemu-aarch64 run the
 // NEON paths on x86):
 //   g++ -O2 -std=c++17 -pthread -Isrc tests/native/test_mul_mat.cpp src/cpu/kernels/mul_mat.cpp
-//       src/cpu/kernels/vec_dot.cpp src/cpu/kernels/gemm_f32.cpp src/cpu/thread_pool.cpp
+//       src/cpu/kernels/vec_dot.cpp src/cpu/kernels/vec_dot_rows.cpp src/cpu/kernels/gemm_f32.cpp
+//       src/cpu/thread_pool.cpp
 //       src/core/types.cpp src/core/tensor.cpp src/core/op.cpp src/core/buffer.cpp src/core/storage.cpp
 //       src/core/buffer_type.cpp src/core/device.cpp
 //       -o /tmp/test_mul_mat && /tmp/test_mul_mat

@@ -296,10 +296,23 @@ void run_gemm_job(const Plan& p, const Shape& s, const Tensor& b, Tensor& dst, c
     }
 }
 
+// Weight rows go kVecDotRows at a time through dot_rows where there is one (dst is packed, so the
+// rows' results for a token are adjacent), the rest one by one.
 void run_vec_job(const Plan& p, const Shape& s, const Tensor& a, const Tensor& b, Tensor& dst, const uint8_t* conv,
-                 const Job& j, VecDotFn dot) {
+                 const Job& j, VecDotFn dot, VecDotRowsFn dot_rows) {
     const uint8_t* base = host_data(a) + j.i02 * a.nb[2] + j.i03 * a.nb[3];
-    for (int64_t r = j.r0; r < j.r1; ++r) {
+    int64_t r = j.r0;
+    if (dot_rows != nullptr) {
+        for (; r + kVecDotRows <= j.r1; r += kVecDotRows) {
+            const uint8_t* w = base + r * a.nb[1];
+            for (int64_t t = j.t0; t < j.t1; ++t) {
+                float v[kVecDotRows];
+                dot_rows(s.k, w, a.nb[1], b_row(p, s, b, conv, t, j.i12, j.i13), v);
+                std::memcpy(at(dst, r, t, j.i12, j.i13), v, sizeof v);
+            }
+        }
+    }
+    for (; r < j.r1; ++r) {
         const uint8_t* w = base + r * a.nb[1];
         for (int64_t t = j.t0; t < j.t1; ++t) {
             const float v = dot(s.k, w, b_row(p, s, b, conv, t, j.i12, j.i13));
@@ -394,8 +407,9 @@ void compute_mul_mat(const ComputeParams& cp, Tensor& dst) {
 
     if (!p.gemm) {
         const VecDotFn dot = vec_dot_fn(a.type, p.conv_type);
+        const VecDotRowsFn dot_rows = vec_dot_rows_fn(a.type, p.conv_type);
         for (int64_t job = cp.ith; job < p.jobs_per_phase; job = counter(0)->fetch_add(1)) {
-            run_vec_job(p, s, a, b, dst, conv, decode_vec(p, s, job), dot);
+            run_vec_job(p, s, a, b, dst, conv, decode_vec(p, s, job), dot, dot_rows);
         }
         return;
     }

@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/fp16.h"
+#include "cpu/kernels/quant_blocks_avx2.h"
 #include "cpu/kernels/simd.h"
 
 namespace mb {
@@ -242,10 +243,6 @@ MB_DOT_FLOAT_AVX2(dot_f16_f16_avx2, uint16_t, uint16_t, load_f16x8, load_f16x8, 
 
 #undef MB_DOT_FLOAT_AVX2
 
-MB_TARGET_AVX2 inline __m256i load_codes(const int8_t* qs) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
-}
-
 // The 4- and 5-bit types: unsigned codes times activation codes, scaled by d*D per block, plus the
 // offset term (-8 d S, -16 d S, or m S) summed separately. Two accumulators cover the FMA latency.
 #define MB_DOT_QUANT_AVX2(NAME, BLOCK, CODES, OFFSET)                                     \
@@ -260,8 +257,8 @@ MB_TARGET_AVX2 inline __m256i load_codes(const int8_t* qs) {
             const BLOCK& x0 = a[i];                                                       \
             const BLOCK& x1 = a[i + 1];                                                   \
             const float d0 = _cvtsh_ss(x0.d), d1 = _cvtsh_ss(x1.d);                       \
-            const __m256i p0 = dot_u8_i8(CODES(x0), load_codes(b[i].qs));                 \
-            const __m256i p1 = dot_u8_i8(CODES(x1), load_codes(b[i + 1].qs));             \
+            const __m256i p0 = dot_u8_i8(CODES(x0), load_codes32(b[i].qs));               \
+            const __m256i p1 = dot_u8_i8(CODES(x1), load_codes32(b[i + 1].qs));           \
             acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d0 * b[i].d), acc0);     \
             acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(d1 * b[i + 1].d), acc1); \
             off += OFFSET(x0, d0) * b[i].s + OFFSET(x1, d1) * b[i + 1].s;                \
@@ -269,31 +266,17 @@ MB_TARGET_AVX2 inline __m256i load_codes(const int8_t* qs) {
         for (; i < nb; ++i) {                                                             \
             const BLOCK& x0 = a[i];                                                       \
             const float d0 = _cvtsh_ss(x0.d);                                             \
-            const __m256i p0 = dot_u8_i8(CODES(x0), load_codes(b[i].qs));                 \
+            const __m256i p0 = dot_u8_i8(CODES(x0), load_codes32(b[i].qs));               \
             acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d0 * b[i].d), acc0);     \
             off += OFFSET(x0, d0) * b[i].s;                                               \
         }                                                                                 \
         return hsum256(_mm256_add_ps(acc0, acc1)) + off;                                  \
     }
 
-MB_TARGET_AVX2 inline __m256i codes_q4(const BlockQ4_0& x) { return unpack_nibbles32(x.qs); }
-MB_TARGET_AVX2 inline __m256i codes_q4(const BlockQ4_1& x) { return unpack_nibbles32(x.qs); }
-MB_TARGET_AVX2 inline __m256i codes_q5(const BlockQ5_0& x) {
-    return _mm256_or_si256(unpack_nibbles32(x.qs), fifth_bits32(load_qh(x.qh)));
-}
-MB_TARGET_AVX2 inline __m256i codes_q5(const BlockQ5_1& x) {
-    return _mm256_or_si256(unpack_nibbles32(x.qs), fifth_bits32(load_qh(x.qh)));
-}
-
-MB_TARGET_AVX2 inline float offset_q4_0(const BlockQ4_0&, float d) { return -8.0f * d; }
-MB_TARGET_AVX2 inline float offset_q5_0(const BlockQ5_0&, float d) { return -16.0f * d; }
-MB_TARGET_AVX2 inline float offset_q4_1(const BlockQ4_1& x, float) { return _cvtsh_ss(x.m); }
-MB_TARGET_AVX2 inline float offset_q5_1(const BlockQ5_1& x, float) { return _cvtsh_ss(x.m); }
-
-MB_DOT_QUANT_AVX2(dot_q4_0_avx2, BlockQ4_0, codes_q4, offset_q4_0)
-MB_DOT_QUANT_AVX2(dot_q4_1_avx2, BlockQ4_1, codes_q4, offset_q4_1)
-MB_DOT_QUANT_AVX2(dot_q5_0_avx2, BlockQ5_0, codes_q5, offset_q5_0)
-MB_DOT_QUANT_AVX2(dot_q5_1_avx2, BlockQ5_1, codes_q5, offset_q5_1)
+MB_DOT_QUANT_AVX2(dot_q4_0_avx2, BlockQ4_0, block_codes, block_offset)
+MB_DOT_QUANT_AVX2(dot_q4_1_avx2, BlockQ4_1, block_codes, block_offset)
+MB_DOT_QUANT_AVX2(dot_q5_0_avx2, BlockQ5_0, block_codes, block_offset)
+MB_DOT_QUANT_AVX2(dot_q5_1_avx2, BlockQ5_1, block_codes, block_offset)
 
 #undef MB_DOT_QUANT_AVX2
 
@@ -306,15 +289,15 @@ MB_TARGET_AVX2 float dot_q8_0_avx2(int64_t k, const void* va, const void* vb) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 2 <= nb; i += 2) {
-        const __m256i x0 = load_codes(a[i].qs), x1 = load_codes(a[i + 1].qs);
-        const __m256i p0 = dot_u8_i8(_mm256_sign_epi8(x0, x0), _mm256_sign_epi8(load_codes(b[i].qs), x0));
-        const __m256i p1 = dot_u8_i8(_mm256_sign_epi8(x1, x1), _mm256_sign_epi8(load_codes(b[i + 1].qs), x1));
+        const __m256i x0 = load_codes32(a[i].qs), x1 = load_codes32(a[i + 1].qs);
+        const __m256i p0 = dot_u8_i8(_mm256_sign_epi8(x0, x0), _mm256_sign_epi8(load_codes32(b[i].qs), x0));
+        const __m256i p1 = dot_u8_i8(_mm256_sign_epi8(x1, x1), _mm256_sign_epi8(load_codes32(b[i + 1].qs), x1));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(a[i].d) * b[i].d), acc0);
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(_cvtsh_ss(a[i + 1].d) * b[i + 1].d), acc1);
     }
     for (; i < nb; ++i) {
-        const __m256i x0 = load_codes(a[i].qs);
-        const __m256i p0 = dot_u8_i8(_mm256_sign_epi8(x0, x0), _mm256_sign_epi8(load_codes(b[i].qs), x0));
+        const __m256i x0 = load_codes32(a[i].qs);
+        const __m256i p0 = dot_u8_i8(_mm256_sign_epi8(x0, x0), _mm256_sign_epi8(load_codes32(b[i].qs), x0));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(a[i].d) * b[i].d), acc0);
     }
     return hsum256(_mm256_add_ps(acc0, acc1));

@@ -1,0 +1,67 @@
+"""The CPU MUL_MAT kernel's native test (tests/native/test_mul_mat.cpp), built and run twice: with
+the SIMD kernels this CPU has (AVX2 one-row and four-row dot products, the AVX2 GEMM and its token
+packing on x86; NEON on arm64) and with -DMB_NO_SIMD (the portable paths). It checks every weight type
+over many shapes (odd K, rows and tokens either side of every blocking and path switch, broadcast
+matrices, strided activations) against a float64 reference, with sentinel bytes after dst and the
+scratch, which the Python suite reaches only through one thread count and one path per shape.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CXX = os.environ.get("CXX", "c++")
+SOURCES = [
+    "tests/native/test_mul_mat.cpp",
+    "src/cpu/kernels/mul_mat.cpp",
+    "src/cpu/kernels/vec_dot.cpp",
+    "src/cpu/kernels/vec_dot_rows.cpp",
+    "src/cpu/kernels/gemm_f32.cpp",
+    "src/cpu/thread_pool.cpp",
+    "src/core/types.cpp",
+    "src/core/tensor.cpp",
+    "src/core/op.cpp",
+    "src/core/buffer.cpp",
+    "src/core/storage.cpp",
+    "src/core/buffer_type.cpp",
+    "src/core/device.cpp",
+]
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32" or shutil.which(CXX) is None,
+                                reason="needs a C++ compiler on PATH")
+
+
+@pytest.fixture(scope="module")
+def binaries(tmp_path_factory):
+    """Both variants compiled in parallel: {name: path}."""
+    out_dir = tmp_path_factory.mktemp("native_mul_mat")
+    variants = {"simd": [], "portable": ["-DMB_NO_SIMD"]}
+    procs = {}
+    for name, flags in variants.items():
+        exe = out_dir / f"test_mul_mat_{name}"
+        cmd = [CXX, "-O2", "-std=c++17", "-pthread", f"-I{ROOT / 'src'}", *flags,
+               *(str(ROOT / s) for s in SOURCES), "-o", str(exe)]
+        procs[name] = (exe, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    built = {}
+    for name, (exe, proc) in procs.items():
+        log, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, f"{name} build failed:\n{log[-4000:]}"
+        built[name] = exe
+    return built
+
+
+@pytest.mark.parametrize("variant", ["simd", "portable"])
+def test_native_mul_mat(binaries, variant):
+    out = subprocess.run([str(binaries[variant])], capture_output=True, text=True, timeout=600)
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log[-4000:]
+    m = re.search(r"(\d+) passed, (\d+) failed", log)
+    assert m, log[-2000:]
+    assert int(m.group(1)) > 100_000 and int(m.group(2)) == 0, m.group(0)
