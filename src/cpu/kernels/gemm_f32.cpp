@@ -98,33 +98,36 @@ MB_TARGET_AVX2 void kernel_avx2(int64_t kc, const float* panel, const float* tok
     }
 }
 
+// In-place 8x8 transpose: r[i] lane j becomes r[j] lane i.
+MB_TARGET_AVX2 inline void transpose8x8(__m256 r[8]) {
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
 // 8x8 transposes: eight rows' k..k+7 become eight k-major groups of eight.
 MB_TARGET_AVX2 void pack_panel_avx2(const float* const* rows, int64_t kc, float* panel) {
     int64_t k = 0;
     for (; k + 8 <= kc; k += 8) {
         for (int half = 0; half < 2; ++half) {
-            const float* const* rr = rows + 8 * half;
-            const __m256 r0 = _mm256_loadu_ps(rr[0] + k), r1 = _mm256_loadu_ps(rr[1] + k);
-            const __m256 r2 = _mm256_loadu_ps(rr[2] + k), r3 = _mm256_loadu_ps(rr[3] + k);
-            const __m256 r4 = _mm256_loadu_ps(rr[4] + k), r5 = _mm256_loadu_ps(rr[5] + k);
-            const __m256 r6 = _mm256_loadu_ps(rr[6] + k), r7 = _mm256_loadu_ps(rr[7] + k);
-            const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-            const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-            const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-            const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-            const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-            const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-            const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-            const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+            __m256 r[8];
+            for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(rows[8 * half + i] + k);
+            transpose8x8(r);
             float* out = panel + k * kGemmNR + 8 * half;
-            _mm256_store_ps(out + 0 * kGemmNR, _mm256_permute2f128_ps(u0, u4, 0x20));
-            _mm256_store_ps(out + 1 * kGemmNR, _mm256_permute2f128_ps(u1, u5, 0x20));
-            _mm256_store_ps(out + 2 * kGemmNR, _mm256_permute2f128_ps(u2, u6, 0x20));
-            _mm256_store_ps(out + 3 * kGemmNR, _mm256_permute2f128_ps(u3, u7, 0x20));
-            _mm256_store_ps(out + 4 * kGemmNR, _mm256_permute2f128_ps(u0, u4, 0x31));
-            _mm256_store_ps(out + 5 * kGemmNR, _mm256_permute2f128_ps(u1, u5, 0x31));
-            _mm256_store_ps(out + 6 * kGemmNR, _mm256_permute2f128_ps(u2, u6, 0x31));
-            _mm256_store_ps(out + 7 * kGemmNR, _mm256_permute2f128_ps(u3, u7, 0x31));
+            for (int i = 0; i < 8; ++i) _mm256_store_ps(out + i * kGemmNR, r[i]);
         }
     }
     for (; k < kc; ++k) {
@@ -143,30 +146,17 @@ MB_TARGET_AVX2 void pack_token_group_avx2(const float* const* rows, int64_t kc, 
     const __m256i first6 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
     int64_t k = 0;
     for (; k + 8 <= kc; k += 8) {
-        const __m256 r0 = _mm256_loadu_ps(rows[0] + k), r1 = _mm256_loadu_ps(rows[1] + k);
-        const __m256 r2 = _mm256_loadu_ps(rows[2] + k), r3 = _mm256_loadu_ps(rows[3] + k);
-        const __m256 r4 = _mm256_loadu_ps(rows[4] + k), r5 = _mm256_loadu_ps(rows[5] + k);
-        const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-        const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-        const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-        const __m256 t6 = t0, t7 = t1;  // rows 6, 7: don't-care lanes
-        const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-        const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-        const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-        const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+        __m256 r[8];
+        for (int i = 0; i < kGemmMR; ++i) r[i] = _mm256_loadu_ps(rows[i] + k);
+        r[6] = r[0];  // don't-care lanes
+        r[7] = r[1];
+        transpose8x8(r);
         float* o = out + k * kGemmMR;
-        _mm256_storeu_ps(o + 0 * kGemmMR, _mm256_permute2f128_ps(u0, u4, 0x20));
-        _mm256_storeu_ps(o + 1 * kGemmMR, _mm256_permute2f128_ps(u1, u5, 0x20));
-        _mm256_storeu_ps(o + 2 * kGemmMR, _mm256_permute2f128_ps(u2, u6, 0x20));
-        _mm256_storeu_ps(o + 3 * kGemmMR, _mm256_permute2f128_ps(u3, u7, 0x20));
-        _mm256_storeu_ps(o + 4 * kGemmMR, _mm256_permute2f128_ps(u0, u4, 0x31));
-        _mm256_storeu_ps(o + 5 * kGemmMR, _mm256_permute2f128_ps(u1, u5, 0x31));
-        _mm256_storeu_ps(o + 6 * kGemmMR, _mm256_permute2f128_ps(u2, u6, 0x31));
-        const __m256 last = _mm256_permute2f128_ps(u3, u7, 0x31);
+        for (int i = 0; i < 7; ++i) _mm256_storeu_ps(o + i * kGemmMR, r[i]);
         if (k + 8 < kc) {
-            _mm256_storeu_ps(o + 7 * kGemmMR, last);
+            _mm256_storeu_ps(o + 7 * kGemmMR, r[7]);
         } else {
-            _mm256_maskstore_ps(o + 7 * kGemmMR, first6, last);
+            _mm256_maskstore_ps(o + 7 * kGemmMR, first6, r[7]);
         }
     }
     for (; k < kc; ++k) {
