@@ -143,7 +143,7 @@ def test_shapes(backend, w_type, m, n):
     check(out, w_stored, x, w_type)
 
 
-@pytest.mark.parametrize("n", [1, 3, 7, 8, 23, 24, 200])
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 11, 12, 23, 24, 200])
 @pytest.mark.parametrize("w_type", FLOAT_TYPES + QUANT_TYPES, ids=lambda t: t.name)
 def test_long_rows(backend, w_type, n):
     """K over two of the GEMM's k blocks (384 wide), rows not a multiple of the 16-row panels; token

@@ -102,7 +102,7 @@ constexpr double kFloatBound = 1e-9;
 // |got - ref| <= sum_k |a[j,k]| * d(i,k)/2, checked per element with 0.2% slack for the rounding of
 // the scale itself, plus f32 rounding of the sums.
 // Token counts from which the many-token path runs (mul_mat.cpp): f32 weights, other types.
-constexpr int64_t kGemmFromF32 = 8;
+constexpr int64_t kGemmFromF32 = 12;
 constexpr int64_t kGemmFromOther = 24;
 
 bool uses_gemm(const Case& c) {

@@ -28,9 +28,10 @@ namespace {
 
 // Below this many tokens per matrix the matrix-vector path wins: packing a weight panel costs about
 // as much as the multiply-adds it then serves. f32 weights only need a transpose to pack; the other
-// types are dequantised first, which moves the crossover up (measured on Zen 3, one thread:
-// f32 8 to 16 tokens, f16/q8_0/q4_0 16 to 32).
-constexpr int64_t kGemmMinTokensF32 = 8;
+// types are dequantised first, which moves the crossover up. Measured on Zen 3, 2 threads, with the
+// 4-row x 2-token dot tiles (384x1536 and 1536x384 weights): f32 at 8 tokens 104/83 us (vec) vs
+// 143/165 us (gemm), even near 12; q4_0 at 16 tokens 249/188 us vs 224/278 us, gemm ahead from 24.
+constexpr int64_t kGemmMinTokensF32 = 12;
 constexpr int64_t kGemmMinTokensConverted = 24;
 // Cache blocking for a 32 KiB L1 and 512 KiB L2 per core. A phase packs a block of weight rows over
 // all of K (at most 4 MiB, shared, in L3). Per k block, a weight panel (16 x kc floats, up to 24 KiB)
@@ -296,8 +297,8 @@ void run_gemm_job(const Plan& p, const Shape& s, const Tensor& b, Tensor& dst, c
     }
 }
 
-// Weight rows go kVecDotRows at a time through dot_rows where there is one (dst is packed, so the
-// rows' results for a token are adjacent), the rest one by one.
+// Weight rows go kVecDotRows at a time, tokens kVecDotTokens at a time, through dot_rows where there
+// is one (dst is packed, so a token's results for consecutive rows are adjacent); the rest one by one.
 void run_vec_job(const Plan& p, const Shape& s, const Tensor& a, const Tensor& b, Tensor& dst, const uint8_t* conv,
                  const Job& j, VecDotFn dot, VecDotRowsFn dot_rows) {
     const uint8_t* base = host_data(a) + j.i02 * a.nb[2] + j.i03 * a.nb[3];
@@ -305,10 +306,15 @@ void run_vec_job(const Plan& p, const Shape& s, const Tensor& a, const Tensor& b
     if (dot_rows != nullptr) {
         for (; r + kVecDotRows <= j.r1; r += kVecDotRows) {
             const uint8_t* w = base + r * a.nb[1];
-            for (int64_t t = j.t0; t < j.t1; ++t) {
-                float v[kVecDotRows];
-                dot_rows(s.k, w, a.nb[1], b_row(p, s, b, conv, t, j.i12, j.i13), v);
-                std::memcpy(at(dst, r, t, j.i12, j.i13), v, sizeof v);
+            for (int64_t t = j.t0; t < j.t1; t += kVecDotTokens) {
+                const int nt = int(std::min<int64_t>(kVecDotTokens, j.t1 - t));
+                const void* acts[kVecDotTokens];
+                for (int u = 0; u < nt; ++u) acts[u] = b_row(p, s, b, conv, t + u, j.i12, j.i13);
+                float v[kVecDotTokens * kVecDotRows];
+                dot_rows(s.k, w, a.nb[1], acts, nt, v);
+                for (int u = 0; u < nt; ++u) {
+                    std::memcpy(at(dst, r, t + u, j.i12, j.i13), v + u * kVecDotRows, kVecDotRows * sizeof(float));
+                }
             }
         }
     }

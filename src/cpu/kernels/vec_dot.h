@@ -45,11 +45,13 @@ void load_row_f32(Type src, const uint8_t* x, size_t stride, int64_t k, float* o
 using VecDotFn = float (*)(int64_t k, const void* a, const void* b);
 VecDotFn vec_dot_fn(Type a, VecType vt);
 
-// Dots of kVecDotRows weight rows, row r at a + r * a_stride, with one prepared activation row:
-// out[r] = the dot product vec_dot_fn would give (summed in another order). nullptr where this
-// build or CPU has no multi-row kernel for the pairing; callers then use vec_dot_fn per row.
+// Dots of kVecDotRows weight rows, row r at a + r * a_stride, with nt (1 .. kVecDotTokens) prepared
+// activation rows b[0 .. nt-1]: out[t * kVecDotRows + r] = the dot product vec_dot_fn gives for row r
+// and token t (summed in another order). nullptr where this build or CPU has no multi-row kernel for
+// the pairing; callers then use vec_dot_fn per row and token.
 constexpr int kVecDotRows = 4;
-using VecDotRowsFn = void (*)(int64_t k, const uint8_t* a, size_t a_stride, const void* b, float* out);
+constexpr int kVecDotTokens = 2;
+using VecDotRowsFn = void (*)(int64_t k, const uint8_t* a, size_t a_stride, const void* const* b, int nt, float* out);
 VecDotRowsFn vec_dot_rows_fn(Type a, VecType vt);
 
 }  // namespace mb

@@ -1,7 +1,8 @@
-// Dot products of kVecDotRows consecutive weight rows with one prepared activation row (AVX2). A
-// matrix-vector product with short rows (K of a few hundred) spends as much time per row on call,
-// horizontal sum and store as on the multiply-adds; doing four rows per call shares the activation
-// loads and scales and reduces four accumulators with one transposing sum.
+// Dot products of kVecDotRows consecutive weight rows with up to kVecDotTokens prepared activation rows
+// (AVX2). A matrix-vector product with short rows (K of a few hundred) spends as much time per row on
+// call, horizontal sum and store as on the multiply-adds; a tile of four rows shares the activation
+// loads and scales and reduces four accumulators with one transposing sum, and a second token reuses
+// every weight vector once it is loaded and decoded.
 #include "cpu/kernels/vec_dot.h"
 
 #include "core/fp16.h"
@@ -14,7 +15,7 @@ namespace {
 
 #if defined(MB_SIMD_X86)
 
-static_assert(kVecDotRows == 4, "the kernels below keep four rows in registers");
+static_assert(kVecDotRows == 4 && kVecDotTokens == 2, "the kernels below keep four rows and up to two tokens in registers");
 
 constexpr int64_t kBlock = 32;
 
@@ -35,99 +36,166 @@ struct Bf16 {
 MB_TARGET_AVX2 inline __m256 load8(const Bf16* p) { return load_bf16x8(&p->bits); }
 inline float load1(const Bf16* p) { return bf16_to_fp32(p->bits); }
 
-// Float weights (TA: float, f16 as uint16_t, Bf16) times float or f16 activations (TB). Two
-// accumulators per row: eight independent FMA chains.
-template <typename TA, typename TB>
-MB_TARGET_AVX2 void dot_rows_float(int64_t k, const uint8_t* a, size_t stride, const void* vb, float* out) {
-    const TB* b = static_cast<const TB*>(vb);
-    const TA* r0 = reinterpret_cast<const TA*>(a);
-    const TA* r1 = reinterpret_cast<const TA*>(a + stride);
-    const TA* r2 = reinterpret_cast<const TA*>(a + 2 * stride);
-    const TA* r3 = reinterpret_cast<const TA*>(a + 3 * stride);
-    __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
-    __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(), c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+// Float weights (TA: float, f16 as uint16_t, Bf16) times float or f16 activations (TB), NT tokens.
+// Each weight vector is loaded (and converted) once for all tokens. Eight independent FMA chains:
+// one token runs k unrolled by two, two tokens one chain per (row, token).
+template <typename TA, typename TB, int NT>
+MB_TARGET_AVX2 void tile_float(int64_t k, const uint8_t* a, size_t stride, const void* const* vb, float* out) {
+    constexpr int U = NT == 1 ? 2 : 1;
+    const TA* rows[4];
+    const TB* b[NT];
+    for (int r = 0; r < 4; ++r) rows[r] = reinterpret_cast<const TA*>(a + size_t(r) * stride);
+    for (int t = 0; t < NT; ++t) b[t] = static_cast<const TB*>(vb[t]);
+    __m256 acc[4][NT][U];
+    for (auto& row : acc)
+        for (auto& tok : row)
+            for (auto& v : tok) v = _mm256_setzero_ps();
     int64_t i = 0;
-    for (; i + 16 <= k; i += 16) {
-        const __m256 b0 = load8(b + i), b1 = load8(b + i + 8);
-        c00 = _mm256_fmadd_ps(load8(r0 + i), b0, c00);
-        c01 = _mm256_fmadd_ps(load8(r0 + i + 8), b1, c01);
-        c10 = _mm256_fmadd_ps(load8(r1 + i), b0, c10);
-        c11 = _mm256_fmadd_ps(load8(r1 + i + 8), b1, c11);
-        c20 = _mm256_fmadd_ps(load8(r2 + i), b0, c20);
-        c21 = _mm256_fmadd_ps(load8(r2 + i + 8), b1, c21);
-        c30 = _mm256_fmadd_ps(load8(r3 + i), b0, c30);
-        c31 = _mm256_fmadd_ps(load8(r3 + i + 8), b1, c31);
+    for (; i + 8 * U <= k; i += 8 * U) {
+        __m256 bv[NT][U];
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; ++t)
+#pragma GCC unroll 2
+            for (int u = 0; u < U; ++u) bv[t][u] = load8(b[t] + i + 8 * u);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+#pragma GCC unroll 2
+            for (int u = 0; u < U; ++u) {
+                const __m256 av = load8(rows[r] + i + 8 * u);
+#pragma GCC unroll 2
+                for (int t = 0; t < NT; ++t) acc[r][t][u] = _mm256_fmadd_ps(av, bv[t][u], acc[r][t][u]);
+            }
+        }
     }
     for (; i + 8 <= k; i += 8) {
-        const __m256 b0 = load8(b + i);
-        c00 = _mm256_fmadd_ps(load8(r0 + i), b0, c00);
-        c10 = _mm256_fmadd_ps(load8(r1 + i), b0, c10);
-        c20 = _mm256_fmadd_ps(load8(r2 + i), b0, c20);
-        c30 = _mm256_fmadd_ps(load8(r3 + i), b0, c30);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+            const __m256 av = load8(rows[r] + i);
+#pragma GCC unroll 2
+            for (int t = 0; t < NT; ++t) acc[r][t][0] = _mm256_fmadd_ps(av, load8(b[t] + i), acc[r][t][0]);
+        }
     }
-    __m128 s = hsum4(_mm256_add_ps(c00, c01), _mm256_add_ps(c10, c11), _mm256_add_ps(c20, c21),
-                     _mm256_add_ps(c30, c31));
-    alignas(16) float tail[4] = {};
-    for (; i < k; ++i) {
-        const float bi = load1(b + i);
-        tail[0] += load1(r0 + i) * bi;
-        tail[1] += load1(r1 + i) * bi;
-        tail[2] += load1(r2 + i) * bi;
-        tail[3] += load1(r3 + i) * bi;
+    for (int t = 0; t < NT; ++t) {
+        __m256 sum[4];
+        for (int r = 0; r < 4; ++r) {
+            sum[r] = acc[r][t][0];
+            for (int u = 1; u < U; ++u) sum[r] = _mm256_add_ps(sum[r], acc[r][t][u]);
+        }
+        alignas(16) float tail[4] = {};
+        for (int64_t j = i; j < k; ++j) {
+            const float bj = load1(b[t] + j);
+            for (int r = 0; r < 4; ++r) tail[r] += load1(rows[r] + j) * bj;
+        }
+        _mm_storeu_ps(out + 4 * t, _mm_add_ps(hsum4(sum[0], sum[1], sum[2], sum[3]), _mm_load_ps(tail)));
     }
-    _mm_storeu_ps(out, _mm_add_ps(s, _mm_load_ps(tail)));
 }
 
-// The 4- and 5-bit types: unsigned codes c times the activation codes q, scaled by d*D per block.
-// q4_0 and q5_0 values are d * (c - kZero): kZero * q is subtracted per lane in integers (computed once
-// per activation block for the four rows). q4_1 and q5_1 values are d * c + m: the m * S term (S the
-// activation block's sum, BlockQ8Act::s) is summed per row apart.
-template <typename Block, int kZero>
-MB_TARGET_AVX2 void dot_rows_quant(int64_t k, const uint8_t* a, size_t stride, const void* vb, float* out) {
-    const auto* b = static_cast<const BlockQ8Act*>(vb);
+// The 4- and 5-bit types, NT tokens: unsigned codes c times the activation codes q, scaled by d*D per
+// block; a block's codes and scale are decoded once for all tokens. q4_0 and q5_0 values are
+// d * (c - kZero): kZero * q is subtracted per lane in integers (once per activation block for the
+// four rows). q4_1 and q5_1 values are d * c + m: the m * S term (S the activation block's sum,
+// BlockQ8Act::s) is summed per row and token apart.
+template <typename Block, int kZero, int NT>
+MB_TARGET_AVX2 void tile_quant(int64_t k, const uint8_t* a, size_t stride, const void* const* vb, float* out) {
     const Block* rows[4];
+    const BlockQ8Act* b[NT];
     for (int r = 0; r < 4; ++r) rows[r] = reinterpret_cast<const Block*>(a + size_t(r) * stride);
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    float off[4] = {};
+    for (int t = 0; t < NT; ++t) b[t] = static_cast<const BlockQ8Act*>(vb[t]);
+    __m256 acc[4][NT];
+    float off[NT][4] = {};
+    for (auto& row : acc)
+        for (auto& v : row) v = _mm256_setzero_ps();
     for (int64_t i = 0; i < k / kBlock; ++i) {
-        const __m256i bq = load_codes32(b[i].qs);
-        const float bd = b[i].d;
-        const __m256i zq = kZero != 0 ? dot_u8_i8(_mm256_set1_epi8(kZero), bq) : _mm256_setzero_si256();
+        __m256i bq[NT], zq[NT];
+        float bd[NT];
+#pragma GCC unroll 2
+        for (int t = 0; t < NT; ++t) {
+            bq[t] = load_codes32(b[t][i].qs);
+            bd[t] = b[t][i].d;
+            zq[t] = kZero != 0 ? dot_u8_i8(_mm256_set1_epi8(kZero), bq[t]) : _mm256_setzero_si256();
+        }
 #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
             const Block& x = rows[r][i];
             const float d = _cvtsh_ss(x.d);
-            __m256i p = dot_u8_i8(block_codes(x), bq);
-            if (kZero != 0) {
-                p = _mm256_sub_epi32(p, zq);
-            } else {
-                off[r] += block_offset(x, d) * b[i].s;
+            const __m256i codes = block_codes(x);
+#pragma GCC unroll 2
+            for (int t = 0; t < NT; ++t) {
+                __m256i p = dot_u8_i8(codes, bq[t]);
+                if (kZero != 0) {
+                    p = _mm256_sub_epi32(p, zq[t]);
+                } else {
+                    off[t][r] += block_offset(x, d) * b[t][i].s;
+                }
+                acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * bd[t]), acc[r][t]);
             }
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * bd), acc[r]);
         }
     }
-    const __m128 s = hsum4(acc[0], acc[1], acc[2], acc[3]);
-    _mm_storeu_ps(out, _mm_add_ps(s, _mm_loadu_ps(off)));
+    for (int t = 0; t < NT; ++t) {
+        const __m128 s = hsum4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]);
+        _mm_storeu_ps(out + 4 * t, _mm_add_ps(s, _mm_loadu_ps(off[t])));
+    }
 }
 
-// q8_0: signed codes; |a| times b with a's sign moved onto b (as dot_q8_0_avx2 does).
-MB_TARGET_AVX2 void dot_rows_q8_0(int64_t k, const uint8_t* a, size_t stride, const void* vb, float* out) {
-    const auto* b = static_cast<const BlockQ8Act*>(vb);
+// q8_0, NT tokens: signed codes; |a| times b with a's sign moved onto b (as dot_q8_0_avx2 does).
+template <int NT>
+MB_TARGET_AVX2 void tile_q8_0(int64_t k, const uint8_t* a, size_t stride, const void* const* vb, float* out) {
     const BlockQ8_0* rows[4];
+    const BlockQ8Act* b[NT];
     for (int r = 0; r < 4; ++r) rows[r] = reinterpret_cast<const BlockQ8_0*>(a + size_t(r) * stride);
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int t = 0; t < NT; ++t) b[t] = static_cast<const BlockQ8Act*>(vb[t]);
+    __m256 acc[4][NT];
+    for (auto& row : acc)
+        for (auto& v : row) v = _mm256_setzero_ps();
     for (int64_t i = 0; i < k / kBlock; ++i) {
-        const __m256i bq = load_codes32(b[i].qs);
-        const float bd = b[i].d;
+        __m256i bq[NT];
+        float bd[NT];
+#pragma GCC unroll 2
+        for (int t = 0; t < NT; ++t) {
+            bq[t] = load_codes32(b[t][i].qs);
+            bd[t] = b[t][i].d;
+        }
 #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
             const BlockQ8_0& x = rows[r][i];
             const __m256i q = load_codes32(x.qs);
-            const __m256i p = dot_u8_i8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(bq, q));
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(_cvtsh_ss(x.d) * bd), acc[r]);
+            const __m256i abs_q = _mm256_sign_epi8(q, q);
+            const float d = _cvtsh_ss(x.d);
+#pragma GCC unroll 2
+            for (int t = 0; t < NT; ++t) {
+                const __m256i p = dot_u8_i8(abs_q, _mm256_sign_epi8(bq[t], q));
+                acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * bd[t]), acc[r][t]);
+            }
         }
     }
-    _mm_storeu_ps(out, hsum4(acc[0], acc[1], acc[2], acc[3]));
+    for (int t = 0; t < NT; ++t) _mm_storeu_ps(out + 4 * t, hsum4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
+}
+
+// One entry point per pairing: nt (1 .. kVecDotTokens) picks the tile.
+template <typename TA, typename TB>
+MB_TARGET_AVX2 void rows_float(int64_t k, const uint8_t* a, size_t stride, const void* const* b, int nt, float* out) {
+    if (nt == 2) {
+        tile_float<TA, TB, 2>(k, a, stride, b, out);
+    } else {
+        tile_float<TA, TB, 1>(k, a, stride, b, out);
+    }
+}
+
+template <typename Block, int kZero>
+MB_TARGET_AVX2 void rows_quant(int64_t k, const uint8_t* a, size_t stride, const void* const* b, int nt, float* out) {
+    if (nt == 2) {
+        tile_quant<Block, kZero, 2>(k, a, stride, b, out);
+    } else {
+        tile_quant<Block, kZero, 1>(k, a, stride, b, out);
+    }
+}
+
+MB_TARGET_AVX2 void rows_q8_0(int64_t k, const uint8_t* a, size_t stride, const void* const* b, int nt, float* out) {
+    if (nt == 2) {
+        tile_q8_0<2>(k, a, stride, b, out);
+    } else {
+        tile_q8_0<1>(k, a, stride, b, out);
+    }
 }
 
 #endif  // MB_SIMD_X86
@@ -141,21 +209,21 @@ VecDotRowsFn vec_dot_rows_fn(Type a, VecType vt) {
     }
     if (vt == VecType::F32) {
         switch (a) {
-            case Type::F32: return dot_rows_float<float, float>;
-            case Type::F16: return dot_rows_float<uint16_t, float>;
-            case Type::BF16: return dot_rows_float<Bf16, float>;
+            case Type::F32: return rows_float<float, float>;
+            case Type::F16: return rows_float<uint16_t, float>;
+            case Type::BF16: return rows_float<Bf16, float>;
             default: return nullptr;
         }
     }
     if (vt == VecType::F16) {
-        return a == Type::F16 ? dot_rows_float<uint16_t, uint16_t> : nullptr;
+        return a == Type::F16 ? rows_float<uint16_t, uint16_t> : nullptr;
     }
     switch (a) {
-        case Type::Q4_0: return dot_rows_quant<BlockQ4_0, 8>;
-        case Type::Q4_1: return dot_rows_quant<BlockQ4_1, 0>;
-        case Type::Q5_0: return dot_rows_quant<BlockQ5_0, 16>;
-        case Type::Q5_1: return dot_rows_quant<BlockQ5_1, 0>;
-        case Type::Q8_0: return dot_rows_q8_0;
+        case Type::Q4_0: return rows_quant<BlockQ4_0, 8>;
+        case Type::Q4_1: return rows_quant<BlockQ4_1, 0>;
+        case Type::Q5_0: return rows_quant<BlockQ5_0, 16>;
+        case Type::Q5_1: return rows_quant<BlockQ5_1, 0>;
+        case Type::Q8_0: return rows_q8_0;
         default: return nullptr;
     }
 #else
