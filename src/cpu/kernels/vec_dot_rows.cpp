@@ -171,32 +171,19 @@ MB_TARGET_AVX2 void tile_q8_0(int64_t k, const uint8_t* a, size_t stride, const 
     for (int t = 0; t < NT; ++t) _mm_storeu_ps(out + 4 * t, hsum4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
 }
 
-// One entry point per pairing: nt (1 .. kVecDotTokens) picks the tile.
+using TileFn = void (*)(int64_t k, const uint8_t* a, size_t stride, const void* const* b, float* out);
+
+// One entry point per pairing: nt (1 or 2) picks the tile.
+template <TileFn One, TileFn Two>
+void by_tokens(int64_t k, const uint8_t* a, size_t stride, const void* const* b, int nt, float* out) {
+    (nt == 2 ? Two : One)(k, a, stride, b, out);
+}
+
 template <typename TA, typename TB>
-MB_TARGET_AVX2 void rows_float(int64_t k, const uint8_t* a, size_t stride, const void* const* b, int nt, float* out) {
-    if (nt == 2) {
-        tile_float<TA, TB, 2>(k, a, stride, b, out);
-    } else {
-        tile_float<TA, TB, 1>(k, a, stride, b, out);
-    }
-}
-
+constexpr VecDotRowsFn rows_float = by_tokens<tile_float<TA, TB, 1>, tile_float<TA, TB, 2>>;
 template <typename Block, int kZero>
-MB_TARGET_AVX2 void rows_quant(int64_t k, const uint8_t* a, size_t stride, const void* const* b, int nt, float* out) {
-    if (nt == 2) {
-        tile_quant<Block, kZero, 2>(k, a, stride, b, out);
-    } else {
-        tile_quant<Block, kZero, 1>(k, a, stride, b, out);
-    }
-}
-
-MB_TARGET_AVX2 void rows_q8_0(int64_t k, const uint8_t* a, size_t stride, const void* const* b, int nt, float* out) {
-    if (nt == 2) {
-        tile_q8_0<2>(k, a, stride, b, out);
-    } else {
-        tile_q8_0<1>(k, a, stride, b, out);
-    }
-}
+constexpr VecDotRowsFn rows_quant = by_tokens<tile_quant<Block, kZero, 1>, tile_quant<Block, kZero, 2>>;
+constexpr VecDotRowsFn rows_q8_0 = by_tokens<tile_q8_0<1>, tile_q8_0<2>>;
 
 #endif  // MB_SIMD_X86
 
