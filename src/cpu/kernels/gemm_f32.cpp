@@ -53,6 +53,12 @@ void pack_panel_portable(const float* const* rows, int64_t kc, float* panel) {
 // at latency 4 need 8 independent chains; the 12 accumulators give them.
 MB_TARGET_AVX2 void kernel_avx2(int64_t kc, const float* panel, const float* tokens, float* c, int64_t ldc,
                                 bool accumulate) {
+    // The output tile's six rows are touched only after the k loop; fetching them now hides the miss
+    // (with several k blocks they were evicted by the panels streamed since the last block).
+    for (int r = 0; r < kGemmMR; ++r) {
+        _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + kGemmNR - 1), _MM_HINT_T0);
+    }
     __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
     __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
     __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
