@@ -1,6 +1,7 @@
 """The CPU MUL_MAT kernel's native test (tests/native/test_mul_mat.cpp), built and run twice: with
 the SIMD kernels this CPU has (AVX2 one-row and four-row dot products, the AVX2 GEMM and its token
-packing on x86; NEON on arm64) and with -DMB_NO_SIMD (the portable paths). It checks every weight type
+packing, the AVX-512 GEMM tile where the CPU has it, run once more capped to AVX2; NEON on arm64)
+and with -DMB_NO_SIMD (the portable paths). It checks every weight type
 over many shapes (odd K, rows and tokens either side of every blocking and path switch, broadcast
 matrices, strided activations) against a float64 reference, with sentinel bytes after dst and the
 scratch, which the Python suite reaches only through one thread count and one path per shape.
@@ -15,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+import metal_backend as mb
 
 ROOT = Path(__file__).resolve().parents[1]
 CXX = os.environ.get("CXX", "c++")
@@ -57,9 +60,19 @@ def binaries(tmp_path_factory):
     return built
 
 
-@pytest.mark.parametrize("variant", ["simd", "portable"])
-def test_native_mul_mat(binaries, variant):
-    out = subprocess.run([str(binaries[variant])], capture_output=True, text=True, timeout=600)
+# (binary, MB_CPU_MAX_ISA): the SIMD build runs once per instruction set the machine has.
+RUNS = [("simd", None), ("portable", None)]
+if mb.device("CPU").props.extra.get("isa_hardware") == "avx512":
+    RUNS.insert(1, ("simd", "avx2"))
+
+
+@pytest.mark.parametrize("variant,cap", RUNS, ids=[f"{v}-{c}" if c else v for v, c in RUNS])
+def test_native_mul_mat(binaries, variant, cap):
+    env = dict(os.environ)
+    env.pop("MB_CPU_MAX_ISA", None)
+    if cap:
+        env["MB_CPU_MAX_ISA"] = cap
+    out = subprocess.run([str(binaries[variant])], capture_output=True, text=True, timeout=600, env=env)
     log = out.stdout + out.stderr
     assert out.returncode == 0, log[-4000:]
     m = re.search(r"(\d+) passed, (\d+) failed", log)

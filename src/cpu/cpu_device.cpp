@@ -10,6 +10,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/host_info.h"
+#include "cpu/kernels/simd.h"
 
 namespace mb {
 
@@ -17,6 +18,20 @@ namespace {
 
 // 64 bytes: one cache line, and the widest vector load (AVX-512) of the kernels.
 constexpr size_t kHostAlignment = 64;
+
+const char* isa_name(CpuIsa isa) {
+#if defined(MB_SIMD_NEON)
+    (void)isa;
+    return "neon";
+#else
+    switch (isa) {
+        case CpuIsa::Avx512: return "avx512";
+        case CpuIsa::Avx2: return "avx2";
+        case CpuIsa::Portable: break;
+    }
+    return "portable";
+#endif
+}
 
 size_t page_size() {
     long p = sysconf(_SC_PAGESIZE);
@@ -71,6 +86,23 @@ std::shared_ptr<Buffer> CpuDevice::buffer_from_host_ptr(void* ptr, size_t size, 
 }
 
 bool CpuDevice::supports_op(const Tensor& node) const { return cpu_supports_op(node); }
+
+std::map<std::string, std::string> CpuDevice::extra_props() const {
+    return {{"isa", isa_name(cpu_isa_in_use())},
+            {"isa_hardware", isa_name(cpu_isa_hardware())},
+            {"max_isa", std::to_string(int(cpu_isa_cap()))}};
+}
+
+void CpuDevice::set_prop(const std::string& key, int64_t value) {
+    if (key != "max_isa") {
+        Device::set_prop(key, value);
+    }
+    if (value < int64_t(CpuIsa::Portable) || value > int64_t(CpuIsa::Avx512)) {
+        fail<InvalidArgumentError>("CpuDevice::set_prop", "max_isa must be 0 (portable), 1 (avx2) or 2 (avx512), got ",
+                                   value);
+    }
+    set_cpu_isa_cap(CpuIsa(value));
+}
 
 std::shared_ptr<Backend> CpuDevice::init_backend(const std::string& params) {
     auto backend = std::make_shared<CpuBackend>(std::static_pointer_cast<CpuDevice>(shared_from_this()));

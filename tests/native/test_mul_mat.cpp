@@ -295,6 +295,8 @@ void test_shapes() {
         run_case({t, Type::F32, 5, 9, 13, 1, 1, 1, 1, Layout::Contiguous, 1});
         run_case({t, Type::F32, 300, 40, 50, 1, 1, 1, 1, Layout::Contiguous, 3});
         run_case({t, Type::F32, 600, 35, 20, 1, 1, 1, 1, Layout::Contiguous, 2});
+        // Several k blocks, pairs of weight panels plus a part panel, pairs of token groups plus a rest.
+        run_case({t, Type::F32, 800, 100, 77, 1, 1, 1, 1, Layout::Contiguous, 2});
         for (int64_t n : {kGemmFromF32 - 1, kGemmFromF32, kGemmFromOther - 1, kGemmFromOther}) {
             run_case({t, Type::F32, 400, 21, n, 1, 1, 1, 1, Layout::Contiguous, 2});
         }
@@ -306,6 +308,7 @@ void test_shapes() {
             }
         }
         run_case({t, Type::F32, 32 * 19, 37, 45, 1, 1, 1, 1, Layout::Contiguous, 2});
+        run_case({t, Type::F32, 32 * 25, 100, 77, 1, 1, 1, 1, Layout::Contiguous, 3});
         // Either side of the switch between the two paths.
         run_case({t, Type::F32, 32 * 13, 21, kGemmFromOther - 1, 1, 1, 1, 1, Layout::Contiguous, 2});
         run_case({t, Type::F32, 32 * 13, 21, kGemmFromOther, 1, 1, 1, 1, Layout::Contiguous, 2});

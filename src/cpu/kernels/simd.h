@@ -4,7 +4,10 @@
 // the portable code (the native tests do, to check both paths against the same references).
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__)) && !defined(MB_NO_SIMD)
@@ -13,6 +16,7 @@
 // Functions using AVX2, FMA or F16C instructions carry this; call them only when
 // cpu_has_avx2_fma_f16c() is true.
 #define MB_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define MB_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma,f16c")))
 #endif
 
 #if defined(__ARM_NEON) && !defined(MB_NO_SIMD)
@@ -22,15 +26,49 @@
 
 namespace mb {
 
-inline bool cpu_has_avx2_fma_f16c() {
+// The widest instruction set the CPU kernels may use: what the CPU has, capped process-wide by the
+// CPU device's prop "max_isa" (dev.set_prop; CpuIsa values) or, before any set_prop, by the
+// environment variable MB_CPU_MAX_ISA ("portable", "avx2" or "avx512"). The cap lets one machine run
+// and compare every path, and rules out a path on a machine where it misbehaves. Kernels read it at
+// every call, so a change applies from the next compute. (NEON paths on arm64 are not capped.)
+enum class CpuIsa { Portable = 0, Avx2 = 1, Avx512 = 2 };
+
+inline std::atomic<int>& cpu_isa_cap_slot() {
+    static std::atomic<int> slot{[] {
+        const char* v = std::getenv("MB_CPU_MAX_ISA");
+        if (v != nullptr && std::strcmp(v, "portable") == 0) return int(CpuIsa::Portable);
+        if (v != nullptr && std::strcmp(v, "avx2") == 0) return int(CpuIsa::Avx2);
+        return int(CpuIsa::Avx512);
+    }()};
+    return slot;
+}
+
+inline CpuIsa cpu_isa_cap() { return CpuIsa(cpu_isa_cap_slot().load(std::memory_order_relaxed)); }
+inline void set_cpu_isa_cap(CpuIsa cap) { cpu_isa_cap_slot().store(int(cap), std::memory_order_relaxed); }
+
+// What the hardware offers, whatever the cap.
+inline CpuIsa cpu_isa_hardware() {
 #if defined(MB_SIMD_X86)
-    static const bool has =
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    return has;
+    static const CpuIsa isa = [] {
+        if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))) {
+            return CpuIsa::Portable;
+        }
+        return __builtin_cpu_supports("avx512f") ? CpuIsa::Avx512 : CpuIsa::Avx2;
+    }();
+    return isa;
 #else
-    return false;
+    return CpuIsa::Portable;
 #endif
 }
+
+// What the kernels use now: the hardware's set within the cap.
+inline CpuIsa cpu_isa_in_use() { return std::min(cpu_isa_hardware(), cpu_isa_cap()); }
+
+// AVX2 with FMA and F16C, for kernels marked MB_TARGET_AVX2.
+inline bool cpu_has_avx2_fma_f16c() { return cpu_isa_in_use() >= CpuIsa::Avx2; }
+
+// AVX-512 Foundation (with AVX2, FMA and F16C), for kernels marked MB_TARGET_AVX512.
+inline bool cpu_has_avx512f() { return cpu_isa_in_use() >= CpuIsa::Avx512; }
 
 #if defined(MB_SIMD_X86)
 

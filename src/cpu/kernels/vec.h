@@ -15,6 +15,7 @@
 
 #include "core/tensor.h"
 #include "cpu/kernels/kernels.h"
+#include "cpu/kernels/simd.h"
 
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__)) && !defined(MB_NO_SIMD)
 #define MB_VEC_AVX2 1
@@ -26,9 +27,7 @@ namespace mb::vec {
 
 inline bool use_avx2() {
 #if defined(MB_VEC_AVX2)
-    static const bool ok =
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    return ok;
+    return cpu_has_avx2_fma_f16c();
 #else
     return false;
 #endif
