@@ -13,12 +13,21 @@ namespace {
 
 std::string desc(const Tensor* t) { return t ? t->describe() : std::string("None"); }
 
-void require(bool ok, const char* who, const std::string& what) {
-    if (!ok) throw InvalidArgumentError(std::string("[ops.") + who + "] " + what);
+[[noreturn]] void reject(const char* who, const std::string& what) {
+    throw InvalidArgumentError(std::string("[ops.") + who + "] " + what);
 }
 
+// Checks a build-time condition; the message (shapes formatted into a string) is built only when it
+// fails, so a valid graph costs no string formatting.
+#define MB_REQUIRE(ok, who, what) \
+    do {                          \
+        if (!(ok)) {              \
+            reject(who, what);    \
+        }                         \
+    } while (0)
+
 void need(const Tensor* t, const char* who, const char* arg) {
-    require(t != nullptr, who, std::string(arg) + " is None");
+    MB_REQUIRE(t != nullptr, who, std::string(arg) + " is None");
 }
 
 void same_context(const char* who, std::initializer_list<const Tensor*> ts) {
@@ -26,7 +35,7 @@ void same_context(const char* who, std::initializer_list<const Tensor*> ts) {
     for (const Tensor* t : ts) {
         if (!t) continue;
         if (!ctx) ctx = t->ctx;
-        require(t->ctx == ctx, who, "all tensors must belong to one Context (" + desc(t) + " does not)");
+        MB_REQUIRE(t->ctx == ctx, who, "all tensors must belong to one Context (" + desc(t) + " does not)");
     }
 }
 
@@ -68,7 +77,7 @@ Tensor* binary(Op op, const char* who, Tensor* a, Tensor* b) {
     need(a, who, "a");
     need(b, who, "b");
     same_context(who, {a, b});
-    require(can_repeat(b, a), who,
+    MB_REQUIRE(can_repeat(b, a), who,
             "cannot broadcast b " + desc(b) + " over a " + desc(a) + ": each dim of a must be a multiple of b's");
     return like(a, op, {a, b});
 }
@@ -90,9 +99,11 @@ Tensor* scale(Tensor* a, float s, float b) {
 
 Tensor* clamp(Tensor* a, float min, float max) {
     need(a, "clamp", "a");
-    std::ostringstream os;
-    os << "min " << min << " is greater than max " << max;
-    require(!(min > max), "clamp", os.str());
+    if (min > max) {
+        std::ostringstream os;
+        os << "min " << min << " is greater than max " << max;
+        reject("clamp", os.str());
+    }
     Tensor* t = like(a, Op::CLAMP, {a});
     t->set_param_f(0, min);
     t->set_param_f(1, max);
@@ -107,14 +118,14 @@ Tensor* unary(Op op, Tensor* a) {
         case Op::SIGMOID: case Op::NEG: case Op::ABS: case Op::EXP:
             return like(a, op, {a});
         default:
-            require(false, "unary", std::string(op_name(op)) + " is not a unary op");
+            MB_REQUIRE(false, "unary", std::string(op_name(op)) + " is not a unary op");
     }
     return nullptr;
 }
 
 static Tensor* norm_like(Op op, const char* who, Tensor* a, float eps) {
     need(a, who, "a");
-    require(eps >= 0.0f, who, "eps must be >= 0, got " + std::to_string(eps));
+    MB_REQUIRE(eps >= 0.0f, who, "eps must be >= 0, got " + std::to_string(eps));
     Tensor* t = like(a, op, {a});
     t->set_param_f(0, eps);
     return t;
@@ -128,17 +139,17 @@ Tensor* soft_max_ext(Tensor* a, Tensor* mask, float scale, float max_bias, Tenso
     need(a, who, "a");
     same_context(who, {a, mask, sinks});
     if (mask) {
-        require(mask->type == Type::F32 || mask->type == Type::F16, who, "mask must be f32 or f16, got " + desc(mask));
-        require(mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1] && mask->ne[2] > 0 && mask->ne[3] > 0 &&
+        MB_REQUIRE(mask->type == Type::F32 || mask->type == Type::F16, who, "mask must be f32 or f16, got " + desc(mask));
+        MB_REQUIRE(mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1] && mask->ne[2] > 0 && mask->ne[3] > 0 &&
                     a->ne[2] % mask->ne[2] == 0 && a->ne[3] % mask->ne[3] == 0,
                 who, "mask " + desc(mask) + " does not fit a " + desc(a) +
                          ": needs the same row length, at least as many rows, and dims 2,3 dividing a's");
     }
     if (sinks) {
-        require(sinks->type == Type::F32 && sinks->nelements() == a->ne[2], who,
+        MB_REQUIRE(sinks->type == Type::F32 && sinks->nelements() == a->ne[2], who,
                 "sinks must be f32 with one value per head (dim 2 of a), got " + desc(sinks) + " for a " + desc(a));
     }
-    require(max_bias >= 0.0f, who, "max_bias must be >= 0");
+    MB_REQUIRE(max_bias >= 0.0f, who, "max_bias must be >= 0");
     Tensor* t = like(a, Op::SOFT_MAX, {a, mask, sinks});
     t->set_param_f(0, scale);
     t->set_param_f(1, max_bias);
@@ -156,7 +167,7 @@ Tensor* mean(Tensor* a) { return row_reduce(Op::MEAN, "mean", a); }
 
 Tensor* argmax(Tensor* a) {
     need(a, "argmax", "a");
-    require(a->ne[2] == 1 && a->ne[3] == 1, "argmax", "a must be at most 2-D, got " + desc(a));
+    MB_REQUIRE(a->ne[2] == 1 && a->ne[3] == 1, "argmax", "a must be at most 2-D, got " + desc(a));
     int64_t ne[kMaxDims] = {a->ne[1], 1, 1, 1};
     return result(a, Type::I32, ne, 1, Op::ARGMAX, {a});
 }
@@ -168,20 +179,20 @@ Tensor* flash_attn_ext(Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scal
     need(v, who, "v");
     same_context(who, {q, k, v, mask});
     std::string shapes = "q " + desc(q) + ", k " + desc(k) + ", v " + desc(v) + ", mask " + desc(mask);
-    require(q->type == Type::F32, who, "q must be f32 (" + shapes + ")");
-    require(k->type == v->type, who, "k and v must have one type (" + shapes + ")");
-    require(q->ne[0] == k->ne[0], who, "q and k must have the same head size (" + shapes + ")");
-    require(k->ne[1] == v->ne[1], who, "k and v must have the same length (" + shapes + ")");
-    require(k->ne[2] == v->ne[2] && k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0, who,
+    MB_REQUIRE(q->type == Type::F32, who, "q must be f32 (" + shapes + ")");
+    MB_REQUIRE(k->type == v->type, who, "k and v must have one type (" + shapes + ")");
+    MB_REQUIRE(q->ne[0] == k->ne[0], who, "q and k must have the same head size (" + shapes + ")");
+    MB_REQUIRE(k->ne[1] == v->ne[1], who, "k and v must have the same length (" + shapes + ")");
+    MB_REQUIRE(k->ne[2] == v->ne[2] && k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0, who,
             "heads of q must be a multiple of the heads of k and v (" + shapes + ")");
-    require(k->ne[3] == v->ne[3] && k->ne[3] > 0 && q->ne[3] % k->ne[3] == 0, who, "batch mismatch (" + shapes + ")");
+    MB_REQUIRE(k->ne[3] == v->ne[3] && k->ne[3] > 0 && q->ne[3] % k->ne[3] == 0, who, "batch mismatch (" + shapes + ")");
     if (mask) {
-        require(mask->type == Type::F16 || mask->type == Type::F32, who, "mask must be f16 or f32 (" + shapes + ")");
-        require(mask->ne[0] == k->ne[1] && mask->ne[1] >= q->ne[1] && mask->ne[2] > 0 && mask->ne[3] > 0 &&
+        MB_REQUIRE(mask->type == Type::F16 || mask->type == Type::F32, who, "mask must be f16 or f32 (" + shapes + ")");
+        MB_REQUIRE(mask->ne[0] == k->ne[1] && mask->ne[1] >= q->ne[1] && mask->ne[2] > 0 && mask->ne[3] > 0 &&
                     q->ne[2] % mask->ne[2] == 0 && q->ne[3] % mask->ne[3] == 0,
                 who, "mask must be [n_kv, >= n_q, heads dividing, batch dividing] (" + shapes + ")");
     }
-    require(softcap >= 0.0f && max_bias >= 0.0f, who, "softcap and max_bias must be >= 0");
+    MB_REQUIRE(softcap >= 0.0f && max_bias >= 0.0f, who, "softcap and max_bias must be >= 0");
     int64_t ne[kMaxDims] = {v->ne[0], q->ne[2], q->ne[1], q->ne[3]};
     Tensor* t = result(q, Type::F32, ne, 4, Op::FLASH_ATTN_EXT, {q, k, v, mask});
     t->set_param_f(0, scale);
@@ -195,9 +206,9 @@ Tensor* mul_mat(Tensor* a, Tensor* b) {
     need(a, who, "a");
     need(b, who, "b");
     same_context(who, {a, b});
-    require(a->ne[0] == b->ne[0], who,
+    MB_REQUIRE(a->ne[0] == b->ne[0], who,
             "a " + desc(a) + " and b " + desc(b) + " must have the same inner (last) dimension");
-    require(a->ne[2] > 0 && a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0, who,
+    MB_REQUIRE(a->ne[2] > 0 && a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0, who,
             "cannot broadcast a " + desc(a) + " over b " + desc(b) + " on the batch dims");
     int64_t ne[kMaxDims] = {a->ne[1], b->ne[1], b->ne[2], b->ne[3]};
     int n_dims = std::max(b->n_dims, a->n_dims == 2 ? 1 : a->n_dims);
@@ -219,7 +230,7 @@ Tensor* cpy(Tensor* a, Tensor* b) {
     need(a, "cpy", "a");
     need(b, "cpy", "b");
     same_context("cpy", {a, b});
-    require(a->nelements() == b->nelements(), "cpy",
+    MB_REQUIRE(a->nelements() == b->nelements(), "cpy",
             "a " + desc(a) + " and b " + desc(b) + " must have the same number of elements");
     return into(b, Op::CPY, a, b);
 }
@@ -229,8 +240,8 @@ Tensor* get_rows(Tensor* a, Tensor* idx) {
     need(a, who, "a");
     need(idx, who, "idx");
     same_context(who, {a, idx});
-    require(idx->type == Type::I32, who, "idx must be i32, got " + desc(idx));
-    require(idx->ne[3] == 1 && a->ne[2] == idx->ne[1] && a->ne[3] == idx->ne[2], who,
+    MB_REQUIRE(idx->type == Type::I32, who, "idx must be i32, got " + desc(idx));
+    MB_REQUIRE(idx->ne[3] == 1 && a->ne[2] == idx->ne[1] && a->ne[3] == idx->ne[2], who,
             "idx " + desc(idx) + " does not match the batch dims of a " + desc(a));
     int64_t ne[kMaxDims] = {a->ne[0], idx->ne[0], idx->ne[1], idx->ne[2]};
     int n_dims = std::max(2, idx->n_dims + 1);
@@ -243,9 +254,9 @@ Tensor* set_rows(Tensor* dst, Tensor* src, Tensor* idx) {
     need(src, who, "src");
     need(idx, who, "idx");
     same_context(who, {dst, src, idx});
-    require(src->type == Type::F32, who, "src must be f32, got " + desc(src));
-    require(idx->type == Type::I32, who, "idx must be i32, got " + desc(idx));
-    require(dst->ne[0] == src->ne[0] && dst->ne[2] == src->ne[2] && dst->ne[3] == src->ne[3] &&
+    MB_REQUIRE(src->type == Type::F32, who, "src must be f32, got " + desc(src));
+    MB_REQUIRE(idx->type == Type::I32, who, "idx must be i32, got " + desc(idx));
+    MB_REQUIRE(dst->ne[0] == src->ne[0] && dst->ne[2] == src->ne[2] && dst->ne[3] == src->ne[3] &&
                 idx->ne[0] == src->ne[1] && idx->ne[1] == src->ne[2] && idx->ne[2] == src->ne[3],
             who, "shapes do not fit: dst " + desc(dst) + ", src " + desc(src) + ", idx " + desc(idx));
     return into(dst, Op::SET_ROWS, src, idx, dst);
@@ -261,22 +272,22 @@ Tensor* im2col(Tensor* kernel, Tensor* data, int s0, int s1, int p0, int p1, int
     need(kernel, who, "kernel");
     need(data, who, "data");
     same_context(who, {kernel, data});
-    require(dst_type == Type::F32 || dst_type == Type::F16, who, "dst type must be f32 or f16");
-    require(s0 > 0 && d0 > 0 && p0 >= 0 && (!is_2d || (s1 > 0 && d1 > 0 && p1 >= 0)), who,
+    MB_REQUIRE(dst_type == Type::F32 || dst_type == Type::F16, who, "dst type must be f32 or f16");
+    MB_REQUIRE(s0 > 0 && d0 > 0 && p0 >= 0 && (!is_2d || (s1 > 0 && d1 > 0 && p1 >= 0)), who,
             "strides and dilations must be > 0 and paddings >= 0");
     std::string shapes = "kernel " + desc(kernel) + ", data " + desc(data);
     int64_t ne[kMaxDims];
     if (is_2d) {
-        require(kernel->ne[2] == data->ne[2], who, "input channels differ (" + shapes + ")");
+        MB_REQUIRE(kernel->ne[2] == data->ne[2], who, "input channels differ (" + shapes + ")");
         int64_t ow = conv_out(data->ne[0], kernel->ne[0], s0, p0, d0);
         int64_t oh = conv_out(data->ne[1], kernel->ne[1], s1, p1, d1);
-        require(ow > 0 && oh > 0, who, "the kernel is larger than the padded input (" + shapes + ")");
+        MB_REQUIRE(ow > 0 && oh > 0, who, "the kernel is larger than the padded input (" + shapes + ")");
         int64_t v[kMaxDims] = {kernel->ne[0] * kernel->ne[1] * kernel->ne[2], ow, oh, data->ne[3]};
         std::copy(v, v + kMaxDims, ne);
     } else {
-        require(kernel->ne[1] == data->ne[1], who, "input channels differ (" + shapes + ")");
+        MB_REQUIRE(kernel->ne[1] == data->ne[1], who, "input channels differ (" + shapes + ")");
         int64_t ol = conv_out(data->ne[0], kernel->ne[0], s0, p0, d0);
-        require(ol > 0, who, "the kernel is larger than the padded input (" + shapes + ")");
+        MB_REQUIRE(ol > 0, who, "the kernel is larger than the padded input (" + shapes + ")");
         int64_t v[kMaxDims] = {kernel->ne[0] * kernel->ne[1], ol, data->ne[2], 1};
         std::copy(v, v + kMaxDims, ne);
     }
@@ -294,7 +305,7 @@ Tensor* conv_1d(Tensor* kernel, Tensor* data, int s0, int p0, int d0) {
     const int64_t ick = cols->ne[0], ol = cols->ne[1], n = cols->ne[2], oc = kernel->ne[2];
     int64_t ne_cols[kMaxDims] = {ick, ol * n, 1, 1};
     int64_t ne_kern[kMaxDims] = {ick, oc, 1, 1};
-    require(kernel->is_contiguous(), "conv_1d", "kernel must be contiguous, got " + desc(kernel));
+    MB_REQUIRE(kernel->is_contiguous(), "conv_1d", "kernel must be contiguous, got " + desc(kernel));
     Tensor* prod = mul_mat(reshape(cols, ne_cols, 2), reshape(kernel, ne_kern, 2));  // [OL*N, OC]
     int64_t ne3[kMaxDims] = {ol, n, oc, 1};
     Tensor* out = reshape(prod, ne3, 3);  // [OL, N, OC]
@@ -310,11 +321,11 @@ Tensor* concat(Tensor* a, Tensor* b, int dim) {
     need(a, who, "a");
     need(b, who, "b");
     same_context(who, {a, b});
-    require(dim >= 0 && dim < kMaxDims, who, "dim must be in [0, 3] (ggml order), got " + std::to_string(dim));
-    require(a->type == b->type, who, "a " + desc(a) + " and b " + desc(b) + " must have one type");
+    MB_REQUIRE(dim >= 0 && dim < kMaxDims, who, "dim must be in [0, 3] (ggml order), got " + std::to_string(dim));
+    MB_REQUIRE(a->type == b->type, who, "a " + desc(a) + " and b " + desc(b) + " must have one type");
     int64_t ne[kMaxDims];
     for (int i = 0; i < kMaxDims; ++i) {
-        require(i == dim || a->ne[i] == b->ne[i], who,
+        MB_REQUIRE(i == dim || a->ne[i] == b->ne[i], who,
                 "a " + desc(a) + " and b " + desc(b) + " differ outside the concatenated dim");
         ne[i] = i == dim ? a->ne[i] + b->ne[i] : a->ne[i];
     }
@@ -328,7 +339,7 @@ Tensor* repeat(Tensor* a, Tensor* b) {
     need(a, "repeat", "a");
     need(b, "repeat", "b");
     same_context("repeat", {a, b});
-    require(can_repeat(a, b), "repeat", "cannot tile a " + desc(a) + " to the shape of b " + desc(b));
+    MB_REQUIRE(can_repeat(a, b), "repeat", "cannot tile a " + desc(a) + " to the shape of b " + desc(b));
     return result(a, a->type, b->ne, std::max(a->n_dims, b->n_dims), Op::REPEAT, {a, b});
 }
 
@@ -338,7 +349,7 @@ Tensor* pad(Tensor* a, int p0, int p1, int p2, int p3) {
     int64_t ne[kMaxDims];
     int n_dims = a->n_dims;
     for (int i = 0; i < kMaxDims; ++i) {
-        require(p[i] >= 0, "pad", "paddings must be >= 0");
+        MB_REQUIRE(p[i] >= 0, "pad", "paddings must be >= 0");
         ne[i] = a->ne[i] + p[i];
         if (p[i] > 0) n_dims = std::max(n_dims, i + 1);
     }
@@ -353,12 +364,12 @@ Tensor* rope(Tensor* a, Tensor* pos, int n_dims, int mode, int n_ctx_orig, float
     need(a, who, "a");
     need(pos, who, "pos");
     same_context(who, {a, pos});
-    require(pos->type == Type::I32 && pos->ne[0] == a->ne[2] && pos->nelements() == pos->ne[0], who,
+    MB_REQUIRE(pos->type == Type::I32 && pos->ne[0] == a->ne[2] && pos->nelements() == pos->ne[0], who,
             "pos must be i32 with one position per token (dim 2 of a " + desc(a) + "), got " + desc(pos));
-    require(n_dims > 0 && n_dims % 2 == 0 && n_dims <= a->ne[0], who,
+    MB_REQUIRE(n_dims > 0 && n_dims % 2 == 0 && n_dims <= a->ne[0], who,
             "n_dims must be even and in [2, " + std::to_string(a->ne[0]) + "], got " + std::to_string(n_dims));
-    require(mode == 0 || mode == 2, who, "mode must be 0 (normal) or 2 (neox), got " + std::to_string(mode));
-    require(freq_base > 0.0f && freq_scale > 0.0f, who, "freq_base and freq_scale must be > 0");
+    MB_REQUIRE(mode == 0 || mode == 2, who, "mode must be 0 (normal) or 2 (neox), got " + std::to_string(mode));
+    MB_REQUIRE(freq_base > 0.0f && freq_scale > 0.0f, who, "freq_base and freq_scale must be > 0");
     Tensor* t = like(a, Op::ROPE, {a, pos});
     t->op_params[0] = n_dims;
     t->op_params[1] = mode;
@@ -370,10 +381,10 @@ Tensor* rope(Tensor* a, Tensor* pos, int n_dims, int mode, int n_ctx_orig, float
 
 Tensor* reshape(Tensor* a, const int64_t ne[kMaxDims], int n_dims) {
     need(a, "reshape", "a");
-    require(a->is_contiguous(), "reshape", "a " + desc(a) + " is not contiguous; use cont() first");
+    MB_REQUIRE(a->is_contiguous(), "reshape", "a " + desc(a) + " is not contiguous; use cont() first");
     int64_t n = 1;
     for (int i = 0; i < kMaxDims; ++i) n *= ne[i];
-    require(n == a->nelements(), "reshape", "cannot reshape a " + desc(a) + " of " + std::to_string(a->nelements()) +
+    MB_REQUIRE(n == a->nelements(), "reshape", "cannot reshape a " + desc(a) + " of " + std::to_string(a->nelements()) +
                                                 " elements into " + std::to_string(n) + " elements");
     size_t nb[kMaxDims];
     contiguous_strides(a->type, ne, nb);
@@ -391,7 +402,7 @@ Tensor* view(Tensor* a, const int64_t ne[kMaxDims], const size_t nb[kMaxDims], i
     const Tensor& root = a->root();
     size_t start = a->view_offs + offset;
     size_t span = probe.nbytes();
-    require(start <= root.nbytes() && span <= root.nbytes() - start, "view",
+    MB_REQUIRE(start <= root.nbytes() && span <= root.nbytes() - start, "view",
             "view of " + std::to_string(span) + " bytes at offset " + std::to_string(offset) +
                 " reaches past the end of " + desc(a) + " (" + std::to_string(root.nbytes()) + " bytes in its memory)");
     return a->ctx->new_view(a, Op::VIEW, ne, nb, n_dims, offset);
@@ -402,7 +413,7 @@ Tensor* permute(Tensor* a, int ax0, int ax1, int ax2, int ax3) {
     int ax[kMaxDims] = {ax0, ax1, ax2, ax3};
     bool seen[kMaxDims] = {};
     for (int i = 0; i < kMaxDims; ++i) {
-        require(ax[i] >= 0 && ax[i] < kMaxDims && !seen[ax[i]], "permute", "axes must be a permutation of 0..3");
+        MB_REQUIRE(ax[i] >= 0 && ax[i] < kMaxDims && !seen[ax[i]], "permute", "axes must be a permutation of 0..3");
         seen[ax[i]] = true;
     }
     int64_t ne[kMaxDims];
@@ -422,5 +433,7 @@ Tensor* transpose(Tensor* a) {
     size_t nb[kMaxDims] = {a->nb[1], a->nb[0], a->nb[2], a->nb[3]};
     return a->ctx->new_view(a, Op::TRANSPOSE, ne, nb, std::max(2, a->n_dims), 0);
 }
+
+#undef MB_REQUIRE
 
 }  // namespace mb::ops
