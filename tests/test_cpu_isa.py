@@ -69,6 +69,7 @@ def test_unknown_prop_is_rejected():
         CPU.set_prop("no_such_prop", 1)
 
 
+@pytest.mark.skipif(CPU.props.extra["isa_hardware"] == "neon", reason="NEON paths are not capped (arm64)")
 def test_cap_applies_to_the_next_compute_of_an_existing_backend():
     """One backend, one graph: computed under the portable cap and again without it, both agree with
     numpy (the f32 GEMM path: 40 tokens), and the device reports the switch each time."""
