@@ -235,10 +235,6 @@ void f32_to_i32(const float* x, int32_t* y, int64_t n) {
     }
 }
 
-inline uint32_t load_qh(const uint8_t* qh) {
-    return uint32_t(qh[0]) | (uint32_t(qh[1]) << 8) | (uint32_t(qh[2]) << 16) | (uint32_t(qh[3]) << 24);
-}
-
 // Portable dequantizers, written so compilers vectorise the inner loops: each block's codes are
 // copied to locals first, since stores through y could otherwise alias the uint8_t inputs.
 

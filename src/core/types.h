@@ -73,6 +73,11 @@ static_assert(sizeof(BlockQ5_0) == 22, "q5_0 block must match ggml");
 static_assert(sizeof(BlockQ5_1) == 24, "q5_1 block must match ggml");
 static_assert(sizeof(BlockQ8_0) == 34, "q8_0 block must match ggml");
 
+// The 32 fifth bits of a q5_0 / q5_1 block (bit j belongs to element j), stored little-endian.
+inline uint32_t load_qh(const uint8_t* qh) {
+    return uint32_t(qh[0]) | (uint32_t(qh[1]) << 8) | (uint32_t(qh[2]) << 16) | (uint32_t(qh[3]) << 24);
+}
+
 // Throws InvalidArgumentError for an id that is not one of the types above.
 const TypeTraits& type_traits(Type t);
 Type type_from_id(int32_t id);

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "core/types.h"
 #include "cpu/kernels/simd.h"
@@ -13,12 +12,6 @@
 
 namespace mb {
 
-inline uint32_t load_qh_u32(const uint8_t* qh) {
-    uint32_t v;
-    std::memcpy(&v, qh, sizeof v);  // little-endian, as ggml stores it
-    return v;
-}
-
 MB_TARGET_AVX2 inline __m256i load_codes32(const int8_t* qs) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
 }
@@ -26,10 +19,10 @@ MB_TARGET_AVX2 inline __m256i load_codes32(const int8_t* qs) {
 MB_TARGET_AVX2 inline __m256i block_codes(const BlockQ4_0& x) { return unpack_nibbles32(x.qs); }
 MB_TARGET_AVX2 inline __m256i block_codes(const BlockQ4_1& x) { return unpack_nibbles32(x.qs); }
 MB_TARGET_AVX2 inline __m256i block_codes(const BlockQ5_0& x) {
-    return _mm256_or_si256(unpack_nibbles32(x.qs), fifth_bits32(load_qh_u32(x.qh)));
+    return _mm256_or_si256(unpack_nibbles32(x.qs), fifth_bits32(load_qh(x.qh)));
 }
 MB_TARGET_AVX2 inline __m256i block_codes(const BlockQ5_1& x) {
-    return _mm256_or_si256(unpack_nibbles32(x.qs), fifth_bits32(load_qh_u32(x.qh)));
+    return _mm256_or_si256(unpack_nibbles32(x.qs), fifth_bits32(load_qh(x.qh)));
 }
 
 // What multiplies the activation block's sum: -8 d, -16 d, or m (d is the block's scale as float).

@@ -17,10 +17,10 @@
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd.h"
 
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__)) && !defined(MB_NO_SIMD)
+// The element-wise families' names for simd.h's x86 build switch and AVX2 target.
+#if defined(MB_SIMD_X86)
 #define MB_VEC_AVX2 1
-#include <immintrin.h>
-#define MB_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define MB_AVX2 MB_TARGET_AVX2
 #endif
 
 namespace mb::vec {

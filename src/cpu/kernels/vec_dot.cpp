@@ -111,10 +111,6 @@ float dot_float_portable(int64_t k, const void* va, const void* vb) {
     return s;
 }
 
-inline uint32_t load_qh(const uint8_t* qh) {
-    return uint32_t(qh[0]) | uint32_t(qh[1]) << 8 | uint32_t(qh[2]) << 16 | uint32_t(qh[3]) << 24;
-}
-
 // Integer dot of a block's unsigned codes (element order) with the activation codes.
 inline int32_t dot_codes(const uint8_t* u, const int8_t* s) {
     int32_t sum = 0;
@@ -138,56 +134,36 @@ inline void add_fifth_bits(const uint8_t* qh, uint8_t* u) {
     }
 }
 
-// A block of codes c with scale d and offset m (value d*c + m, or d*(c - o) for the _0 types)
-// against activations (D, S = D*sum): d*D*sum(c*q) + m*S.
-float dot_q4_0_portable(int64_t k, const void* va, const void* vb) {
-    const auto* a = static_cast<const BlockQ4_0*>(va);
+// The 4- and 5-bit blocks, for the portable and NEON dot products: value = d*c + offset, where the
+// offset is -8 d or -16 d for the _0 types and m for the _1 types.
+inline float scalar_offset(const BlockQ4_0&, float d) { return -8.0f * d; }
+inline float scalar_offset(const BlockQ5_0&, float d) { return -16.0f * d; }
+inline float scalar_offset(const BlockQ4_1& x, float) { return fp16_to_fp32(x.m); }
+inline float scalar_offset(const BlockQ5_1& x, float) { return fp16_to_fp32(x.m); }
+
+// A block's unsigned codes in element order.
+inline void scalar_codes(const BlockQ4_0& x, uint8_t* u) { nibbles(x.qs, u); }
+inline void scalar_codes(const BlockQ4_1& x, uint8_t* u) { nibbles(x.qs, u); }
+inline void scalar_codes(const BlockQ5_0& x, uint8_t* u) {
+    nibbles(x.qs, u);
+    add_fifth_bits(x.qh, u);
+}
+inline void scalar_codes(const BlockQ5_1& x, uint8_t* u) {
+    nibbles(x.qs, u);
+    add_fifth_bits(x.qh, u);
+}
+
+// Codes c with scale d and offset o against activations (D, S = D*sum(q)): d*D*sum(c*q) + o*S.
+template <typename Block>
+float dot_quant_portable(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const Block*>(va);
     const auto* b = static_cast<const BlockQ8Act*>(vb);
     float sum = 0.0f;
     for (int64_t i = 0; i < k / kQ8Block; ++i) {
         uint8_t u[kQ8Block];
-        nibbles(a[i].qs, u);
+        scalar_codes(a[i], u);
         const float d = fp16_to_fp32(a[i].d);
-        sum += d * b[i].d * float(dot_codes(u, b[i].qs)) - 8.0f * d * b[i].s;
-    }
-    return sum;
-}
-
-float dot_q4_1_portable(int64_t k, const void* va, const void* vb) {
-    const auto* a = static_cast<const BlockQ4_1*>(va);
-    const auto* b = static_cast<const BlockQ8Act*>(vb);
-    float sum = 0.0f;
-    for (int64_t i = 0; i < k / kQ8Block; ++i) {
-        uint8_t u[kQ8Block];
-        nibbles(a[i].qs, u);
-        sum += fp16_to_fp32(a[i].d) * b[i].d * float(dot_codes(u, b[i].qs)) + fp16_to_fp32(a[i].m) * b[i].s;
-    }
-    return sum;
-}
-
-float dot_q5_0_portable(int64_t k, const void* va, const void* vb) {
-    const auto* a = static_cast<const BlockQ5_0*>(va);
-    const auto* b = static_cast<const BlockQ8Act*>(vb);
-    float sum = 0.0f;
-    for (int64_t i = 0; i < k / kQ8Block; ++i) {
-        uint8_t u[kQ8Block];
-        nibbles(a[i].qs, u);
-        add_fifth_bits(a[i].qh, u);
-        const float d = fp16_to_fp32(a[i].d);
-        sum += d * b[i].d * float(dot_codes(u, b[i].qs)) - 16.0f * d * b[i].s;
-    }
-    return sum;
-}
-
-float dot_q5_1_portable(int64_t k, const void* va, const void* vb) {
-    const auto* a = static_cast<const BlockQ5_1*>(va);
-    const auto* b = static_cast<const BlockQ8Act*>(vb);
-    float sum = 0.0f;
-    for (int64_t i = 0; i < k / kQ8Block; ++i) {
-        uint8_t u[kQ8Block];
-        nibbles(a[i].qs, u);
-        add_fifth_bits(a[i].qh, u);
-        sum += fp16_to_fp32(a[i].d) * b[i].d * float(dot_codes(u, b[i].qs)) + fp16_to_fp32(a[i].m) * b[i].s;
+        sum += d * b[i].d * float(dot_codes(u, b[i].qs)) + scalar_offset(a[i], d) * b[i].s;
     }
     return sum;
 }
@@ -245,40 +221,33 @@ MB_DOT_FLOAT_AVX2(dot_f16_f16_avx2, uint16_t, uint16_t, load_f16x8, load_f16x8, 
 
 // The 4- and 5-bit types: unsigned codes times activation codes, scaled by d*D per block, plus the
 // offset term (-8 d S, -16 d S, or m S) summed separately. Two accumulators cover the FMA latency.
-#define MB_DOT_QUANT_AVX2(NAME, BLOCK, CODES, OFFSET)                                     \
-    MB_TARGET_AVX2 float NAME(int64_t k, const void* va, const void* vb) {              \
-        const BLOCK* a = static_cast<const BLOCK*>(va);                                   \
-        const BlockQ8Act* b = static_cast<const BlockQ8Act*>(vb);                         \
-        const int64_t nb = k / kQ8Block;                                                  \
-        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                    \
-        float off = 0.0f;                                                                 \
-        int64_t i = 0;                                                                    \
-        for (; i + 2 <= nb; i += 2) {                                                     \
-            const BLOCK& x0 = a[i];                                                       \
-            const BLOCK& x1 = a[i + 1];                                                   \
-            const float d0 = _cvtsh_ss(x0.d), d1 = _cvtsh_ss(x1.d);                       \
-            const __m256i p0 = dot_u8_i8(CODES(x0), load_codes32(b[i].qs));               \
-            const __m256i p1 = dot_u8_i8(CODES(x1), load_codes32(b[i + 1].qs));           \
-            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d0 * b[i].d), acc0);     \
-            acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(d1 * b[i + 1].d), acc1); \
-            off += OFFSET(x0, d0) * b[i].s + OFFSET(x1, d1) * b[i + 1].s;                \
-        }                                                                                 \
-        for (; i < nb; ++i) {                                                             \
-            const BLOCK& x0 = a[i];                                                       \
-            const float d0 = _cvtsh_ss(x0.d);                                             \
-            const __m256i p0 = dot_u8_i8(CODES(x0), load_codes32(b[i].qs));               \
-            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d0 * b[i].d), acc0);     \
-            off += OFFSET(x0, d0) * b[i].s;                                               \
-        }                                                                                 \
-        return hsum256(_mm256_add_ps(acc0, acc1)) + off;                                  \
+template <typename Block>
+MB_TARGET_AVX2 float dot_quant_avx2(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const Block*>(va);
+    const auto* b = static_cast<const BlockQ8Act*>(vb);
+    const int64_t nb = k / kQ8Block;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float off = 0.0f;
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2) {
+        const Block& x0 = a[i];
+        const Block& x1 = a[i + 1];
+        const float d0 = _cvtsh_ss(x0.d), d1 = _cvtsh_ss(x1.d);
+        const __m256i p0 = dot_u8_i8(block_codes(x0), load_codes32(b[i].qs));
+        const __m256i p1 = dot_u8_i8(block_codes(x1), load_codes32(b[i + 1].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d0 * b[i].d), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(d1 * b[i + 1].d), acc1);
+        off += block_offset(x0, d0) * b[i].s + block_offset(x1, d1) * b[i + 1].s;
     }
-
-MB_DOT_QUANT_AVX2(dot_q4_0_avx2, BlockQ4_0, block_codes, block_offset)
-MB_DOT_QUANT_AVX2(dot_q4_1_avx2, BlockQ4_1, block_codes, block_offset)
-MB_DOT_QUANT_AVX2(dot_q5_0_avx2, BlockQ5_0, block_codes, block_offset)
-MB_DOT_QUANT_AVX2(dot_q5_1_avx2, BlockQ5_1, block_codes, block_offset)
-
-#undef MB_DOT_QUANT_AVX2
+    for (; i < nb; ++i) {
+        const Block& x0 = a[i];
+        const float d0 = _cvtsh_ss(x0.d);
+        const __m256i p0 = dot_u8_i8(block_codes(x0), load_codes32(b[i].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d0 * b[i].d), acc0);
+        off += block_offset(x0, d0) * b[i].s;
+    }
+    return hsum256(_mm256_add_ps(acc0, acc1)) + off;
+}
 
 // Signed weight codes: |a| times b with a's sign moved onto b, so the unsigned-by-signed byte product
 // applies (|-128| reads as 128 unsigned, which is still exact).
@@ -363,58 +332,29 @@ inline int8x16_t fifth_bits16_neon(uint32_t bits16) {
     return vreinterpretq_s8_u8(vandq_u8(set, vdupq_n_u8(0x10)));
 }
 
-float dot_q4_0_neon(int64_t k, const void* va, const void* vb) {
-    const auto* a = static_cast<const BlockQ4_0*>(va);
+// A block's unsigned codes as two halves of 16 bytes (elements 0..15, 16..31).
+inline void neon_codes(const BlockQ4_0& x, int8x16_t& lo, int8x16_t& hi) { nibbles_neon(x.qs, lo, hi); }
+inline void neon_codes(const BlockQ4_1& x, int8x16_t& lo, int8x16_t& hi) { nibbles_neon(x.qs, lo, hi); }
+template <typename Block5>
+inline void neon_codes5(const Block5& x, int8x16_t& lo, int8x16_t& hi) {
+    nibbles_neon(x.qs, lo, hi);
+    const uint32_t qh = load_qh(x.qh);
+    lo = vorrq_s8(lo, fifth_bits16_neon(qh & 0xFFFFu));
+    hi = vorrq_s8(hi, fifth_bits16_neon(qh >> 16));
+}
+inline void neon_codes(const BlockQ5_0& x, int8x16_t& lo, int8x16_t& hi) { neon_codes5(x, lo, hi); }
+inline void neon_codes(const BlockQ5_1& x, int8x16_t& lo, int8x16_t& hi) { neon_codes5(x, lo, hi); }
+
+template <typename Block>
+float dot_quant_neon(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const Block*>(va);
     const auto* b = static_cast<const BlockQ8Act*>(vb);
     float sum = 0.0f;
     for (int64_t i = 0; i < k / kQ8Block; ++i) {
         int8x16_t lo, hi;
-        nibbles_neon(a[i].qs, lo, hi);
+        neon_codes(a[i], lo, hi);
         const float d = fp16_to_fp32(a[i].d);
-        sum += d * b[i].d * float(dot32_neon(lo, hi, b[i].qs)) - 8.0f * d * b[i].s;
-    }
-    return sum;
-}
-
-float dot_q4_1_neon(int64_t k, const void* va, const void* vb) {
-    const auto* a = static_cast<const BlockQ4_1*>(va);
-    const auto* b = static_cast<const BlockQ8Act*>(vb);
-    float sum = 0.0f;
-    for (int64_t i = 0; i < k / kQ8Block; ++i) {
-        int8x16_t lo, hi;
-        nibbles_neon(a[i].qs, lo, hi);
-        sum += fp16_to_fp32(a[i].d) * b[i].d * float(dot32_neon(lo, hi, b[i].qs)) + fp16_to_fp32(a[i].m) * b[i].s;
-    }
-    return sum;
-}
-
-float dot_q5_0_neon(int64_t k, const void* va, const void* vb) {
-    const auto* a = static_cast<const BlockQ5_0*>(va);
-    const auto* b = static_cast<const BlockQ8Act*>(vb);
-    float sum = 0.0f;
-    for (int64_t i = 0; i < k / kQ8Block; ++i) {
-        int8x16_t lo, hi;
-        nibbles_neon(a[i].qs, lo, hi);
-        const uint32_t qh = load_qh(a[i].qh);
-        lo = vorrq_s8(lo, fifth_bits16_neon(qh & 0xFFFFu));
-        hi = vorrq_s8(hi, fifth_bits16_neon(qh >> 16));
-        const float d = fp16_to_fp32(a[i].d);
-        sum += d * b[i].d * float(dot32_neon(lo, hi, b[i].qs)) - 16.0f * d * b[i].s;
-    }
-    return sum;
-}
-
-float dot_q5_1_neon(int64_t k, const void* va, const void* vb) {
-    const auto* a = static_cast<const BlockQ5_1*>(va);
-    const auto* b = static_cast<const BlockQ8Act*>(vb);
-    float sum = 0.0f;
-    for (int64_t i = 0; i < k / kQ8Block; ++i) {
-        int8x16_t lo, hi;
-        nibbles_neon(a[i].qs, lo, hi);
-        const uint32_t qh = load_qh(a[i].qh);
-        lo = vorrq_s8(lo, fifth_bits16_neon(qh & 0xFFFFu));
-        hi = vorrq_s8(hi, fifth_bits16_neon(qh >> 16));
-        sum += fp16_to_fp32(a[i].d) * b[i].d * float(dot32_neon(lo, hi, b[i].qs)) + fp16_to_fp32(a[i].m) * b[i].s;
+        sum += d * b[i].d * float(dot32_neon(lo, hi, b[i].qs)) + scalar_offset(a[i], d) * b[i].s;
     }
     return sum;
 }
@@ -476,10 +416,10 @@ DotPair dot_pair(Type a, VecType vt) {
         }
     } else {
         switch (a) {
-            case Type::Q4_0: return MB_PAIR(dot_q4_0_portable, dot_q4_0_avx2, dot_q4_0_neon);
-            case Type::Q4_1: return MB_PAIR(dot_q4_1_portable, dot_q4_1_avx2, dot_q4_1_neon);
-            case Type::Q5_0: return MB_PAIR(dot_q5_0_portable, dot_q5_0_avx2, dot_q5_0_neon);
-            case Type::Q5_1: return MB_PAIR(dot_q5_1_portable, dot_q5_1_avx2, dot_q5_1_neon);
+            case Type::Q4_0: return MB_PAIR(dot_quant_portable<BlockQ4_0>, dot_quant_avx2<BlockQ4_0>, dot_quant_neon<BlockQ4_0>);
+            case Type::Q4_1: return MB_PAIR(dot_quant_portable<BlockQ4_1>, dot_quant_avx2<BlockQ4_1>, dot_quant_neon<BlockQ4_1>);
+            case Type::Q5_0: return MB_PAIR(dot_quant_portable<BlockQ5_0>, dot_quant_avx2<BlockQ5_0>, dot_quant_neon<BlockQ5_0>);
+            case Type::Q5_1: return MB_PAIR(dot_quant_portable<BlockQ5_1>, dot_quant_avx2<BlockQ5_1>, dot_quant_neon<BlockQ5_1>);
             case Type::Q8_0: return MB_PAIR(dot_q8_0_portable, dot_q8_0_avx2, dot_q8_0_neon);
             default:
                 break;
