@@ -48,3 +48,9 @@ if [[ ! -s "${jfk}" ]]; then
     mv "${work}/${jfk_member}" "${jfk}"
     echo "fetch_test_assets: wrote ${jfk}"
 fi
+
+# A 65 s passage of 12 espeak sentences with known start times (passage.json): long-form tests
+# cross two 30 s windows with it.
+if [[ ! -s "${out}/passage.wav" || ! -s "${out}/passage.json" ]]; then
+    python3 "${root}/scripts/make_passage.py" "${out}/passage.wav" --sentences 12
+fi
