@@ -13,7 +13,7 @@
 #include "core/tensor.h"
 #include "metal/metal_device.h"
 #include "metal/metal_storage.h"
-#include "metal/ops.h"
+#include "metal/ops/ops.h"
 
 namespace mb::metal {
 

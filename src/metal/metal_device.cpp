@@ -10,7 +10,7 @@
 #include "core/tensor.h"
 #include "metal/metal_backend.h"
 #include "metal/metal_storage.h"
-#include "metal/ops.h"
+#include "metal/ops/ops.h"
 
 namespace mb::metal {
 

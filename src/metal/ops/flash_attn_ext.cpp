@@ -10,7 +10,7 @@
 
 #include "core/errors.h"
 #include "kargs.h"
-#include "metal/ops.h"
+#include "metal/ops/ops.h"
 
 namespace mb::metal {
 

@@ -3,7 +3,7 @@
 // runtime_sim.cpp: the bindings and dispatches the executor reports as a failed command buffer are
 // reported the same way here, before Metal sees them, because without the validation layer Metal
 // would run them with undefined results.
-#include "metal/runtime_metal.h"
+#include "metal/apple/runtime_metal.h"
 
 #include <unistd.h>
 

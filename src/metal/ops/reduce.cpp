@@ -3,8 +3,8 @@
 #include <climits>
 #include <cstdint>
 
-#include "metal/ops.h"
-#include "metal/row_threads.h"
+#include "metal/ops/ops.h"
+#include "metal/ops/row_threads.h"
 #include "kargs.h"
 
 namespace mb::metal {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "core/errors.h"
-#include "metal/ops.h"
-#include "metal/row_threads.h"
+#include "metal/ops/ops.h"
+#include "metal/ops/row_threads.h"
 #include "kargs.h"
 
 namespace mb::metal {

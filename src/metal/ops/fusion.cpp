@@ -1,6 +1,6 @@
-#include "metal/fusion.h"
+#include "metal/ops/fusion.h"
 
-#include "metal/op_encoder.h"
+#include "metal/ops/op_encoder.h"
 
 namespace mb::metal {
 

@@ -252,7 +252,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("paths", nargs="*")
     ap.add_argument("-I", dest="include_dirs", action="append", default=[])
     args = ap.parse_args(argv)
-    paths = args.paths or [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shaders")]
+    paths = args.paths or [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shaders")]
     files: list[str] = []
     for p in paths:
         if os.path.isdir(p):

@@ -1,4 +1,4 @@
-#include "metal/op_encoder.h"
+#include "metal/ops/op_encoder.h"
 
 #include "core/buffer.h"
 #include "core/errors.h"

@@ -6,8 +6,8 @@
 
 #include "core/errors.h"
 #include "core/im2col_geometry.h"
-#include "metal/ops.h"
-#include "metal/row_threads.h"
+#include "metal/ops/ops.h"
+#include "metal/ops/row_threads.h"
 #include "kargs.h"
 
 namespace mb::metal {

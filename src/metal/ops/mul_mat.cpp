@@ -12,7 +12,7 @@
 #include <string>
 
 #include "core/errors.h"
-#include "metal/ops.h"
+#include "metal/ops/ops.h"
 #include "kargs.h"
 
 namespace mb::metal {

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "metal/fusion.h"
-#include "metal/ops.h"
+#include "metal/ops/fusion.h"
+#include "metal/ops/ops.h"
 #include "kargs.h"
 
 namespace mb::metal {

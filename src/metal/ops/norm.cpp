@@ -5,9 +5,9 @@
 #include <climits>
 #include <cstdint>
 
-#include "metal/fusion.h"
-#include "metal/ops.h"
-#include "metal/row_threads.h"
+#include "metal/ops/fusion.h"
+#include "metal/ops/ops.h"
+#include "metal/ops/row_threads.h"
 #include "kargs.h"
 
 namespace mb::metal {

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "metal/ops.h"
-#include "metal/row_threads.h"
+#include "metal/ops/ops.h"
+#include "metal/ops/row_threads.h"
 #include "kargs.h"
 
 namespace mb::metal {

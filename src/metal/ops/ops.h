@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "metal/op_encoder.h"
+#include "metal/ops/op_encoder.h"
 #include "metal/runtime.h"
 
 namespace mb::metal {

@@ -5,7 +5,7 @@
 #include <climits>
 #include <cstdint>
 
-#include "metal/ops.h"
+#include "metal/ops/ops.h"
 #include "kargs.h"
 
 namespace mb::metal {

@@ -1,4 +1,4 @@
-#include "metal/runtime_sim.h"
+#include "metal/sim/runtime_sim.h"
 
 #include <atomic>
 #include <condition_variable>
