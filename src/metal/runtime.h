@@ -1,5 +1,5 @@
 // The ONE interface between the Metal device's portable code (ops encoding, buffers, backend) and a
-// GPU runtime: real Metal (runtime_metal.mm, Apple only) or the MSL executor (runtime_sim.cpp).
+// GPU runtime: real Metal (apple/, Apple only) or the MSL executor (sim/).
 // Everything that decides *what* the GPU does is above this line and runs in Linux CI.
 #pragma once
 
