@@ -1,32 +1,38 @@
 #include "metal/ops/fusion.h"
 
+#include "kargs.h"
 #include "metal/ops/op_encoder.h"
+#include "metal/ops/ops.h"
 
 namespace mb::metal {
 
 namespace {
 
-bool reads(const Tensor& node, const Tensor* t, int from_slot) {
-    for (int s = from_slot; s < kMaxSrc; ++s) {
-        const Tensor* src = node.src[s];
-        if (src && (src == t || src->view_src == t)) return true;
-    }
-    return false;
+// Whether nodes[j] is op(nodes[j-1], w) that a fused kernel takes: f32 operand, and for the norm's
+// MUL and ADD packed rows.
+bool follows(const RuntimeProps& props, const std::vector<Tensor*>& nodes, size_t j, Op op, bool packed) {
+    if (j >= nodes.size()) return false;
+    const Tensor& node = *nodes[j];
+    if (node.op != op || node.src[0] != nodes[j - 1] || !supports_binary(props, node)) return false;
+    const Tensor& w = *node.src[1];
+    return w.type == Type::F32 && (!packed || w.nb[0] == sizeof(float));
 }
 
 }  // namespace
 
-bool feeds_only_next(const OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t m) {
-    if (m + 1 >= nodes.size()) return false;
-    const Tensor* t = nodes[m];
-    if ((t->flags & (kTensorInput | kTensorOutput)) || enc.must_keep(*t)) return false;
-    const Tensor& next = *nodes[m + 1];
-    if (next.src[0] != t || reads(next, t, 1)) return false;
-    for (size_t k = 0; k < nodes.size(); ++k) {
-        if (k == m || k == m + 1) continue;
-        if (nodes[k]->view_src == t || reads(*nodes[k], t, 0)) return false;
+size_t fusable_after(const RuntimeProps& props, const std::vector<Tensor*>& nodes, size_t i) {
+    const Tensor& first = *nodes[i];
+    size_t k = 0;
+    if (first.op == Op::ADD) {
+        if (!first.src[1] || first.src[1]->type != Type::F32 || !supports_binary(props, first)) return 0;
+        while (k + 1 < MB_BIN_MAX_SRC1 && follows(props, nodes, i + k + 1, Op::ADD, false)) ++k;
+    } else if (first.op == Op::NORM || first.op == Op::RMS_NORM) {
+        if (follows(props, nodes, i + 1, Op::MUL, true)) {
+            k = 1;
+            if (follows(props, nodes, i + 2, Op::ADD, true)) k = 2;
+        }
     }
-    return true;
+    return k;
 }
 
 bool disjoint_or_same(const Tensor& dst, const Tensor& src) {

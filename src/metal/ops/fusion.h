@@ -2,25 +2,27 @@
 // kernel computes the last node's result straight from the first node's inputs; the results in
 // between are never written, so they must be needed by nothing else.
 //
-// The rule (ggml's, with what the node list can tell): the intermediate is read by the next node as
-// its src0 and by no other source slot of it, by no other node of the list (directly or through a
-// view), and is not flagged input or output. A result that the caller reads after compute without
-// flagging it is_output, or that a node outside the list reads, is known to the encoder
-// (OpEncoder::must_keep: the graph's outputs, which the scheduler sets to what other splits read).
+// Decided in two steps, each in one place. By the graph's shape (fusable_after): the ops, the src0
+// chain, types the fused kernels take, at most MB_BIN_MAX_SRC1 ADDs; graph_optimize keeps these
+// nodes together. Then, while encoding, by what the graph's use of each result and the memory the
+// allocator gave allow (OpEncoder::feeds_only_next, disjoint_or_same), which can only shorten it.
+// The number of nodes an encoder consumed is the fused span: nothing else guesses it.
+//
+// The use rule (ggml's, with what the node list can tell): the intermediate is read by the next node
+// as its src0 and by no other source slot of it, by no other node of the list (directly or through a
+// view), and is not flagged input or output or a graph output (results other backends read).
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
 #include "core/tensor.h"
+#include "metal/runtime.h"
 
 namespace mb::metal {
 
-class OpEncoder;
-
-// Whether the result of nodes[m] may stay unwritten when nodes[m + 1] is fused with it. Results the
-// encoder must keep (graph outputs, results other backends read) never may.
-bool feeds_only_next(const OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t m);
+// How many nodes after nodes[i] its kernel could fold in, by the graph's shape alone (0 when none).
+size_t fusable_after(const RuntimeProps& props, const std::vector<Tensor*>& nodes, size_t i);
 
 // Whether a kernel may read `src` elementwise while writing `dst`: their bytes do not overlap, or
 // src is dst's own memory in the same layout (each element is read before the same thread writes
