@@ -34,7 +34,7 @@ MetalBackend::MetalBackend(std::shared_ptr<MetalDevice> device) : device_(std::m
     declare_option("concurrency", 1, 0, 1);
     declare_option("graph_optimize", 1, 0, 1);
     declare_option("debug", 0, 0, 2);
-    if (device_->simulated()) declare_option("schedule", 0, 0, 1);  // executor: 0 lockstep, 1 run-ahead
+    for (const RuntimeOption& o : device_->runtime().options()) declare_option(o.name, o.default_value, o.min, o.max);
 }
 
 MetalBackend::~MetalBackend() {
@@ -46,9 +46,10 @@ std::string MetalBackend::name() const { return device_->name(); }
 
 std::shared_ptr<Device> MetalBackend::device() const { return device_; }
 
-int MetalBackend::schedule() const {
-    auto it = options().find("schedule");
-    return it == options().end() ? 0 : static_cast<int>(it->second);
+OptionValues MetalBackend::runtime_options() const {
+    OptionValues values;
+    for (const RuntimeOption& o : device_->runtime().options()) values[o.name] = option(o.name);
+    return values;
 }
 
 void MetalBackend::commit(std::unique_ptr<CommandBuffer> cb) {
@@ -117,7 +118,7 @@ Status MetalBackend::graph_compute_async(Graph& graph) {
     OpEncoder op_enc(device_->runtime(), props, nodes, fusion, concurrent, error_record.get(), &keep);
     size_t i = 0;
     for (size_t k = 0; k + 1 < bounds.size() && i < nodes.size(); ++k) {
-        auto cb = device_->runtime().command_buffer(schedule());
+        auto cb = device_->runtime().command_buffer(runtime_options());
         op_enc.begin(cb->compute(concurrent));
         while (i < nodes.size() && (i < bounds[k + 1] || k + 2 == bounds.size())) i += op_enc.encode(i);
         // Asked before every commit: on stop nothing of this graph is committed from here on.
@@ -177,7 +178,7 @@ void MetalBackend::set_tensor_async(Tensor& t, const void* src, size_t offset, s
     // The source is copied now, so the caller may reuse it at once.
     auto staging = device_->runtime().alloc(n, StorageMode::Shared);
     if (n) std::memcpy(staging->host_ptr(), src, n);
-    auto cb = device_->runtime().command_buffer(schedule());
+    auto cb = device_->runtime().command_buffer(runtime_options());
     cb->copy(*staging, 0, *ref.buffer, ref.offset + offset, n);
     held_.push_back(t.data_buffer()->storage("MetalBackend::set_tensor_async"));
     staging_.push_back(std::move(staging));
@@ -192,7 +193,7 @@ void MetalBackend::get_tensor_async(const Tensor& t, void* dst, size_t offset, s
     DeviceRef ref = device_ref(t);
     std::lock_guard<std::mutex> lock(mutex_);
     auto staging = device_->runtime().alloc(n, StorageMode::Shared);
-    auto cb = device_->runtime().command_buffer(schedule());
+    auto cb = device_->runtime().command_buffer(runtime_options());
     cb->copy(*ref.buffer, ref.offset + offset, *staging, 0, n);
     held_.push_back(t.data_buffer()->storage("MetalBackend::get_tensor_async"));
     reads_.push_back({staging, dst, n});
