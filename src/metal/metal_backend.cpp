@@ -228,7 +228,8 @@ void MetalBackend::graph_optimize(Graph& graph) {
     }
     std::vector<size_t> order(units.size());
     for (size_t u = 0; u < units.size(); ++u) order[u] = u;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return level[a] < level[b]; });
+    // Stable: units of one level keep their order (std::stable_sort's buffer API is deprecated in C++17).
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return level[a] != level[b] ? level[a] < level[b] : a < b; });
     std::vector<Tensor*> reordered;
     for (size_t u : order) reordered.insert(reordered.end(), units[u].begin(), units[u].end());
     graph.reorder(std::move(reordered));
