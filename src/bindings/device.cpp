@@ -42,6 +42,7 @@ std::shared_ptr<Buffer> buffer_from_host_ptr(Device& dev, py::object obj, py::ob
                              "object (numpy array, bytearray, memoryview, mmap), got " + type_name(obj));
     }
     // From here on `owner` releases the export if anything below throws.
+    require_plain_data(obj, owner->view.format, "Device::buffer_from_host_ptr");
     if (owner->view.readonly) {
         fail<InvalidArgumentError>("Device::buffer_from_host_ptr", "the ", type_name(obj),
                                    " is read-only; the buffer would write to it");

@@ -84,8 +84,7 @@ std::string MetalBackend::name() const { return device_->name(); }
 std::shared_ptr<Device> MetalBackend::device() const { return device_; }
 
 int MetalBackend::schedule() const {
-    auto it = options().find("schedule");
-    return it == options().end() ? 0 : static_cast<int>(it->second);
+    return has_option("schedule") ? static_cast<int>(option("schedule")) : 0;
 }
 
 void MetalBackend::commit(std::unique_ptr<CommandBuffer> cb) {
@@ -95,6 +94,7 @@ void MetalBackend::commit(std::unique_ptr<CommandBuffer> cb) {
 
 Status MetalBackend::graph_compute_async(Graph& graph) {
     static const char* who = "MetalBackend::graph_compute";
+    reject_reentry(who);
     std::lock_guard<std::mutex> lock(mutex_);
     const RuntimeProps props = device_->props();
 
@@ -189,6 +189,7 @@ Status MetalBackend::graph_compute_async(Graph& graph) {
 }
 
 void MetalBackend::synchronize() {
+    reject_reentry("MetalBackend::synchronize");
     std::lock_guard<std::mutex> lock(mutex_);
     std::string errors;
     for (size_t k = 0; k < in_flight_.size(); ++k) {
@@ -226,6 +227,7 @@ void MetalBackend::set_tensor_async(Tensor& t, const void* src, size_t offset, s
                               ") is outside tensor ", t.describe(), " of ", t.nbytes(), " bytes");
     }
     DeviceRef ref = device_ref(t);
+    reject_reentry("MetalBackend::set_tensor_async");
     std::lock_guard<std::mutex> lock(mutex_);
     // The source is copied now, so the caller may reuse it at once.
     auto staging = device_->runtime().alloc(n, StorageMode::Shared);
@@ -243,6 +245,7 @@ void MetalBackend::get_tensor_async(const Tensor& t, void* dst, size_t offset, s
                               ") is outside tensor ", t.describe(), " of ", t.nbytes(), " bytes");
     }
     DeviceRef ref = device_ref(t);
+    reject_reentry("MetalBackend::get_tensor_async");
     std::lock_guard<std::mutex> lock(mutex_);
     auto staging = device_->runtime().alloc(n, StorageMode::Shared);
     auto cb = device_->runtime().command_buffer(schedule());
@@ -292,6 +295,7 @@ void MetalBackend::capture_next_compute() {
         fail<UnsupportedOpError>("MetalBackend::capture_next_compute", "GPU trace capture needs Metal on Apple; ",
                                  device_->name(), " cannot capture");
     }
+    reject_reentry("MetalBackend::capture_next_compute");
     std::lock_guard<std::mutex> lock(mutex_);
     capture_next_ = true;
 }

@@ -31,6 +31,7 @@ public:
     void synchronize() override;
     void set_tensor_async(Tensor& t, const void* src, size_t offset, size_t n) override;
     void get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t n) override;
+    bool queues_copies() const override { return true; }
     void graph_optimize(Graph& graph) override;
     bool supports_family(int family) const override;
     void capture_next_compute() override;
