@@ -43,7 +43,7 @@ private:
         size_t n;
     };
     void commit(std::unique_ptr<CommandBuffer> cb);
-    int schedule() const;
+    OptionValues runtime_options() const;  // the runtime's own switches, as set on this backend
 
     std::shared_ptr<MetalDevice> device_;
     std::mutex mutex_;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/storage.h"
-#include "metal/op_encoder.h"
+#include "metal/ops/op_encoder.h"
 #include "metal/runtime.h"
 
 namespace mb::metal {

@@ -369,7 +369,7 @@ private:
     [[gnu::cold, gnu::noinline]] void note_loop_sync(const char* what, const char* file, uint32_t line) {
         if (loop_error_.empty()) {
             loop_error_ = std::string("kernel was generated as free of synchronisation but called ") + what +
-                          " (" + site(file, line) + "); tools/metal_sim_gen.py missed it";
+                          " (" + site(file, line) + "); tools/metalsim/metal_sim_gen.py missed it";
         }
     }
 

@@ -2,7 +2,7 @@
 // run (and are tested) where no Mac exists.
 #include "core/registry.h"
 #include "metal/metal_device.h"
-#include "metal/runtime_sim.h"
+#include "metal/sim/runtime_sim.h"
 
 namespace mb {
 

@@ -5,7 +5,7 @@
 #include <climits>
 #include <cstdint>
 
-#include "metal/ops.h"
+#include "metal/ops/ops.h"
 #include "kargs.h"
 
 namespace mb::metal {
@@ -80,8 +80,8 @@ size_t encode_unary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i)
     const char* name = flat ? (vec4 ? "kernel_unary_f32_4" : "kernel_unary_f32") : "kernel_unary_f32_rows";
     const Pipeline& p = enc.use(name, {FunctionConstant::int32(200, unary_op(dst.op))});
     enc.args(args);
-    enc.tensor(src0, 1);
-    enc.tensor(dst, 2);
+    enc.input(src0, 1);
+    enc.output(dst, 2);
     const uint32_t max_nth = std::min<uint32_t>(256, p.max_threads_per_threadgroup());
     if (flat) {
         enc.dispatch({uint32_t((uint64_t(args.n) + max_nth - 1) / max_nth), 1, 1}, {max_nth, 1, 1});

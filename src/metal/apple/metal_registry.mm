@@ -4,7 +4,7 @@
 #include "core/registry.h"
 #include "core/errors.h"
 #include "metal/metal_device.h"
-#include "metal/runtime_metal.h"
+#include "metal/apple/runtime_metal.h"
 
 namespace mb {
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "metal/fusion.h"
-#include "metal/ops.h"
+#include "metal/ops/fusion.h"
+#include "metal/ops/ops.h"
 #include "kargs.h"
 
 namespace mb::metal {
@@ -31,18 +31,15 @@ bool fits_i32(const Tensor& t) {
     return true;
 }
 
-// How many ADD nodes from nodes[i] on one kernel computes: each next one adds an f32 operand to the
-// previous result, which nothing else needs, and the last result does not overlap what is read.
+// How many ADD nodes from nodes[i] on one kernel computes: those the graph's shape allows
+// (fusion.h), while each intermediate is needed by nothing else and the last result does not overlap
+// what is read.
 size_t chain_length(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
+    if (!enc.fusion()) return 1;
     const Tensor& first = *nodes[i];
-    if (!enc.fusion() || first.op != Op::ADD || first.src[1]->type != Type::F32) return 1;
+    const size_t most = 1 + fusable_after(enc.props(), nodes, i);
     size_t n = 1;
-    while (n < MB_BIN_MAX_SRC1 && i + n < nodes.size()) {
-        const Tensor& next = *nodes[i + n];
-        if (next.op != Op::ADD || !supports_binary(enc.props(), next) || next.src[1]->type != Type::F32) break;
-        if (!feeds_only_next(enc, nodes, i + n - 1)) break;
-        ++n;
-    }
+    while (n < most && enc.feeds_only_next(i + n - 1)) ++n;
     for (; n > 1; --n) {
         const Tensor& dst = *nodes[i + n - 1];
         bool safe = disjoint_or_same(dst, *first.src[0]);
@@ -122,10 +119,10 @@ size_t encode_binary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
                             : (ops[0]->type == Type::F16 ? "kernel_bin_f32_f16" : "kernel_bin_f32");
     const Pipeline& p = enc.use(name, fc);
     enc.args(args);
-    enc.tensor(src0, 1);
-    enc.tensor(dst, 2);
+    enc.input(src0, 1);
+    enc.output(dst, 2);
     // Slots past the chain are never read; Metal still wants every declared buffer bound.
-    for (uint32_t k = 0; k < MB_BIN_MAX_SRC1; ++k) enc.tensor(*ops[k < n ? k : 0], 3 + k);
+    for (uint32_t k = 0; k < MB_BIN_MAX_SRC1; ++k) enc.input(*ops[k < n ? k : 0], 3 + k);
 
     const uint32_t max_threads = p.max_threads_per_threadgroup();
     if (fast) {

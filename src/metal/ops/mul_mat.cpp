@@ -12,7 +12,7 @@
 #include <string>
 
 #include "core/errors.h"
-#include "metal/ops.h"
+#include "metal/ops/ops.h"
 #include "kargs.h"
 
 namespace mb::metal {
@@ -108,9 +108,9 @@ size_t encode_mul_mat(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t 
         const size_t shmem = std::max((MB_MM_M + MB_MM_N) * 32 * tile, size_t(MB_MM_N * MB_MM_M * 4));
         enc.use("kernel_mul_mm_" + types);
         enc.args(args);
-        enc.tensor(a, 1);
-        enc.tensor(b, 2);
-        enc.tensor(dst, 3);
+        enc.input(a, 1);
+        enc.input(b, 2);
+        enc.output(dst, 3);
         enc.threadgroup_memory(shmem, 0);
         enc.dispatch({uint32_t(ceil_div(m, MB_MM_M)), uint32_t(ceil_div(n, MB_MM_N)), matrices},
                      {MB_MM_THREADS, 1, 1});
@@ -126,9 +126,9 @@ size_t encode_mul_mat(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t 
         enc.use("kernel_mul_mv_ext_" + types, {FunctionConstant::int16(MB_FC_MUL_MV_EXT_COLS, int16_t(cols))});
     }
     enc.args(args);
-    enc.tensor(a, 1);
-    enc.tensor(b, 2);
-    enc.tensor(dst, 3);
+    enc.input(a, 1);
+    enc.input(b, 2);
+    enc.output(dst, 3);
     enc.dispatch({uint32_t(ceil_div(m, rows_per_group)), uint32_t(ceil_div(n, cols)), matrices},
                  {MB_MV_NSG * 32, 1, 1});
     return 1;

@@ -1,9 +1,9 @@
 // msl_shim.h: lets a .metal file compile as C++17 (gcc >= 12, clang >= 16, AppleClang)
 // so that the simulated Metal device can run the very same kernels on the CPU.
 //
-// tools/metal_sim_gen.py includes this header, then the .metal source (rewritten line
+// tools/metalsim/metal_sim_gen.py includes this header, then the .metal source (rewritten line
 // for line), then a registration table. The kernels must stay in the portable subset
-// that tools/metal_lint.py checks; Apple's compiler stays the final judge:
+// that tools/metalsim/metal_lint.py checks; Apple's compiler stays the final judge:
 //   - address spaces `device`, `constant`, `threadgroup`, `thread` are macros here;
 //     threadgroup memory only through [[threadgroup(N)]] kernel parameters, never as a
 //     variable declared in a function body
@@ -1249,7 +1249,7 @@ MB_SIM_ALIAS(bfloat)
 
 // ---------------------------------------------------------------- kernel parameters
 
-// How tools/metal_sim_gen.py binds each kernel parameter: one type per attribute.
+// How tools/metalsim/metal_sim_gen.py binds each kernel parameter: one type per attribute.
 namespace mb::sim::bind {
 
 using abi::Group;
@@ -1449,7 +1449,7 @@ abi::FcDecl function_constant(uint32_t index, const char* name, T* value, bool* 
 
 // ---------------------------------------------------------------- MSL keywords
 
-// Last, so that none of the headers above sees them. tools/metal_sim_gen.py removes
+// Last, so that none of the headers above sees them. tools/metalsim/metal_sim_gen.py removes
 // [[threadgroup(N)]] before `threadgroup` disappears and #undefs these after the source.
 #define kernel
 #define device

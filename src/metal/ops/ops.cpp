@@ -1,4 +1,4 @@
-#include "metal/ops.h"
+#include "metal/ops/ops.h"
 
 #include "core/errors.h"
 

@@ -10,7 +10,7 @@
 
 #include "core/errors.h"
 #include "kargs.h"
-#include "metal/ops.h"
+#include "metal/ops/ops.h"
 
 namespace mb::metal {
 
@@ -178,15 +178,13 @@ size_t encode_flash_attn_ext(OpEncoder& enc, const std::vector<Tensor*>& nodes, 
         const size_t scratch = flash_attn_ext_extra_size(dst);
         enc.use("kernel_flash_attn_ext_vec_" + kv, {head_size});
         enc.args(a);
-        enc.tensor(q, 1);
-        enc.tensor(k, 2);
-        enc.tensor(v, 3);
-        enc.tensor(mask ? *mask : q, 4);
-        enc.tensor(dst, 5, scratch);
+        enc.input(q, 1);
+        enc.input(k, 2);
+        enc.input(v, 3);
+        enc.input(mask ? *mask : q, 4);
+        enc.output(dst, 5, scratch);
         enc.threadgroup_memory((size_t(q.ne[0]) + 32) * sizeof(float), 0);
         enc.dispatch({uint32_t(q.ne[1]), uint32_t(q.ne[2]), uint32_t(q.ne[3] * kVecWorkgroups)}, {32, 1, 1});
-        // The reduce reads what every workgroup wrote.
-        enc.enc().memory_barrier();
 
         mb_kargs_flash_attn_ext_reduce r{};
         r.ne01 = a.ne01;
@@ -200,7 +198,7 @@ size_t encode_flash_attn_ext(OpEncoder& enc, const std::vector<Tensor*>& nodes, 
         r.scratch_offs = dst.nbytes();
         enc.use("kernel_flash_attn_ext_vec_reduce");
         enc.args(r);
-        enc.tensor(dst, 1, scratch);
+        enc.output(dst, 1, scratch);
         enc.dispatch({uint32_t(q.ne[2]), uint32_t(q.ne[1]), uint32_t(q.ne[3])}, {32, 1, 1});
         return 1;
     }
@@ -212,11 +210,11 @@ size_t encode_flash_attn_ext(OpEncoder& enc, const std::vector<Tensor*>& nodes, 
     }
     enc.use("kernel_flash_attn_ext_" + kv, {head_size, FunctionConstant::int32(MB_FC_FA_N_KV_TILE, tc.n_kv)});
     enc.args(a);
-    enc.tensor(q, 1);
-    enc.tensor(k, 2);
-    enc.tensor(v, 3);
-    enc.tensor(mask ? *mask : q, 4);
-    enc.tensor(dst, 5);
+    enc.input(q, 1);
+    enc.input(k, 2);
+    enc.input(v, 3);
+    enc.input(mask ? *mask : q, 4);
+    enc.output(dst, 5);
     enc.threadgroup_memory(tc.kv_bytes, 0);
     enc.threadgroup_memory(tc.sg_bytes, 1);
     const int64_t rows = 8 * int64_t(tc.nsg);

@@ -6,8 +6,8 @@
 
 #include "core/errors.h"
 #include "core/im2col_geometry.h"
-#include "metal/ops.h"
-#include "metal/row_threads.h"
+#include "metal/ops/ops.h"
+#include "metal/ops/row_threads.h"
 #include "kargs.h"
 
 namespace mb::metal {
@@ -87,8 +87,8 @@ size_t encode_im2col(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
 
     const Pipeline& p = enc.use(dst.type == Type::F16 ? "kernel_im2col_f16" : "kernel_im2col_f32");
     enc.args(args);
-    enc.tensor(data, 1);
-    enc.tensor(dst, 2);
+    enc.input(data, 1);
+    enc.output(dst, 2);
     enc.dispatch({uint32_t(g.ow), uint32_t(g.oh), uint32_t(g.n)},
                  {row_threads(dst.ne[0], p.max_threads_per_threadgroup()), 1, 1});
     return 1;

@@ -7,7 +7,7 @@
 
 #include "core/errors.h"
 #include "kargs.h"
-#include "metal/ops.h"
+#include "metal/ops/ops.h"
 
 namespace mb::metal {
 
@@ -106,9 +106,9 @@ size_t encode_layout(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
             p = &enc.use("kernel_concat_" + type);
             enc.args(k);
             // An empty operand is never read; dst stands in for it so that every slot is bound.
-            enc.tensor(a.is_empty() ? dst : a, 1);
-            enc.tensor(b.is_empty() ? dst : b, 2);
-            enc.tensor(dst, 3);
+            enc.input(a.is_empty() ? dst : a, 1);
+            enc.input(b.is_empty() ? dst : b, 2);
+            enc.output(dst, 3);
             break;
         }
         case Op::REPEAT: {
@@ -116,8 +116,8 @@ size_t encode_layout(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
             set_src0_dst(k, a, dst);
             p = &enc.use("kernel_repeat_" + type);
             enc.args(k);
-            enc.tensor(a, 1);
-            enc.tensor(dst, 2);
+            enc.input(a, 1);
+            enc.output(dst, 2);
             break;
         }
         case Op::PAD: {
@@ -125,8 +125,8 @@ size_t encode_layout(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
             set_src0_dst(k, a, dst);
             p = &enc.use("kernel_pad_" + type);
             enc.args(k);
-            enc.tensor(a.is_empty() ? dst : a, 1);
-            enc.tensor(dst, 2);
+            enc.input(a.is_empty() ? dst : a, 1);
+            enc.output(dst, 2);
             break;
         }
         default:

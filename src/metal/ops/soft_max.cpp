@@ -5,8 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "metal/ops.h"
-#include "metal/row_threads.h"
+#include "metal/ops/ops.h"
+#include "metal/ops/row_threads.h"
 #include "kargs.h"
 
 namespace mb::metal {
@@ -96,11 +96,11 @@ size_t encode_soft_max(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t
     const Pipeline& p = enc.use(name, {FunctionConstant::boolean(400, mask != nullptr),
                                        FunctionConstant::boolean(401, sinks != nullptr)});
     enc.args(args);
-    enc.tensor(src0, 1);
-    enc.tensor(dst, 2);
+    enc.input(src0, 1);
+    enc.output(dst, 2);
     // Absent mask or sinks: src0 is bound in their place and never read.
-    enc.tensor(mask ? *mask : src0, 3);
-    enc.tensor(sinks ? *sinks : src0, 4);
+    enc.input(mask ? *mask : src0, 3);
+    enc.input(sinks ? *sinks : src0, 4);
     enc.threadgroup_memory(32 * sizeof(float), 0);
     const uint32_t nth = row_threads(args.nk, p.max_threads_per_threadgroup());
     enc.dispatch({uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), uint32_t(dst.ne[3])}, {nth, 1, 1});

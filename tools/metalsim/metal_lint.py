@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Keeps .metal kernels in the portable subset that both Apple's compiler and the MSL
-executor (shaders/msl_shim.h, tools/metal_sim_gen.py) accept with the same meaning.
+executor (src/metal/sim/msl_shim.h, tools/metalsim/metal_sim_gen.py) accept with the same meaning.
 
     metal_lint.py [FILE.metal | DIR ...] [-I DIR ...]      (default: shaders/)
 
@@ -18,7 +18,7 @@ containing "metal-lint: ignore" is exempt, and so is host-only code of shared he
     the device, constant or threadgroup address space; [[threadgroup(N)]] a pointer
   - function constants declared in .metal files only, and no program-scope constant
     computed from one (a C++ global would be initialised once, before any dispatch)
-  - everything tools/metal_sim_gen.py needs to read (instantiations, attributes)
+  - everything tools/metalsim/metal_sim_gen.py needs to read (instantiations, attributes)
 """
 
 from __future__ import annotations
@@ -252,7 +252,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("paths", nargs="*")
     ap.add_argument("-I", dest="include_dirs", action="append", default=[])
     args = ap.parse_args(argv)
-    paths = args.paths or [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shaders")]
+    paths = args.paths or [os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shaders")]
     files: list[str] = []
     for p in paths:
         if os.path.isdir(p):

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "core/errors.h"
-#include "metal/ops.h"
-#include "metal/row_threads.h"
+#include "metal/ops/ops.h"
+#include "metal/ops/row_threads.h"
 #include "kargs.h"
 
 namespace mb::metal {
@@ -74,9 +74,9 @@ void encode_get_rows(OpEncoder& enc, const Tensor& dst) {
     const int64_t units = quantized ? a.ne[0] / 16 : a.ne[0];
     const Pipeline& p = enc.use(std::string("kernel_get_rows_") + type_traits(a.type).name);
     enc.args(args);
-    enc.tensor(a, 1);
-    enc.tensor(idx, 2);
-    enc.tensor(dst, 3);
+    enc.input(a, 1);
+    enc.input(idx, 2);
+    enc.output(dst, 3);
     enc.error_record(4);
     enc.dispatch({uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), uint32_t(dst.ne[3])},
                  {row_threads(units, p.max_threads_per_threadgroup()), 1, 1});
@@ -108,9 +108,9 @@ void encode_set_rows(OpEncoder& enc, const Tensor& dst) {
     const int64_t units = quantized ? src.ne[0] / 32 : src.ne[0];
     const Pipeline& p = enc.use(std::string("kernel_set_rows_") + type_traits(dst.type).name);
     enc.args(args);
-    enc.tensor(src, 1);
-    enc.tensor(idx, 2);
-    enc.tensor(dst, 3);
+    enc.input(src, 1);
+    enc.input(idx, 2);
+    enc.output(dst, 3);
     enc.error_record(4);
     enc.dispatch({uint32_t(src.ne[1]), uint32_t(src.ne[2]), uint32_t(src.ne[3])},
                  {row_threads(units, p.max_threads_per_threadgroup()), 1, 1});

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "core/errors.h"
-#include "metal/ops.h"
-#include "metal/row_threads.h"
+#include "metal/ops/ops.h"
+#include "metal/ops/row_threads.h"
 #include "kargs.h"
 
 namespace mb::metal {
@@ -104,8 +104,8 @@ size_t encode_cpy(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
     const Pipeline& p =
         enc.use(std::string("kernel_cpy_") + type_traits(src.type).name + "_" + type_traits(dst.type).name);
     enc.args(args);
-    enc.tensor(src, 1);
-    enc.tensor(dst, 2);
+    enc.input(src, 1);
+    enc.output(dst, 2);
     enc.dispatch({uint32_t(src.ne[1]), uint32_t(src.ne[2]), uint32_t(src.ne[3])},
                  {row_threads(units, p.max_threads_per_threadgroup()), 1, 1});
     return 1;

@@ -1,18 +1,13 @@
 // runtime.h over real Metal (Apple only; Objective-C++ with ARC). Plain API calls: what the GPU runs
-// is decided above runtime.h, by code that Linux CI runs through the MSL executor. This file mirrors
-// runtime_sim.cpp: the bindings and dispatches the executor reports as a failed command buffer are
-// reported the same way here, before Metal sees them, because without the validation layer Metal
-// would run them with undefined results.
-#include "metal/runtime_metal.h"
+// is decided above runtime.h, by code that Linux CI runs through the MSL executor, and every binding,
+// dispatch and blit is checked there (checked_runtime.h) before it reaches this file.
+#include "metal/apple/runtime_metal.h"
 
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
-#include <cstring>
 #include <exception>
-#include <map>
 #include <mutex>
 #include <string>
 
@@ -31,11 +26,6 @@ namespace mb::metal {
 extern const char kMetalLibrarySource[];
 
 namespace {
-
-// Limits Metal documents but does not report.
-constexpr uint32_t kMaxBufferSlots = 31;       // the buffer argument table
-constexpr uint32_t kMaxThreadgroupSlots = 31;  // threadgroup memory arguments
-constexpr size_t kMaxSetBytes = 4096;          // setBytes:length:atIndex:
 
 std::string utf8(NSString* s) {
     const char* c = s ? s.UTF8String : nullptr;
@@ -173,94 +163,45 @@ private:
     id<MTLComputePipelineState> state_;
 };
 
-// A compute pass. A binding or dispatch that the executor would fail marks the command buffer failed
-// (`invalid`, the first reason wins) and is not given to Metal.
+// A compute pass. What it is given was checked above runtime.h (checked_runtime.h).
 class MetalEncoder final : public ComputeEncoder {
 public:
-    MetalEncoder(id<MTLComputeCommandEncoder> enc, bool concurrent, size_t max_threadgroup_memory, std::string& invalid)
-        : enc_(enc), concurrent_(concurrent), max_threadgroup_memory_(max_threadgroup_memory), invalid_(invalid) {}
+    MetalEncoder(id<MTLComputeCommandEncoder> enc, bool concurrent) : enc_(enc), concurrent_(concurrent) {}
 
     void end() { [enc_ endEncoding]; }
-
     void set_pipeline(const Pipeline& p) override {
-        pipeline_ = static_cast<const MetalPipeline*>(&p);
-        [enc_ setComputePipelineState:pipeline_->state()];
+        [enc_ setComputePipelineState:static_cast<const MetalPipeline&>(p).state()];
     }
-
     void set_args(const void* data, size_t size) override {
-        if (size > kMaxSetBytes) {
-            return reject("args struct of " + std::to_string(size) + " bytes exceeds setBytes' 4096");
-        }
         if (size > 0) [enc_ setBytes:data length:size atIndex:0];
     }
-
     void set_buffer(const RtBuffer& buf, size_t offset, uint32_t index) override {
-        if (index >= kMaxBufferSlots) {
-            fail<InvalidArgumentError>("Metal::set_buffer", "buffer index ", index, " out of range");
-        }
-        if (offset > buf.size()) {
-            return reject("buffer " + std::to_string(index) + " offset " + std::to_string(offset) +
-                          " is past its end (" + std::to_string(buf.size()) + " bytes)");
-        }
         [enc_ setBuffer:mtl(buf) offset:offset atIndex:index];
     }
-
     void set_threadgroup_memory(size_t size, uint32_t index) override {
-        if (index >= kMaxThreadgroupSlots) {
-            fail<InvalidArgumentError>("Metal::set_threadgroup_memory", "index ", index, " out of range");
-        }
-        threadgroup_memory_[index] = size;
         [enc_ setThreadgroupMemoryLength:size atIndex:index];
     }
-
     void dispatch(Size3 groups, Size3 threads) override {
-        if (!pipeline_) fail<InvalidArgumentError>("Metal::dispatch", "no pipeline set");
-        uint64_t n = uint64_t(threads.x) * threads.y * threads.z;
-        if (n == 0 || n > pipeline_->max_threads_per_threadgroup()) {
-            return reject(pipeline_->name() + ": " + std::to_string(n) + " threads per threadgroup (" +
-                          std::to_string(threads.x) + "x" + std::to_string(threads.y) + "x" +
-                          std::to_string(threads.z) + "), at most " +
-                          std::to_string(pipeline_->max_threads_per_threadgroup()));
-        }
-        size_t shared = 0;
-        for (size_t s : threadgroup_memory_) shared += s;
-        if (shared > max_threadgroup_memory_) {
-            return reject(pipeline_->name() + ": threadgroup memory of " + std::to_string(shared) +
-                          " bytes exceeds " + std::to_string(max_threadgroup_memory_));
-        }
-        // An empty grid is no work, and Metal's validation rejects it.
-        if (groups.x == 0 || groups.y == 0 || groups.z == 0) return;
         [enc_ dispatchThreadgroups:MTLSizeMake(groups.x, groups.y, groups.z)
              threadsPerThreadgroup:MTLSizeMake(threads.x, threads.y, threads.z)];
     }
-
     // A serial encoder already orders its dispatches; barriers are only for concurrent ones.
     void memory_barrier() override {
         if (concurrent_) [enc_ memoryBarrierWithScope:MTLBarrierScopeBuffers];
     }
 
 private:
-    void reject(const std::string& why) {
-        if (invalid_.empty()) invalid_ = "[Metal::dispatch] " + why;
-    }
-
     id<MTLComputeCommandEncoder> enc_;
     bool concurrent_;
-    size_t max_threadgroup_memory_;
-    std::string& invalid_;
-    const MetalPipeline* pipeline_ = nullptr;
-    std::array<size_t, kMaxThreadgroupSlots> threadgroup_memory_{};
 };
 
 class MetalCommandBuffer final : public CommandBuffer {
 public:
-    MetalCommandBuffer(id<MTLCommandBuffer> cb, size_t max_threadgroup_memory)
-        : cb_(cb), max_threadgroup_memory_(max_threadgroup_memory) {}
+    explicit MetalCommandBuffer(id<MTLCommandBuffer> cb) : cb_(cb) {}
     // Metal requires every encoder to be ended, also on a command buffer that is never committed.
     ~MetalCommandBuffer() override { end_pass(); }
 
     ComputeEncoder& compute(bool concurrent) override {
-        require_open("compute");
         end_pass();
         id<MTLComputeCommandEncoder> enc = nil;
         pooled([&] {
@@ -268,17 +209,11 @@ public:
                                                                         : MTLDispatchTypeSerial];
         });
         if (!enc) fail<DeviceError>("Metal::compute", "the command buffer gave no compute encoder");
-        encoder_ = std::make_unique<MetalEncoder>(enc, concurrent, max_threadgroup_memory_, invalid_);
+        encoder_ = std::make_unique<MetalEncoder>(enc, concurrent);
         return *encoder_;
     }
 
     void copy(const RtBuffer& src, size_t src_offset, const RtBuffer& dst, size_t dst_offset, size_t n) override {
-        require_open("copy");
-        if (src_offset > src.size() || n > src.size() - src_offset || dst_offset > dst.size() ||
-            n > dst.size() - dst_offset) {
-            return reject("copy of " + std::to_string(n) + " bytes is out of bounds");
-        }
-        if (n == 0) return;
         end_pass();
         pooled([&] {
             id<MTLBlitCommandEncoder> blit = [cb_ blitCommandEncoder];
@@ -288,11 +223,6 @@ public:
     }
 
     void fill(const RtBuffer& dst, size_t offset, size_t n, uint8_t value) override {
-        require_open("fill");
-        if (offset > dst.size() || n > dst.size() - offset) {
-            return reject("fill of " + std::to_string(n) + " bytes is out of bounds");
-        }
-        if (n == 0) return;
         end_pass();
         pooled([&] {
             id<MTLBlitCommandEncoder> blit = [cb_ blitCommandEncoder];
@@ -302,20 +232,17 @@ public:
     }
 
     void commit() override {
-        require_open("commit");
         end_pass();
         committed_ = true;
-        // A command buffer with a rejected command fails as a whole, as on the executor.
-        if (invalid_.empty()) [cb_ commit];
+        [cb_ commit];
     }
 
     void wait() override {
-        if (committed_ && invalid_.empty()) [cb_ waitUntilCompleted];
+        if (committed_) [cb_ waitUntilCompleted];
     }
 
     CommandStatus status() const override {
         if (!committed_) return CommandStatus::NotCommitted;
-        if (!invalid_.empty()) return CommandStatus::Error;
         switch (cb_.status) {
             case MTLCommandBufferStatusCompleted: return CommandStatus::Completed;
             case MTLCommandBufferStatusError: return CommandStatus::Error;
@@ -324,28 +251,19 @@ public:
     }
 
     std::string error() const override {
-        if (!invalid_.empty()) return invalid_;
         std::string e;
         if (committed_ && cb_.status == MTLCommandBufferStatusError) pooled([&] { e = describe(cb_.error); });
         return e;
     }
 
 private:
-    void require_open(const char* what) const {
-        if (committed_) fail<InvalidArgumentError>("Metal::command_buffer", what, " after commit");
-    }
     void end_pass() {
         if (encoder_) encoder_->end();
         encoder_.reset();
     }
-    void reject(const std::string& why) {
-        if (invalid_.empty()) invalid_ = "[Metal::blit] " + why;
-    }
 
     id<MTLCommandBuffer> cb_;
-    size_t max_threadgroup_memory_;
     std::unique_ptr<MetalEncoder> encoder_;
-    std::string invalid_;
     bool committed_ = false;
 };
 
@@ -425,18 +343,9 @@ public:
         return result;
     }
 
+    // Cached above runtime.h (checked_runtime.h), which asks once per name and constant values, one call
+    // at a time.
     std::shared_ptr<Pipeline> pipeline(const std::string& name, const std::vector<FunctionConstant>& constants) override {
-        std::string key = name;
-        for (const auto& c : constants) {
-            // A float is keyed by its bits: printed, distinct small values would share a pipeline.
-            uint32_t fbits = 0;
-            std::memcpy(&fbits, &c.f, sizeof(fbits));
-            key += "|" + std::to_string(c.index) + ":" + std::to_string(static_cast<int>(c.kind)) + "=" +
-                   std::to_string(c.i) + "/" + std::to_string(fbits);
-        }
-        std::lock_guard<std::mutex> lock(pipelines_mutex_);
-        auto it = pipelines_.find(key);
-        if (it != pipelines_.end()) return it->second;
         std::shared_ptr<MetalPipeline> result;
         pooled([&] {
             id<MTLLibrary> lib = library();
@@ -456,16 +365,15 @@ public:
             if (!state) fail<DeviceError>("Metal::pipeline", "cannot build '", name, "': ", describe(error));
             result = std::make_shared<MetalPipeline>(name, state);
         });
-        pipelines_[key] = result;
         return result;
     }
 
-    std::unique_ptr<CommandBuffer> command_buffer(int) override {
+    std::unique_ptr<CommandBuffer> command_buffer(const OptionValues&) override {
         id<MTLCommandBuffer> cb = nil;
         // Retained references: Metal keeps every bound buffer alive until the work completes.
         pooled([&] { cb = [queue_ commandBuffer]; });
         if (!cb) fail<DeviceError>("Metal::command_buffer", "the queue gave no command buffer");
-        return std::make_unique<MetalCommandBuffer>(cb, props_.max_threadgroup_memory);
+        return std::make_unique<MetalCommandBuffer>(cb);
     }
 
     void set_use_residency_sets(bool on) override {
@@ -510,7 +418,7 @@ public:
 
 private:
     // The shader library, compiled from source at first use (so the Command Line Tools are enough to
-    // build the module: no offline Metal compiler). Called with pipelines_mutex_ held.
+    // build the module: no offline Metal compiler). pipeline() is called one call at a time.
     id<MTLLibrary> library() {
         if (library_) return library_;
         NSError* error = nil;
@@ -523,27 +431,15 @@ private:
     static MTLFunctionConstantValues* constant_values(const std::vector<FunctionConstant>& constants) {
         MTLFunctionConstantValues* values = [MTLFunctionConstantValues new];
         for (const auto& c : constants) {
+            // Each value in the width its kind declares in the shader.
+            const bool b = c.i != 0;
+            const int16_t i16 = static_cast<int16_t>(c.i);
+            const int32_t i32 = static_cast<int32_t>(c.i);
             switch (c.kind) {
-                case FunctionConstant::Kind::Bool: {
-                    bool v = c.i != 0;
-                    [values setConstantValue:&v type:MTLDataTypeBool atIndex:c.index];
-                    break;
-                }
-                case FunctionConstant::Kind::Int16: {
-                    int16_t v = static_cast<int16_t>(c.i);
-                    [values setConstantValue:&v type:MTLDataTypeShort atIndex:c.index];
-                    break;
-                }
-                case FunctionConstant::Kind::Int32: {
-                    int32_t v = static_cast<int32_t>(c.i);
-                    [values setConstantValue:&v type:MTLDataTypeInt atIndex:c.index];
-                    break;
-                }
-                case FunctionConstant::Kind::Float: {
-                    float v = c.f;
-                    [values setConstantValue:&v type:MTLDataTypeFloat atIndex:c.index];
-                    break;
-                }
+                case FunctionConstant::Kind::Bool: [values setConstantValue:&b type:MTLDataTypeBool atIndex:c.index]; break;
+                case FunctionConstant::Kind::Int16: [values setConstantValue:&i16 type:MTLDataTypeShort atIndex:c.index]; break;
+                case FunctionConstant::Kind::Int32: [values setConstantValue:&i32 type:MTLDataTypeInt atIndex:c.index]; break;
+                case FunctionConstant::Kind::Float: [values setConstantValue:&c.f type:MTLDataTypeFloat atIndex:c.index]; break;
             }
         }
         return values;
@@ -553,9 +449,7 @@ private:
     id<MTLCommandQueue> queue_;
     std::shared_ptr<Residency> residency_;
     RuntimeProps props_;
-    std::mutex pipelines_mutex_;
     id<MTLLibrary> library_ = nil;
-    std::map<std::string, std::shared_ptr<MetalPipeline>> pipelines_;
     std::atomic<int> captures_{0};
 };
 

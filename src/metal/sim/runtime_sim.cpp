@@ -1,4 +1,4 @@
-#include "metal/runtime_sim.h"
+#include "metal/sim/runtime_sim.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -102,22 +102,16 @@ public:
         const auto* b = static_cast<const uint8_t*>(data);
         args_.assign(b, b + size);
     }
+    // Indices, offsets and sizes were checked above runtime.h (checked_runtime.h).
     void set_buffer(const RtBuffer& buf, size_t offset, uint32_t index) override {
-        if (index >= sim::abi::kMaxBufferSlots) {
-            throw InvalidArgumentError("[SimEncoder::set_buffer] buffer index " + std::to_string(index) + " out of range");
-        }
         if (buffers_.size() <= index) buffers_.resize(index + 1);
         buffers_[index] = {&sim(buf), offset};
     }
     void set_threadgroup_memory(size_t size, uint32_t index) override {
-        if (index >= sim::abi::kMaxThreadgroupSlots) {
-            throw InvalidArgumentError("[SimEncoder::set_threadgroup_memory] index " + std::to_string(index) + " out of range");
-        }
         if (tg_.size() <= index) tg_.resize(index + 1, 0);
         tg_[index] = size;
     }
     void dispatch(Size3 groups, Size3 threads) override {
-        if (!pipeline_) throw InvalidArgumentError("[SimEncoder::dispatch] no pipeline set");
         Command c{Command::Kind::Dispatch};
         c.concurrent = concurrent_;
         c.pipeline = pipeline_;
@@ -231,14 +225,10 @@ public:
         return std::make_shared<SimBuffer>(static_cast<uint8_t*>(ptr), size, StorageMode::Mapped, false, &allocated_);
     }
 
+    // Cached above runtime.h (checked_runtime.h), which asks once per name and constant values.
     std::shared_ptr<Pipeline> pipeline(const std::string& name, const std::vector<FunctionConstant>& constants) override {
-        std::string key = name;
         std::vector<sim::FunctionConstant> fcs;
         for (const auto& c : constants) {
-            uint32_t fbits;
-            std::memcpy(&fbits, &c.f, sizeof(fbits));
-            key += "|" + std::to_string(c.index) + ":" + std::to_string(static_cast<int>(c.kind)) + "=" +
-                   std::to_string(c.i) + "/" + std::to_string(fbits);
             switch (c.kind) {
                 case FunctionConstant::Kind::Bool: fcs.push_back(sim::FunctionConstant::boolean(c.index, c.i != 0)); break;
                 case FunctionConstant::Kind::Int16: fcs.push_back(sim::FunctionConstant::int16(c.index, static_cast<int16_t>(c.i))); break;
@@ -246,18 +236,17 @@ public:
                 case FunctionConstant::Kind::Float: fcs.push_back(sim::FunctionConstant::float32(c.index, c.f)); break;
             }
         }
-        std::lock_guard<std::mutex> lock(pipelines_mutex_);
-        auto it = pipelines_.find(key);
-        if (it != pipelines_.end()) return it->second;
         const sim::KernelInfo* k = sim::find_kernel(name);
         if (!k) fail<UnsupportedOpError>("MetalSim::pipeline", "no kernel named '", name, "' in the shader library");
-        auto p = std::make_shared<SimPipeline>(k, std::move(fcs));
-        pipelines_[key] = p;
-        return p;
+        return std::make_shared<SimPipeline>(k, std::move(fcs));
     }
 
-    std::unique_ptr<CommandBuffer> command_buffer(int sim_schedule) override {
-        return std::make_unique<SimCommandBuffer>(*this, sim_schedule);
+    // The executor's schedule: 0 runs the threads of a threadgroup in lockstep, 1 lets one simdgroup
+    // run ahead to each barrier (exposes missing barriers that lockstep hides).
+    std::vector<RuntimeOption> options() const override { return {{"schedule", 0, 0, 1}}; }
+    std::unique_ptr<CommandBuffer> command_buffer(const OptionValues& options) override {
+        auto it = options.find("schedule");
+        return std::make_unique<SimCommandBuffer>(*this, it == options.end() ? 0 : int(it->second));
     }
 
     void capture_begin() override {
@@ -321,15 +310,9 @@ private:
                 }
                 case Command::Kind::Barrier: break;
                 case Command::Kind::Copy:
-                    if (c.src_offset + c.n > c.src->size() || c.dst_offset + c.n > c.dst->size()) {
-                        return "[MetalSim::blit] copy of " + std::to_string(c.n) + " bytes is out of bounds";
-                    }
                     std::memmove(c.dst->device_data() + c.dst_offset, c.src->device_data() + c.src_offset, c.n);
                     break;
                 case Command::Kind::Fill:
-                    if (c.dst_offset + c.n > c.dst->size()) {
-                        return "[MetalSim::blit] fill of " + std::to_string(c.n) + " bytes is out of bounds";
-                    }
                     std::memset(c.dst->device_data() + c.dst_offset, c.value, c.n);
                     break;
             }
@@ -347,10 +330,6 @@ private:
         for (size_t k = 1; k < c.buffers.size(); ++k) {
             const BufferSlot& s = c.buffers[k];
             if (!s.buffer) continue;
-            if (s.offset > s.buffer->size()) {
-                return "[MetalSim::dispatch] " + c.pipeline->name() + ": buffer " + std::to_string(k) + " offset " +
-                       std::to_string(s.offset) + " is past its end (" + std::to_string(s.buffer->size()) + " bytes)";
-            }
             d.buffers[k] = {s.buffer->device_data() + s.offset, s.buffer->size() - s.offset};
         }
         d.threadgroup_memory = c.threadgroup_memory;
@@ -361,8 +340,6 @@ private:
 
     RuntimeProps props_;
     std::atomic<size_t> allocated_{0};
-    std::mutex pipelines_mutex_;
-    std::map<std::string, std::shared_ptr<SimPipeline>> pipelines_;
     std::mutex queue_mutex_;
     std::condition_variable queue_cv_;
     std::deque<std::shared_ptr<Work>> queue_;

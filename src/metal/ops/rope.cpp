@@ -8,7 +8,7 @@
 
 #include "core/errors.h"
 #include "kargs.h"
-#include "metal/ops.h"
+#include "metal/ops/ops.h"
 
 namespace mb::metal {
 
@@ -97,9 +97,9 @@ size_t encode_rope(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) 
                              (a.type == Type::F16 ? "f16" : "f32");
     const Pipeline& p = enc.use(name);
     enc.args(k);
-    enc.tensor(a, 1);
-    enc.tensor(pos, 2);
-    enc.tensor(dst, 3);
+    enc.input(a, 1);
+    enc.input(pos, 2);
+    enc.output(dst, 3);
     const int64_t work = std::max<int64_t>(rp.n_dims / 2, a.ne[0] - rp.n_dims);
     const uint32_t nth = uint32_t(std::min<int64_t>({work, 256, int64_t(p.max_threads_per_threadgroup())}));
     enc.dispatch({uint32_t(a.ne[1]), uint32_t(a.ne[2]), uint32_t(a.ne[3])}, {std::max<uint32_t>(nth, 1), 1, 1});

@@ -1,12 +1,12 @@
 // The Metal device's ops: which nodes it supports (METAL-SPEC's supports_op, widened where our
-// kernels do more) and how each is encoded. One family per ops_<family>.cpp and shaders/<family>.metal.
+// kernels do more) and how each is encoded. One family per ops/<family>.cpp and shaders/<family>.metal.
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
 #include "core/tensor.h"
-#include "metal/op_encoder.h"
+#include "metal/ops/op_encoder.h"
 #include "metal/runtime.h"
 
 namespace mb::metal {

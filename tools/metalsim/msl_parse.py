@@ -1,6 +1,6 @@
-"""A small, careful reader of the portable MSL subset (see shaders/msl_shim.h).
+"""A small, careful reader of the portable MSL subset (see src/metal/sim/msl_shim.h).
 
-Shared by tools/metal_sim_gen.py and tools/metal_lint.py. It does not parse C++: it
+Shared by tools/metalsim/metal_sim_gen.py and tools/metalsim/metal_lint.py. It does not parse C++: it
 masks comments and literals, finds top-level braced blocks (functions, kernels,
 structs, initialisers; namespaces are entered), kernel parameter lists with their
 attributes, `template [[host_name(...)]]` instantiations, function constant

@@ -3,8 +3,8 @@
 #include <climits>
 #include <cstdint>
 
-#include "metal/ops.h"
-#include "metal/row_threads.h"
+#include "metal/ops/ops.h"
+#include "metal/ops/row_threads.h"
 #include "kargs.h"
 
 namespace mb::metal {
@@ -59,8 +59,8 @@ size_t encode_reduce(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
     const bool argmax = dst.op == Op::ARGMAX;
     const Pipeline& p = enc.use(argmax ? "kernel_argmax_f32" : "kernel_sum_rows_f32");
     enc.args(args);
-    enc.tensor(src0, 1);
-    enc.tensor(dst, 2);
+    enc.input(src0, 1);
+    enc.output(dst, 2);
     enc.threadgroup_memory(32 * sizeof(float), 0);
     if (argmax) enc.threadgroup_memory(32 * sizeof(int32_t), 1);
     const uint32_t nth = row_threads(args.ne00, p.max_threads_per_threadgroup());

@@ -5,9 +5,9 @@
 #include <climits>
 #include <cstdint>
 
-#include "metal/fusion.h"
-#include "metal/ops.h"
-#include "metal/row_threads.h"
+#include "metal/ops/fusion.h"
+#include "metal/ops/ops.h"
+#include "metal/ops/row_threads.h"
 #include "kargs.h"
 
 namespace mb::metal {
@@ -21,24 +21,14 @@ bool fits_i32(const Tensor& t) {
     return true;
 }
 
-// Whether nodes[j] is op(nodes[j-1], w) with an f32 w of packed rows that the kernel can fold in.
-bool foldable(const OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t j, Op op) {
-    if (j >= nodes.size()) return false;
-    const Tensor& node = *nodes[j];
-    if (node.op != op || !supports_binary(enc.props(), node) || !feeds_only_next(enc, nodes, j - 1)) return false;
-    const Tensor& w = *node.src[1];
-    return w.type == Type::F32 && w.nb[0] == sizeof(float);
-}
-
-// How many of MUL, ADD after nodes[i] to fold: 0, 1 or 2. The result must not overlap an input it
-// is computed from unless it is that input's very memory.
+// How many of MUL, ADD after nodes[i] to fold: 0, 1 or 2, as the graph's shape allows (fusion.h) and
+// while each intermediate is needed by nothing else. The result must not overlap an input it is
+// computed from unless it is that input's very memory.
 int fused_ops(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
     if (!enc.fusion()) return 0;
+    const int most = int(fusable_after(enc.props(), nodes, i));
     int f = 0;
-    if (foldable(enc, nodes, i + 1, Op::MUL)) {
-        f = 1;
-        if (foldable(enc, nodes, i + 2, Op::ADD)) f = 2;
-    }
+    while (f < most && enc.feeds_only_next(i + size_t(f))) ++f;
     for (; f > 0; --f) {
         const Tensor& dst = *nodes[i + f];
         bool safe = disjoint_or_same(dst, *nodes[i]->src[0]);
@@ -116,11 +106,11 @@ size_t encode_norm(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) 
                                 {FunctionConstant::boolean(300, norm.op == Op::RMS_NORM),
                                  FunctionConstant::int32(301, fuse)});
     enc.args(args);
-    enc.tensor(src0, 1);
-    enc.tensor(dst, 2);
+    enc.input(src0, 1);
+    enc.output(dst, 2);
     // Unused operand slots get src0: bound, never read.
-    enc.tensor(w ? *w : src0, 3);
-    enc.tensor(b ? *b : src0, 4);
+    enc.input(w ? *w : src0, 3);
+    enc.input(b ? *b : src0, 4);
     enc.threadgroup_memory(32 * sizeof(float), 0);
     const uint32_t nth = row_threads(args.nk, p.max_threads_per_threadgroup());
     enc.dispatch({uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), uint32_t(dst.ne[3])}, {nth, 1, 1});
