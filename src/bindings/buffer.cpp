@@ -1,4 +1,9 @@
 // Buffer types and buffers, with zero-copy host views (numpy arrays and memoryviews).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 

@@ -1,4 +1,11 @@
 // Registries, devices and their props.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
 #include <pybind11/stl.h>
 
 #include "bindings/bindings.h"

@@ -2,6 +2,7 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>

@@ -2,6 +2,8 @@
 // which produce and read exactly the bytes ggml stores for each type.
 #include <pybind11/numpy.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 

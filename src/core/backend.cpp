@@ -1,7 +1,11 @@
 #include "core/backend.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
 #include <utility>
 #include <vector>

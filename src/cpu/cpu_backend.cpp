@@ -1,7 +1,10 @@
 #include "cpu/cpu_backend.h"
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/errors.h"

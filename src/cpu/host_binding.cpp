@@ -1,8 +1,12 @@
 #include "cpu/host_binding.h"
 
 #include <condition_variable>
+#include <cstddef>
+#include <cstdint>
 #include <mutex>
+#include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "core/buffer.h"
 #include "core/buffer_type.h"

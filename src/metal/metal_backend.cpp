@@ -1,10 +1,16 @@
 #include "metal/metal_backend.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "core/buffer.h"
 #include "core/buffer_type.h"

@@ -3,6 +3,7 @@
 // command buffers. The abort callback is asked before each commit; nothing half-committed remains.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <string>
