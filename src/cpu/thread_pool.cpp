@@ -1,5 +1,12 @@
 #include "cpu/thread_pool.h"
 
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+
 namespace mb {
 
 namespace {

@@ -1,9 +1,14 @@
 #include "metal/checked_runtime.h"
 
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/errors.h"
 

@@ -1,10 +1,16 @@
 #include "metal/metal_backend.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "core/buffer.h"
 #include "core/buffer_type.h"
@@ -59,6 +65,7 @@ void MetalBackend::commit(std::unique_ptr<CommandBuffer> cb) {
 
 Status MetalBackend::graph_compute_async(Graph& graph) {
     static const char* who = "MetalBackend::graph_compute";
+    reject_reentry(who);
     std::lock_guard<std::mutex> lock(mutex_);
     const RuntimeProps props = device_->props();
 
@@ -137,6 +144,7 @@ Status MetalBackend::graph_compute_async(Graph& graph) {
 }
 
 void MetalBackend::synchronize() {
+    reject_reentry("MetalBackend::synchronize");
     std::lock_guard<std::mutex> lock(mutex_);
     std::string errors;
     for (size_t k = 0; k < in_flight_.size(); ++k) {
@@ -174,6 +182,7 @@ void MetalBackend::set_tensor_async(Tensor& t, const void* src, size_t offset, s
                               ") is outside tensor ", t.describe(), " of ", t.nbytes(), " bytes");
     }
     DeviceRef ref = device_ref(t);
+    reject_reentry("MetalBackend::set_tensor_async");
     std::lock_guard<std::mutex> lock(mutex_);
     // The source is copied now, so the caller may reuse it at once.
     auto staging = device_->runtime().alloc(n, StorageMode::Shared);
@@ -191,6 +200,7 @@ void MetalBackend::get_tensor_async(const Tensor& t, void* dst, size_t offset, s
                               ") is outside tensor ", t.describe(), " of ", t.nbytes(), " bytes");
     }
     DeviceRef ref = device_ref(t);
+    reject_reentry("MetalBackend::get_tensor_async");
     std::lock_guard<std::mutex> lock(mutex_);
     auto staging = device_->runtime().alloc(n, StorageMode::Shared);
     auto cb = device_->runtime().command_buffer(runtime_options());
@@ -242,6 +252,7 @@ void MetalBackend::capture_next_compute() {
         fail<UnsupportedOpError>("MetalBackend::capture_next_compute", "GPU trace capture needs Metal on Apple; ",
                                  device_->name(), " cannot capture");
     }
+    reject_reentry("MetalBackend::capture_next_compute");
     std::lock_guard<std::mutex> lock(mutex_);
     capture_next_ = true;
 }

@@ -3,6 +3,9 @@
 // narrowed from Python (to test fallbacks) but never widened past what the runtime has.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>

@@ -14,6 +14,7 @@
 // something else on the machine.
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <new>
 

@@ -1,6 +1,8 @@
 // Registry "Metal" (Apple only): the Metal device over the system's default GPU, with the shader
 // library built into the module. Headless and virtualised Macs may have no GPU: the registry is then
 // present with no devices, so the CPU and everything else stay usable.
+#include <memory>
+
 #include "core/registry.h"
 #include "core/errors.h"
 #include "metal/metal_device.h"

@@ -4,6 +4,7 @@
 // row. With fusion on, a chain of ADDs (each adding to the previous result) is one kernel.
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 

@@ -3,8 +3,10 @@
 // f16 and the same type. Both sides may have any strides and shapes with the same element count; a
 // quantized side needs packed blocks and rows as long as the other side's (blocks cannot be split).
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/errors.h"
 #include "metal/ops/ops.h"

@@ -6,7 +6,10 @@
 // memory; nsg and the tile length are the largest that fit the device's threadgroup memory.
 #include <climits>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/errors.h"
 #include "kargs.h"

@@ -1,5 +1,8 @@
 #include "metal/ops/fusion.h"
 
+#include <cstddef>
+#include <vector>
+
 #include "kargs.h"
 #include "metal/ops/op_encoder.h"
 #include "metal/ops/ops.h"

@@ -2,7 +2,9 @@
 // f16 with packed rows. The 1-D form runs as the 2-D one with a single input row. Params: s0, s1, p0,
 // p1, d0, d1, is_2d (src/core/ops.h).
 #include <climits>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/errors.h"
 #include "core/im2col_geometry.h"

@@ -3,7 +3,10 @@
 // bits, so each element size has one kernel per op.
 #include <algorithm>
 #include <climits>
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/errors.h"
 #include "kargs.h"

@@ -8,8 +8,10 @@
 // small-batch kernel over groups of MB_MV_EXT_MAX columns.
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/errors.h"
 #include "metal/ops/ops.h"

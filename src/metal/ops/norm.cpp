@@ -3,7 +3,9 @@
 // (Whisper's layer norm is exactly norm -> mul -> add); w and b f32 with packed rows, broadcast by
 // modulo on every dim.
 #include <climits>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "metal/ops/fusion.h"
 #include "metal/ops/ops.h"

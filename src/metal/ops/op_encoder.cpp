@@ -1,5 +1,11 @@
 #include "metal/ops/op_encoder.h"
 
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
 #include "core/buffer.h"
 #include "core/errors.h"
 #include "metal/metal_storage.h"

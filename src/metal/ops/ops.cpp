@@ -1,5 +1,8 @@
 #include "metal/ops/ops.h"
 
+#include <cstddef>
+#include <vector>
+
 #include "core/errors.h"
 
 namespace mb::metal {

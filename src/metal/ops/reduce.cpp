@@ -1,7 +1,9 @@
 // SUM_ROWS, MEAN and ARGMAX on the Metal device (shaders/reduce.metal): one threadgroup per row of
 // f32 with any strides; SUM_ROWS/MEAN give one f32 per row, ARGMAX one i32 per row of a 2-D tensor.
 #include <climits>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "metal/ops/ops.h"
 #include "metal/ops/row_threads.h"

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/errors.h"
 #include "kargs.h"

@@ -4,8 +4,10 @@
 // the i32 indices broadcast over dims 2 and 3 by modulo. Indices outside the rows are not raised on
 // by the kernel (the GPU cannot raise): they are written to the error record, raised at synchronize.
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/errors.h"
 #include "metal/ops/ops.h"

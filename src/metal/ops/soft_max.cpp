@@ -3,7 +3,9 @@
 // max_bias; optional f32 sinks, one per head (dim 2).
 #include <climits>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "metal/ops/ops.h"
 #include "metal/ops/row_threads.h"

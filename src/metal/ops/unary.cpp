@@ -3,7 +3,9 @@
 // are 16-byte aligned. Other strides (views): one threadgroup per row.
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "metal/ops/ops.h"
 #include "kargs.h"

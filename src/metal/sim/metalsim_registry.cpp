@@ -1,5 +1,7 @@
 // Registry "MetalSim": the Metal device over the MSL executor, so the Metal op encoding and kernels
 // run (and are tested) where no Mac exists.
+#include <memory>
+
 #include "core/registry.h"
 #include "metal/metal_device.h"
 #include "metal/sim/runtime_sim.h"

@@ -1,13 +1,19 @@
 #include "metal/sim/runtime_sim.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "core/errors.h"
 #include "cpu/host_info.h"
@@ -66,7 +72,11 @@ struct BufferSlot {
 };
 
 struct Command {
-    enum class Kind { Dispatch, Barrier, Copy, Fill } kind;
+    enum class Kind { Dispatch, Barrier, Copy, Fill };
+    // Built from its kind alone (Command{kind}); as an aggregate that would leave every other field
+    // to -Wmissing-field-initializers.
+    explicit Command(Kind k) : kind(k) {}
+    Kind kind;
     bool concurrent = false;  // dispatch of a concurrent pass
     // Dispatch
     const SimPipeline* pipeline = nullptr;
