@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace mb::bindings {
 
@@ -22,5 +23,9 @@ void init_graph(py::module_& m);
 // A Python int as a byte count or offset: TypeError if not an int, InvalidArgumentError if negative,
 // OutOfRangeError if it does not fit (OutOfMemoryError instead when `too_big_is_oom`).
 size_t to_size(py::handle value, const char* who, const char* what, bool too_big_is_oom = false);
+
+// A Python int (or an object with __index__, not a bool) as int64: TypeError otherwise, OutOfRangeError
+// naming the value when it does not fit.
+int64_t to_int64(py::handle value, const char* who, const char* what);
 
 }  // namespace mb::bindings
