@@ -1,0 +1,609 @@
+"""Property-based tests: random graphs of random ops on every device against float64 numpy.
+
+Hypothesis draws a program: a few input tensors (random shapes, types f32/f16/q8_0/q4_0 where an op
+takes them, values from a seeded numpy generator so that shrinking works on structure, not on float
+bits) and a chain of ops over them: binary ops with broadcasting, unary ops, scale, norm/rms_norm,
+soft_max(_ext) with masks, sum_rows/mean, mul_mat over f32/f16/q8_0/q4_0 weights, get_rows,
+cpy/cont of views, permute/transpose/reshape/view. The same program is built and computed on the
+CPU and on MetalSim (and Metal where present).
+
+Every node is checked on its own, against a float64 reference computed from the values its sources
+hold on that device after the compute, so a wrong kernel is caught where it is wrong and rounding
+does not accumulate along the chain. Data movement must be exact; arithmetic is compared as
+sum((out - ref)^2) <= tol * sum(mag^2), where mag is the op's own magnitude bound (|a| + |b| for a
+sum, |x| @ |w|^T for a product, max |x| / sqrt(var + eps) for a norm...), so cancellation in the
+exact result is not counted against the op; tol per type as in op_cases.py.
+
+Bounded for CI: a fixed number of examples, derandomized (the same programs every run) under the
+default "ci" profile. MB_HYPOTHESIS_PROFILE=explore draws fresh random programs, more of them.
+Failures found this way are kept below as regular tests (test_regression_*).
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+import pytest
+
+import metal_backend as mb
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+settings.register_profile(
+    "ci", max_examples=int(os.environ.get("MB_HYPOTHESIS_EXAMPLES", "30")), deadline=None, derandomize=True,
+    database=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+settings.register_profile(
+    "explore", max_examples=int(os.environ.get("MB_HYPOTHESIS_EXAMPLES", "300")), deadline=None,
+    print_blob=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                            HealthCheck.filter_too_much])
+PROFILE = os.environ.get("MB_HYPOTHESIS_PROFILE", "ci")
+
+# Tolerances (see op_cases.py for where each comes from).
+ARITH = 1e-12
+TRANSC = 1e-10
+ROWS = 1e-10
+F16_OUT = 1e-6
+MM = {mb.f32: 1e-6, mb.f16: 1e-6, mb.q8_0: 5e-4, mb.q4_0: 5e-4}
+
+QUANTS = (mb.q8_0, mb.q4_0)
+EPS = 1e-5
+MAX_ELEMENTS = 12000
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * x * (1.0 + 0.044715 * x * x)))
+
+
+def gelu_erf(x):
+    return 0.5 * x * (1.0 + np.vectorize(math.erf, otypes=[np.float64])(x / math.sqrt(2.0)))
+
+
+# name -> (reference, domain check on the planned input values, exact?)
+UNARY = {
+    "neg": (lambda x: -x, None, True),
+    "abs": (np.abs, None, True),
+    "relu": (lambda x: np.maximum(x, 0.0), None, True),
+    "sqr": (lambda x: x * x, lambda v: np.abs(v).max(initial=0) < 1e15, False),
+    "sqrt": (np.sqrt, lambda v: v.min(initial=1) >= 0, False),
+    "log": (np.log, lambda v: v.min(initial=1) > 1e-3, False),
+    "exp": (np.exp, lambda v: v.max(initial=0) < 30, False),
+    "tanh": (np.tanh, None, False),
+    "sigmoid": (lambda x: 1.0 / (1.0 + np.exp(-x)), None, False),
+    "silu": (lambda x: x / (1.0 + np.exp(-x)), None, False),
+    "gelu": (gelu_tanh, None, False),
+    "gelu_erf": (gelu_erf, None, False),
+    "gelu_quick": (lambda x: x / (1.0 + np.exp(-1.702 * x)), None, False),
+    "sin": (np.sin, lambda v: np.abs(v).max(initial=0) < 100, False),
+    "cos": (np.cos, lambda v: np.abs(v).max(initial=0) < 100, False),
+}
+
+
+def tile_to(b: np.ndarray, shape) -> np.ndarray:
+    b = b.reshape((1,) * (len(shape) - b.ndim) + b.shape)
+    return np.tile(b, [s // d if d else 1 for s, d in zip(shape, b.shape)])
+
+
+def mul_mat_ref(w, x):
+    """x @ w^T with w's batch dims repeated over x's (each w matrix serves consecutive x matrices)."""
+    nd = max(w.ndim, x.ndim)
+    w4 = w.reshape((1,) * (4 - w.ndim) + w.shape)
+    x4 = x.reshape((1,) * (4 - x.ndim) + x.shape)
+    w4 = np.repeat(np.repeat(w4, x4.shape[0] // w4.shape[0], axis=0), x4.shape[1] // w4.shape[1], axis=1)
+    out = x4 @ np.swapaxes(w4, -1, -2)
+    if x.ndim == 1:
+        return out.reshape(-1)  # one row of activations gives a vector
+    return out.reshape(out.shape[4 - nd:])
+
+
+def softmax_ref(x, mask=None, scale=1.0):
+    """(softmax, magnitude): the magnitude allows each output the relative error of its exponent's
+    f32 argument, |x * scale + mask| * 2^-24, on top of its own rounding."""
+    x4 = x.reshape((1,) * (4 - x.ndim) + x.shape)
+    w = x4 * scale
+    if mask is not None:
+        m4 = mask.reshape((1,) * (4 - mask.ndim) + mask.shape)[:, :, : x4.shape[2], :]
+        w = w + tile_to(m4, x4.shape)
+    mx = w.max(axis=-1, keepdims=True)
+    e = np.exp(w - mx)
+    out = e / e.sum(axis=-1, keepdims=True)
+    mag = out * (1.0 + np.abs(w).max(axis=-1, keepdims=True))
+    return out.reshape(x.shape), mag.reshape(x.shape)
+
+
+def quantized_values(values: np.ndarray, t) -> np.ndarray:
+    """What storing values in type t gives back (the library's converters, byte-exact with ggml and
+    checked against gguf in test_quantize.py)."""
+    v = np.ascontiguousarray(values, np.float32)
+    return mb.dequantize(mb.quantize(v, t), t, v.shape).astype(np.float64)
+
+
+# ------------------------------------------------------------------------------------------ programs
+
+@dataclass
+class Input:
+    type: object
+    shape: tuple
+    values: np.ndarray  # what is passed to set()
+
+
+@dataclass
+class Step:
+    """One op: `build(*src tensors)` makes the node; `check(*src values)` gives its reference."""
+    label: str
+    srcs: tuple  # pool indices
+    build: Callable
+    ref: Callable  # (*src values) -> (reference, magnitude or None for exact)
+    tol: float = 0.0
+    view: bool = False
+
+
+@dataclass
+class Program:
+    """Inputs and steps in pool order: entry i of `items` is pool entry i, which sources refer to."""
+    items: list = field(default_factory=list)
+
+    @property
+    def inputs(self) -> list:
+        return [x for x in self.items if isinstance(x, Input)]
+
+    @property
+    def steps(self) -> list:
+        return [x for x in self.items if isinstance(x, Step)]
+
+    def describe(self) -> str:
+        parts = []
+        for i, x in enumerate(self.items):
+            if isinstance(x, Input):
+                parts.append(f"#{i}=input {str(x.type)[3:]}{x.shape}")
+            else:
+                parts.append(f"#{i}={x.label}({','.join(map(str, x.srcs))})")
+        return "; ".join(parts)
+
+
+class Planner:
+    """Draws a program step by step, tracking each pool entry's tensor metadata (built on a scratch
+    context, so shapes and strides come from the library itself) and planned float64 values."""
+
+    def __init__(self, draw, rng: np.random.Generator):
+        self.draw = draw
+        self.rng = rng
+        self.prog = Program()
+        self.ctx = mb.Context()
+        self.tensors: list = []  # scratch tensors, one per pool entry
+        self.values: list = []   # planned float64 values (numpy order)
+        # CPY destinations: written by the graph, so no other node may read them (the order of such
+        # a read and the write is not defined by the graph).
+        self.hidden: set = set()
+
+    # --- pool
+    def add_input(self, t, shape, gen="normal") -> int:
+        rng = self.rng
+        if t == mb.i32:
+            values = rng.integers(0, gen, shape).astype(np.int32)
+            planned = values.astype(np.float64)
+        else:
+            if gen == "positive":
+                values = rng.uniform(0.5, 3.0, shape)
+            elif gen == "mask":
+                values = rng.uniform(-3.0, 0.5, shape)
+            else:
+                values = rng.standard_normal(shape) * self.draw(st.sampled_from([1.0, 1.0, 0.01, 30.0]))
+            values = values.astype(np.float32)
+            planned = quantized_values(values, t) if t not in (mb.f32,) else values.astype(np.float64)
+        self.prog.items.append(Input(t, tuple(shape), values))
+        self.tensors.append(self.ctx.tensor(t, shape))
+        self.values.append(planned)
+        return len(self.tensors) - 1
+
+    def add_step(self, step: Step) -> int:
+        node = step.build(*[self.tensors[i] for i in step.srcs])
+        ref, _ = step.ref(*[self.values[i] for i in step.srcs])
+        assert tuple(node.shape) == tuple(np.shape(ref)), f"{step.label}: shape {node.shape} != {np.shape(ref)}"
+        self.prog.items.append(step)
+        self.tensors.append(node)
+        self.values.append(np.asarray(ref, np.float64))
+        return len(self.tensors) - 1
+
+    def pick(self, pred=lambda t, v: True) -> Optional[int]:
+        ok = [i for i, (t, v) in enumerate(zip(self.tensors, self.values)) if i not in self.hidden and pred(t, v)]
+        if not ok:
+            return None
+        return self.draw(st.sampled_from(ok))
+
+    # --- shapes
+    def shape(self, min_dims=1, max_dims=4, last=None, quantized=False) -> tuple:
+        """Mostly small dims, sometimes sizes that switch kernels (many tokens for mul_mat, rows longer
+        than one simdgroup pass), rarely empty; at most MAX_ELEMENTS elements."""
+        nd = self.draw(st.integers(min_dims, max_dims))
+        dims = [self.draw(st.one_of(st.integers(1, 4), st.sampled_from([0, 7, 17, 40, 70]))) for _ in range(nd - 1)]
+        if last is None:
+            last = self.draw(st.sampled_from([32, 64]) if quantized else
+                             st.one_of(st.integers(1, 40), st.sampled_from([32, 64, 96, 256, 1030])))
+        shape = dims + [last]
+        while int(np.prod(shape)) > MAX_ELEMENTS:
+            i = int(np.argmax(shape[:-1])) if nd > 1 else 0
+            if nd == 1 or shape[i] <= 1:
+                shape[-1] = max(1, shape[-1] // 2)
+            else:
+                shape[i] = shape[i] // 2
+        return tuple(shape)
+
+    def broadcast_shape(self, shape) -> tuple:
+        """A shape whose dims each divide shape's (ggml's repeat rule), with a random leading cut."""
+        out = []
+        for d in shape:
+            divs = [k for k in range(1, d + 1) if d % k == 0]
+            out.append(self.draw(st.sampled_from([d, 1] + divs)))
+        cut = self.draw(st.integers(0, len(out) - 1))
+        return tuple(out[cut:])
+
+
+def repeats(small: int, big: int) -> bool:
+    """ggml's broadcast rule for one dim: an empty dim only onto an empty one, else a divisor."""
+    return big == 0 if small == 0 else big % small == 0
+
+
+def is_f32(t, v):
+    return t.type == mb.f32
+
+
+def finite(v):
+    return np.all(np.isfinite(v))
+
+
+def step_binary(p: Planner):
+    name = p.draw(st.sampled_from(["add", "sub", "mul", "div"]))
+    a = p.pick(lambda t, v: is_f32(t, v) and finite(v) and np.abs(v).max(initial=0) < 1e15)
+    if a is None:
+        return
+    a_shape = tuple(p.tensors[a].shape)
+    b_from_pool = p.draw(st.booleans())
+    b = None
+    if b_from_pool:
+        b = p.pick(lambda t, v: t.type in (mb.f32, mb.f16) and finite(v) and len(t.shape) <= len(a_shape) and all(
+            repeats(y, x) for x, y in zip(a_shape[::-1], tuple(t.shape)[::-1]))
+            and (name != "div" or np.abs(v).min(initial=1) > 0.1) and np.abs(v).max(initial=0) < 1e15)
+    if b is None:
+        bt = p.draw(st.sampled_from([mb.f32, mb.f32, mb.f16]))
+        b = p.add_input(bt, p.broadcast_shape(a_shape), "positive" if name == "div" else "normal")
+    fn = getattr(mb.ops, name)
+    np_fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[name]
+
+    def ref(av, bv, np_fn=np_fn, name=name):
+        bb = tile_to(bv, av.shape)
+        mag = np.abs(av) + np.abs(bb) if name in ("add", "sub") else np.abs(np_fn(av, bb))
+        return np_fn(av, bb), mag
+
+    p.add_step(Step(name, (a, b), fn, ref, ARITH))
+
+
+def step_unary(p: Planner):
+    name = p.draw(st.sampled_from(sorted(UNARY)))
+    npfn, domain, exact = UNARY[name]
+    a = p.pick(lambda t, v: is_f32(t, v) and finite(v) and (domain is None or domain(v)))
+    if a is None:
+        return
+
+    def ref(av, npfn=npfn, exact=exact, name=name):
+        out = npfn(av)
+        if exact:
+            return out, None
+        # f32 evaluation errs by a few ulps of the argument as well as of the result (sin of a large
+        # angle, gelu's 1 + tanh cancelling for negative x, log near 1).
+        return out, np.abs(out) + (1.0 if name == "log" else 0.1 * np.abs(av))
+
+    p.add_step(Step(name, (a,), getattr(mb.ops, name), ref, TRANSC))
+
+
+def step_scale(p: Planner):
+    a = p.pick(lambda t, v: is_f32(t, v) and finite(v))
+    if a is None:
+        return
+    s = p.draw(st.sampled_from([0.5, -2.0, 0.125, 3.0]))
+    b = p.draw(st.sampled_from([0.0, 0.0, 1.0, -0.25]))
+    p.add_step(Step(f"scale[{s},{b}]", (a,), lambda x, s=s, b=b: mb.ops.scale(x, s, b),
+                    lambda av, s=s, b=b: (av * s + b, np.abs(av * s) + abs(b)), ARITH))
+
+
+def step_norm(p: Planner):
+    name = p.draw(st.sampled_from(["norm", "rms_norm"]))
+    a = p.pick(lambda t, v: is_f32(t, v) and finite(v) and np.abs(v).max(initial=0) < 1e10)
+    if a is None:
+        return
+
+    def ref(av, name=name):
+        if name == "norm":
+            c = av - av.mean(axis=-1, keepdims=True)
+            den = np.sqrt((c * c).mean(axis=-1, keepdims=True) + EPS)
+        else:
+            c = av
+            den = np.sqrt((av * av).mean(axis=-1, keepdims=True) + EPS)
+        mag = np.broadcast_to(np.abs(av).max(axis=-1, keepdims=True) / den, av.shape)
+        return c / den, mag
+
+    p.add_step(Step(name, (a,), lambda x, name=name: getattr(mb.ops, name)(x, EPS), ref, ROWS))
+
+
+def step_soft_max(p: Planner):
+    a = p.pick(lambda t, v: is_f32(t, v) and finite(v) and np.abs(v).max(initial=0) < 1e4)
+    if a is None:
+        return
+    shape = tuple(p.tensors[a].shape)
+    kind = p.draw(st.sampled_from(["plain", "scale", "mask"]))
+    if kind == "plain":
+        p.add_step(Step("soft_max", (a,), mb.ops.soft_max, lambda av: softmax_ref(av), ROWS))
+        return
+    scale = p.draw(st.sampled_from([0.125, 1.0, 2.0]))
+    if kind == "scale":
+        p.add_step(Step(f"soft_max_ext[{scale}]", (a,), lambda x, s=scale: mb.ops.soft_max_ext(x, None, s),
+                        lambda av, s=scale: softmax_ref(av, None, s), ROWS))
+        return
+    # A mask of (rows >= a's rows, n), broadcast over a's leading dims by modulo.
+    rows = shape[-2] if len(shape) >= 2 else 1
+    extra = p.draw(st.integers(0, 2))
+    mt = p.draw(st.sampled_from([mb.f32, mb.f16]))
+    m = p.add_input(mt, (rows + extra, shape[-1]), "mask")
+    p.add_step(Step(f"soft_max_ext[{scale},mask]", (a, m), lambda x, mm, s=scale: mb.ops.soft_max_ext(x, mm, s),
+                    lambda av, mv, s=scale: softmax_ref(av, mv, s), ROWS))
+
+
+def step_reduce(p: Planner):
+    name = p.draw(st.sampled_from(["sum_rows", "mean"]))
+    a = p.pick(lambda t, v: is_f32(t, v) and finite(v) and np.abs(v).max(initial=0) < 1e15)
+    if a is None:
+        return
+
+    def ref(av, name=name):
+        out = av.sum(axis=-1, keepdims=True)
+        mag = np.abs(av).sum(axis=-1, keepdims=True)
+        if name == "mean":
+            out, mag = out / av.shape[-1], mag / av.shape[-1]
+        return out, mag
+
+    p.add_step(Step(name, (a,), getattr(mb.ops, name), ref, ROWS))
+
+
+def step_mul_mat(p: Planner):
+    x = p.pick(lambda t, v: is_f32(t, v) and finite(v) and np.abs(v).max(initial=0) < 1e6)
+    if x is None:
+        return
+    xs = tuple(p.tensors[x].shape)
+    k = xs[-1]
+    wt = p.draw(st.sampled_from([mb.f32, mb.f16, mb.q8_0, mb.q4_0] if k % 32 == 0 else [mb.f32, mb.f16]))
+    n = p.draw(st.one_of(st.integers(1, 9), st.sampled_from([32, 64, 70])))
+    batch = xs[:-2]
+    wbatch = tuple(p.draw(st.sampled_from(sorted({1, d} - {0}))) for d in batch)
+    cut = p.draw(st.integers(0, len(wbatch)))
+    wshape = wbatch[cut:] + (n, k)
+    w = p.add_input(wt, wshape)
+    p.add_step(Step(f"mul_mat[{str(wt)[3:]}]", (w, x), mb.ops.mul_mat,
+                    lambda wv, xv: (mul_mat_ref(wv, xv), mul_mat_ref(np.abs(wv), np.abs(xv))), MM[wt]))
+
+
+def step_get_rows(p: Planner):
+    t = p.draw(st.sampled_from([mb.f32, mb.f16, mb.q8_0, mb.q4_0]))
+    n_rows = p.draw(st.integers(1, 6))
+    batch = p.draw(st.integers(1, 3))
+    src_shape = (batch, n_rows, p.draw(st.sampled_from([32, 64]) if t in QUANTS else st.integers(1, 40)))
+    a = p.pick(lambda tt, v: tt.type == t and len(tt.shape) == 3 and tuple(tt.shape)[:2] == src_shape[:2]
+               and tt.shape[-1] % (32 if t in QUANTS else 1) == 0)
+    if a is None:
+        a = p.add_input(t, src_shape)
+    n_idx = p.draw(st.integers(1, 5))
+    idx = p.add_input(mb.i32, (batch, n_idx), n_rows)
+
+    def ref(av, iv):
+        ii = iv.astype(int)
+        return np.stack([av[b][ii[b]] for b in range(av.shape[0])]), None
+
+    p.add_step(Step("get_rows", (a, idx), mb.ops.get_rows, ref))
+
+
+def step_view(p: Planner):
+    a = p.pick()
+    t = p.tensors[a]
+    shape = tuple(t.shape)
+    quant = t.type in QUANTS
+    kinds = ["reshape"] if t.is_contiguous() and t.nelements > 0 else []
+    if len(shape) >= 2 and not quant:
+        kinds.append("transpose")
+    if len(shape) >= 2:
+        kinds.append("permute")
+    kinds.append("slice")
+    kind = p.draw(st.sampled_from(kinds))
+    if kind == "transpose":
+        p.add_step(Step("transpose", (a,), mb.ops.transpose, lambda av: (np.swapaxes(av, -1, -2), None), view=True))
+    elif kind == "permute":
+        nd = len(shape)
+        if quant:
+            outer = list(p.draw(st.permutations(list(range(nd - 1)))))
+            axes = outer + [nd - 1]
+        else:
+            axes = list(p.draw(st.permutations(list(range(nd)))))
+        p.add_step(Step(f"permute{tuple(axes)}", (a,), lambda x, axes=axes: mb.ops.permute(x, axes),
+                        lambda av, axes=axes: (np.transpose(av, axes), None), view=True))
+    elif kind == "reshape":
+        n = int(np.prod(shape))
+        last_choices = [d for d in range(1, n + 1) if n % d == 0 and (not quant or d % 32 == 0)]
+        last = p.draw(st.sampled_from(last_choices))
+        rest = n // last
+        mids = [d for d in range(1, rest + 1) if rest % d == 0]
+        mid = p.draw(st.sampled_from(mids))
+        new = (rest // mid, mid, last) if p.draw(st.booleans()) else (rest, last)
+        p.add_step(Step(f"reshape{new}", (a,), lambda x, new=new: mb.ops.reshape(x, new),
+                        lambda av, new=new: (av.reshape(new), None), view=True))
+    else:
+        # A sub-block of the outer dims, keeping strides: rows [r0, r0 + nr) of dim -2 (or elements of a 1-D
+        # tensor), through ops.view with the source's strides and a byte offset.
+        nb = t.nb  # ggml order
+        nd = len(shape)
+        if nd == 1:
+            if quant:
+                return
+            n = shape[0]
+            start = p.draw(st.integers(0, n - 1))
+            length = p.draw(st.integers(1, n - start))
+            p.add_step(Step(f"slice[{start}:{start + length}]", (a,),
+                            lambda x, s=start, l=length, e=nb[0]: mb.ops.view(x, (l,), (e,), s * e),
+                            lambda av, s=start, l=length: (av[s:s + l], None), view=True))
+            return
+        rows = shape[-2]
+        if rows == 0:
+            return
+        start = p.draw(st.integers(0, rows - 1))
+        length = p.draw(st.integers(1, rows - start))
+        new = shape[:-2] + (length, shape[-1])
+        strides = tuple(nb[nd - 1 - i] for i in range(nd))
+        p.add_step(Step(f"rows[{start}:{start + length}]", (a,),
+                        lambda x, new=new, strides=strides, off=start * nb[1]: mb.ops.view(x, new, strides, off),
+                        lambda av, s=start, l=length: (av[..., s:s + l, :], None), view=True))
+
+
+def step_copy(p: Planner):
+    a = p.pick()
+    t = p.tensors[a]
+    shape = tuple(t.shape)
+    if p.draw(st.booleans()) or t.type != mb.f32:
+        p.add_step(Step("cont", (a,), mb.ops.cont, lambda av: (av, None)))
+        return
+    targets = [mb.f32, mb.f16] + ([mb.q8_0, mb.q4_0] if shape[-1] % 32 == 0 else [])
+    dt = p.draw(st.sampled_from(targets))
+    d = p.add_input(dt, shape, "normal")
+    p.hidden.add(d)
+
+    def ref(av, dv, dt=dt):
+        if dt == mb.f32:
+            return av, None
+        return quantized_values(av, dt), None
+
+    p.add_step(Step(f"cpy[{str(dt)[3:]}]", (a, d), mb.ops.cpy, ref))
+
+
+def step_clamp(p: Planner):
+    a = p.pick(lambda t, v: is_f32(t, v))
+    if a is None:
+        return
+    lo = p.draw(st.sampled_from([-1.0, -0.5, 0.0]))
+    hi = p.draw(st.sampled_from([0.0, 0.25, 2.0]))
+    p.add_step(Step(f"clamp[{lo},{hi}]", (a,), lambda x, lo=lo, hi=hi: mb.ops.clamp(x, lo, hi),
+                    lambda av, lo=lo, hi=hi: (np.clip(av, lo, hi), None)))
+
+
+def step_layout(p: Planner):
+    """concat, repeat and pad: data movement, exact."""
+    a = p.pick(lambda t, v: t.type in (mb.f32, mb.f16))
+    if a is None:
+        return
+    shape = tuple(p.tensors[a].shape)
+    kind = p.draw(st.sampled_from(["concat", "repeat", "pad"]))
+    if kind == "concat":
+        axis = p.draw(st.integers(0, len(shape) - 1))
+        other = list(shape)
+        other[axis] = p.draw(st.integers(1, 4))
+        b = p.add_input(p.tensors[a].type, tuple(other))
+        p.add_step(Step(f"concat[{axis}]", (a, b), lambda x, y, axis=axis: mb.ops.concat(x, y, axis),
+                        lambda av, bv, axis=axis: (np.concatenate([av, bv], axis), None)))
+    elif kind == "repeat":
+        target = tuple(d * p.draw(st.integers(1, 3)) for d in shape)
+        lead = tuple(p.draw(st.integers(1, 2)) for _ in range(p.draw(st.integers(0, 4 - len(shape)))))
+        target = lead + target
+        b = p.add_input(p.tensors[a].type, target)
+        p.hidden.add(b)
+        p.add_step(Step("repeat", (a, b), mb.ops.repeat, lambda av, bv: (tile_to(av, bv.shape), None)))
+    else:
+        pads = [p.draw(st.integers(0, 3)) for _ in shape]
+        p.add_step(Step(f"pad{tuple(pads)}", (a,), lambda x, pads=pads: mb.ops.pad(x, pads),
+                        lambda av, pads=pads: (np.pad(av, [(0, k) for k in pads]), None)))
+
+
+STEPS = [step_binary, step_unary, step_scale, step_norm, step_soft_max, step_reduce, step_mul_mat, step_get_rows,
+         step_view, step_view, step_copy, step_clamp, step_layout]
+
+
+@st.composite
+def programs(draw, max_ops=6):
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    p = Planner(draw, rng)
+    for _ in range(draw(st.integers(1, 2))):
+        p.add_input(mb.f32, p.shape())
+    for _ in range(draw(st.integers(1, max_ops))):
+        draw(st.sampled_from(STEPS))(p)
+    return p.prog
+
+
+# ------------------------------------------------------------------------------------------ running
+
+def build(prog: Program, ctx):
+    """The program's tensors in pool order, on ctx."""
+    tensors = []
+    for i, x in enumerate(prog.items):
+        if isinstance(x, Input):
+            tensors.append(ctx.tensor(x.type, x.shape, name=f"in{i}"))
+        else:
+            tensors.append(x.build(*[tensors[j] for j in x.srcs]))
+    return tensors
+
+
+def check_program(prog: Program, device, params=""):
+    """Builds and computes prog on device; checks every node against its local reference. Returns the
+    ops the device refused (then nothing was computed there)."""
+    ctx = mb.Context()
+    tensors = build(prog, ctx)
+    nodes = [t for t, x in zip(tensors, prog.items) if isinstance(x, Step)]
+    if not nodes:
+        return []
+    graph = mb.Graph(nodes)
+    refused = sorted({n.op for n in graph.nodes if n.op not in ("NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE")
+                      and not device.supports_op(n)})
+    if refused:
+        assert device.name != "CPU", f"the CPU refuses {refused} in {prog.describe()}"
+        return refused
+    backend = device.init_backend(params)
+    mb.alloc_ctx_tensors(ctx, backend)
+    for t, x in zip(tensors, prog.items):
+        if isinstance(x, Input):
+            t.set(x.values)
+    assert backend.graph_compute(graph) == mb.Status.SUCCESS
+    values = [t.get().astype(np.float64) for t in tensors]
+    for i, s in enumerate(prog.items):
+        if not isinstance(s, Step):
+            continue
+        where = f"node #{i} {s.label} on {device.name}{(' ' + params) if params else ''}: {prog.describe()}"
+        src_vals = [values[j] for j in s.srcs]
+        with np.errstate(all="ignore"):
+            ref, mag = s.ref(*src_vals)
+        ref = np.asarray(ref, np.float64)
+        got = values[i]
+        assert got.shape == ref.shape, f"{where}: shape {got.shape} != {ref.shape}"
+        if mag is None:
+            np.testing.assert_array_equal(got, ref, err_msg=where)
+            continue
+        # An output stored in f32 cannot hold what overflows f32: compare where the reference fits.
+        ref32 = ref.astype(np.float32)
+        assert np.array_equal(np.isnan(got), np.isnan(ref32)), f"{where}: NaN pattern differs"
+        fin = np.isfinite(ref32)
+        assert np.array_equal(got[~fin], ref32[~fin].astype(np.float64)), f"{where}: infinities differ"
+        err = float(np.sum((got[fin] - ref[fin]) ** 2))
+        den = float(np.sum(np.asarray(np.broadcast_to(mag, ref.shape), np.float64)[fin] ** 2))
+        assert err <= s.tol * den or err == 0.0, f"{where}: error {err:.3g} > {s.tol:.3g} * {den:.3g}"
+    return []
+
+
+def compute_targets():
+    out = []
+    for d in mb.devices():
+        out.append((d, ""))
+    return out
+
+
+@settings(settings.get_profile(PROFILE))
+@given(prog=programs())
+def test_random_graphs_match_numpy(prog):
+    for device, params in compute_targets():
+        check_program(prog, device, params)
