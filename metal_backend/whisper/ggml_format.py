@@ -68,7 +68,7 @@ def read_ggml(path: str | os.PathLike) -> WhisperModelData:
     hparams = WhisperHParams(*cur.ints("11i", "the hyper-parameters"))
     hparams.validate(name)
     try:
-        matrix_type = matrix_type_for_ftype(hparams.ftype)
+        matrix_type_for_ftype(hparams.ftype)
     except WhisperError as e:
         raise WhisperError(f"{name}: {e}") from None
 
@@ -87,7 +87,7 @@ def read_ggml(path: str | os.PathLike) -> WhisperModelData:
     special_names = SpecialTokens.for_hparams(hparams).names(hparams.n_vocab)
     vocab += [special_names.get(i, b"[_extra_token_%d]" % i) for i in range(n_words, hparams.n_vocab)]
 
-    _check_tensor_bytes(cur, hparams, matrix_type)
+    _check_tensor_bytes(cur, hparams)
     tensors: dict[str, Tensor] = {}
     while not cur.at_end():
         n_dims, name_len, type_id = cur.ints("3i", "a tensor header")
@@ -111,21 +111,25 @@ def read_ggml(path: str | os.PathLike) -> WhisperModelData:
     return model
 
 
-def _check_tensor_bytes(cur: ByteCursor, hparams: WhisperHParams, matrix_type: GgmlType) -> None:
-    """Refuses a header whose tensors cannot fit in what is left of the file, before reading any."""
+def _check_tensor_bytes(cur: ByteCursor, hparams: WhisperHParams) -> None:
+    """Refuses a header whose tensors cannot fit in what is left of the file, before reading any.
+
+    The bound is the least the tensors could take in any type the reader accepts (q4_0 where rows
+    are whole blocks, else f16), so a file with unexpected per-tensor types is judged by its
+    tensors, not refused here.
+    """
+    densest = GgmlType.Q4_0
     need = 0
-    for tname, shape in expected_shapes(hparams).items():
-        ttype = stored_type(tname, matrix_type)
-        if shape[-1] % ttype.block_size:
-            raise WhisperError(f"{cur.name}: tensor {tname} rows of {shape[-1]} are not whole {ttype.name} blocks "
-                               f"(ftype {hparams.ftype})")
-        need += int(np.prod(shape[:-1], dtype=np.int64)) * ttype.row_bytes(shape[-1])
+    for shape in expected_shapes(hparams).values():
+        rows = int(np.prod(shape[:-1], dtype=np.int64))
+        row = densest.row_bytes(shape[-1]) if shape[-1] % densest.block_size == 0 else 2 * shape[-1]
+        need += rows * row
     left = cur.remaining()
     if need > left:
         raise WhisperError(f"{cur.name}: truncated model file, or a corrupt header: its hyper-parameters "
                            f"(n_audio_layer {hparams.n_audio_layer}, n_text_layer {hparams.n_text_layer}, state "
-                           f"{hparams.n_audio_state}, ftype {hparams.ftype}) need {need} bytes of tensor data, "
-                           f"but only {left} bytes follow the vocabulary")
+                           f"{hparams.n_audio_state}, ftype {hparams.ftype}) need at least {need} bytes of tensor "
+                           f"data, but only {left} bytes follow the vocabulary")
 
 
 def _read_tensor(cur: ByteCursor, tname: str, ttype: GgmlType, shape: tuple[int, ...]) -> Tensor:

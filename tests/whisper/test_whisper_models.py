@@ -352,5 +352,5 @@ def test_ggml_hparams_needing_more_data_than_the_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ggml_format, "_read_tensor", no_tensor_reads)
     with pytest.raises(WhisperError, match=r"m.bin: truncated model file, or a corrupt header: .*n_audio_layer 1000.* "
-                                           r"need \d+ bytes of tensor data, but only \d+ bytes"):
+                                           r"need at least \d+ bytes of tensor data, but only \d+ bytes"):
         read_ggml(path)
