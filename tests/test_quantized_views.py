@@ -123,3 +123,23 @@ def test_whole_block_views_work_in_every_consumer(t, target):
             assert nmse(got, want) < 5e-4, name
         else:
             np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+@pytest.mark.parametrize("src_t, dst_t", [(mb.f32, mb.q8_0), (mb.f32, mb.q4_0), (mb.q8_0, mb.q8_0), (mb.q4_0, mb.f32)],
+                         ids=["f32-q8_0", "f32-q4_0", "q8_0-q8_0", "q4_0-f32"])
+def test_cpy_into_and_from_permuted_quantized_views(src_t, dst_t, target):
+    device, params = target
+    rng = np.random.default_rng(8)
+    ctx = mb.Context()
+    src = ctx.tensor(src_t, (5, 3, 64), name="src")
+    dst = ctx.tensor(dst_t, (3, 5, 64), name="dst")
+    out = mb.ops.cpy(src, dst.permute(1, 0, 2))
+    graph = mb.Graph(out)
+    backend = device.init_backend(params)
+    mb.alloc_ctx_tensors(ctx, backend)
+    src.set(rng.standard_normal((5, 3, 64)))
+    dst.set(np.zeros((3, 5, 64)))
+    assert backend.graph_compute(graph) == mb.Status.SUCCESS
+    moved = np.ascontiguousarray(src.get().transpose(1, 0, 2))
+    want = moved if dst_t == mb.f32 else mb.dequantize(mb.quantize(moved, dst_t), dst_t, moved.shape)
+    np.testing.assert_array_equal(dst.get(), want)
