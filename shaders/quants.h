@@ -188,6 +188,20 @@ inline float mb_inverse_or_zero(float d) {
     return d != 0.0f ? metal::precise::divide(1.0f, d) : 0.0f;
 }
 
+// A block holding a NaN stores the quiet NaN 0x7E00 as its scale, as src/core/types.cpp does, so
+// the NaN reaches every value of the block. Tested on the bits: fast math may fold x != x to false.
+inline bool mb_block_has_nan(thread const float * x) {
+    bool nan = false;
+    for (int j = 0; j < MB_QK; ++j) {
+        nan = nan || (metal::as_type<uint>(x[j]) & 0x7fffffffu) > 0x7f800000u;
+    }
+    return nan;
+}
+
+inline half mb_nan_scale() {
+    return metal::as_type<half>(ushort(0x7e00));
+}
+
 inline void quantize32(thread const float * x, device block_q4_0 * y) {
     const float d = metal::precise::divide(mb_signed_absmax(x), -8.0f);
     const float id = mb_inverse_or_zero(d);
@@ -198,6 +212,9 @@ inline void quantize32(thread const float * x, device block_q4_0 * y) {
         const int q0 = mb_truncated_code(x0 + 8.5f, 15);
         const int q1 = mb_truncated_code(x1 + 8.5f, 15);
         y->qs[j] = uchar(q0 | (q1 << 4));
+    }
+    if (mb_block_has_nan(x)) {
+        y->d = mb_nan_scale();
     }
 }
 
@@ -229,6 +246,9 @@ inline void quantize32(thread const float * x, device block_q4_1 * y) {
         const int q1 = mb_truncated_code(x1 + 0.5f, 15);
         y->qs[j] = uchar(q0 | (q1 << 4));
     }
+    if (mb_block_has_nan(x)) {
+        y->d = mb_nan_scale();
+    }
 }
 
 inline void mb_store_qh(device uchar * qh, uint bits) {
@@ -252,6 +272,9 @@ inline void quantize32(thread const float * x, device block_q5_0 * y) {
         qh |= ((q1 >> 4) & 1u) << (j + MB_QK / 2);
     }
     mb_store_qh(y->qh, qh);
+    if (mb_block_has_nan(x)) {
+        y->d = mb_nan_scale();
+    }
 }
 
 inline void quantize32(thread const float * x, device block_q5_1 * y) {
@@ -273,6 +296,9 @@ inline void quantize32(thread const float * x, device block_q5_1 * y) {
         qh |= ((q1 >> 4) & 1u) << (j + MB_QK / 2);
     }
     mb_store_qh(y->qh, qh);
+    if (mb_block_has_nan(x)) {
+        y->d = mb_nan_scale();
+    }
 }
 
 inline void quantize32(thread const float * x, device block_q8_0 * y) {
@@ -287,6 +313,9 @@ inline void quantize32(thread const float * x, device block_q8_0 * y) {
     y->d = half(d);
     for (int j = 0; j < MB_QK; ++j) {
         y->qs[j] = char(mb_rounded_code(x[j] * id));
+    }
+    if (mb_block_has_nan(x)) {
+        y->d = mb_nan_scale();
     }
 }
 

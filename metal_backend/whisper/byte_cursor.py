@@ -53,6 +53,10 @@ class ByteCursor:
         self.pos += n
         return view
 
+    def remaining(self) -> int:
+        """Bytes left after the current position."""
+        return max(0, len(self.data) - self.pos)
+
     def at_end(self) -> bool:
         """True once every byte has been read."""
         return self.pos >= len(self.data)

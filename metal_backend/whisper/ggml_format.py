@@ -37,6 +37,7 @@ _FTYPE_MATRIX_TYPES = {
     7: GgmlType.Q8_0, 8: GgmlType.Q5_0, 9: GgmlType.Q5_1,
 }
 _QNT_VERSION_FACTOR = 1000
+_QNT_VERSION = 2  # ggml's current quantization format
 _MAX_DIMS = 4
 
 
@@ -66,6 +67,10 @@ def read_ggml(path: str | os.PathLike) -> WhisperModelData:
         raise WhisperError(f"{name}: not a whisper.cpp ggml model (magic 0x{magic:08x}, expected 0x{GGML_MAGIC:08x})")
     hparams = WhisperHParams(*cur.ints("11i", "the hyper-parameters"))
     hparams.validate(name)
+    try:
+        matrix_type_for_ftype(hparams.ftype)
+    except WhisperError as e:
+        raise WhisperError(f"{name}: {e}") from None
 
     n_mel, n_fft = cur.ints("2i", "the mel filter header")
     if n_mel != hparams.n_mels or n_fft <= 0:
@@ -82,6 +87,7 @@ def read_ggml(path: str | os.PathLike) -> WhisperModelData:
     special_names = SpecialTokens.for_hparams(hparams).names(hparams.n_vocab)
     vocab += [special_names.get(i, b"[_extra_token_%d]" % i) for i in range(n_words, hparams.n_vocab)]
 
+    _check_tensor_bytes(cur, hparams)
     tensors: dict[str, Tensor] = {}
     while not cur.at_end():
         n_dims, name_len, type_id = cur.ints("3i", "a tensor header")
@@ -105,6 +111,27 @@ def read_ggml(path: str | os.PathLike) -> WhisperModelData:
     return model
 
 
+def _check_tensor_bytes(cur: ByteCursor, hparams: WhisperHParams) -> None:
+    """Refuses a header whose tensors cannot fit in what is left of the file, before reading any.
+
+    The bound is the least the tensors could take in any type the reader accepts (q4_0 where rows
+    are whole blocks, else f16), so a file with unexpected per-tensor types is judged by its
+    tensors, not refused here.
+    """
+    densest = GgmlType.Q4_0
+    need = 0
+    for shape in expected_shapes(hparams).values():
+        rows = int(np.prod(shape[:-1], dtype=np.int64))
+        row = densest.row_bytes(shape[-1]) if shape[-1] % densest.block_size == 0 else 2 * shape[-1]
+        need += rows * row
+    left = cur.remaining()
+    if need > left:
+        raise WhisperError(f"{cur.name}: truncated model file, or a corrupt header: its hyper-parameters "
+                           f"(n_audio_layer {hparams.n_audio_layer}, n_text_layer {hparams.n_text_layer}, state "
+                           f"{hparams.n_audio_state}, ftype {hparams.ftype}) need at least {need} bytes of tensor "
+                           f"data, but only {left} bytes follow the vocabulary")
+
+
 def _read_tensor(cur: ByteCursor, tname: str, ttype: GgmlType, shape: tuple[int, ...]) -> Tensor:
     if shape[-1] % ttype.block_size:
         raise WhisperError(f"{cur.name}: tensor {tname} rows of {shape[-1]} are not whole {ttype.name} blocks")
@@ -122,10 +149,12 @@ def _read_tensor(cur: ByteCursor, tname: str, ttype: GgmlType, shape: tuple[int,
 
 def matrix_type_for_ftype(ftype: int) -> GgmlType:
     """The type whisper.cpp expects for matrices in a file of this ftype."""
-    try:
-        return _FTYPE_MATRIX_TYPES[ftype % _QNT_VERSION_FACTOR]
-    except KeyError:
-        raise WhisperError(f"unsupported whisper.cpp ftype {ftype}") from None
+    version, base = divmod(ftype, _QNT_VERSION_FACTOR)
+    if ftype < 0 or version > _QNT_VERSION or base not in _FTYPE_MATRIX_TYPES:
+        raise WhisperError(f"unsupported whisper.cpp ftype {ftype} (known: "
+                           f"{', '.join(str(k) for k in _FTYPE_MATRIX_TYPES)}, plus {_QNT_VERSION_FACTOR} times a "
+                           f"quantization version of at most {_QNT_VERSION})")
+    return _FTYPE_MATRIX_TYPES[base]
 
 
 def stored_type(name: str, matrix_type: GgmlType) -> GgmlType:

@@ -36,6 +36,15 @@ LANGUAGES = (
 _N_TIMESTAMPS = 1501
 _N_VOCAB_WITHOUT_LANGUAGES = 51765
 
+# Upper bounds on the hyper-parameters, far above every released Whisper (large-v3: 32 layers of
+# state 1280 with 20 heads, 1500 audio and 448 text positions, 128 mel bins) yet low enough that a
+# corrupt header is refused at once instead of after building millions of tensor descriptions.
+_MAX_HPARAMS = {
+    "n_audio_ctx": 1 << 16, "n_audio_state": 1 << 14, "n_audio_head": 1 << 10, "n_audio_layer": 1 << 10,
+    "n_text_ctx": 1 << 16, "n_text_state": 1 << 14, "n_text_head": 1 << 10, "n_text_layer": 1 << 10,
+    "n_mels": 1 << 10,
+}
+
 
 @dataclass(frozen=True)
 class WhisperHParams:
@@ -68,6 +77,9 @@ class WhisperHParams:
         for name, value in vars(self).items():
             if name != "ftype" and value <= 0:
                 raise WhisperError(f"{source}: hyper-parameter {name} is {value}, must be positive")
+            if value > _MAX_HPARAMS.get(name, value):
+                raise WhisperError(f"{source}: hyper-parameter {name} is {value}, more than any Whisper model "
+                                   f"(at most {_MAX_HPARAMS[name]} accepted)")
         if self.n_audio_state % self.n_audio_head or self.n_text_state % self.n_text_head:
             raise WhisperError(f"{source}: state size is not a multiple of the head count "
                                f"({self.n_audio_state}/{self.n_audio_head}, {self.n_text_state}/{self.n_text_head})")

@@ -26,7 +26,8 @@ int64_t option_value(py::handle value, const std::string& key) {
         throw py::type_error("[Backend::options] option '" + key + "' takes an int or bool, got " +
                              std::string(py::str(py::type::handle_of(value).attr("__name__"))));
     }
-    return value.cast<int64_t>();
+    if (PyBool_Check(value.ptr())) return value.ptr() == Py_True ? 1 : 0;
+    return to_int64(value, "Backend::options", ("option '" + key + "'").c_str());
 }
 
 }  // namespace

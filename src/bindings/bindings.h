@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace mb::bindings {
 
@@ -27,5 +28,8 @@ size_t to_size(py::handle value, const char* who, const char* what, bool too_big
 // `format`, nullptr for raw bytes) holds Python object pointers (numpy dtype=object, or a structured
 // dtype with an object field): such bytes must never be copied into or overwritten from device memory.
 void require_plain_data(py::handle obj, const char* format, const char* who);
+// A Python int (or an object with __index__, not a bool) as int64: TypeError otherwise, OutOfRangeError
+// naming the value when it does not fit.
+int64_t to_int64(py::handle value, const char* who, const char* what);
 
 }  // namespace mb::bindings

@@ -50,6 +50,44 @@ uint8_t byte_value(py::object value, const char* who) {
     return static_cast<uint8_t>(v);
 }
 
+// pybind11 reports a failing buffer callback as BufferError("Error getting buffer") and keeps the
+// real reason (e.g. "buffer ... was freed") only as __cause__, so str(error) told the user nothing.
+// This slot wraps pybind11's and lifts the reason into the BufferError's own message.
+getbufferproc g_pybind_getbuffer = nullptr;
+
+extern "C" int buffer_getbuffer_with_reason(PyObject* obj, Py_buffer* view, int flags) {
+    if (g_pybind_getbuffer(obj, view, flags) == 0) return 0;
+    PyObject* type = nullptr;
+    PyObject* value = nullptr;
+    PyObject* tb = nullptr;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject* cause = value ? PyException_GetCause(value) : nullptr;
+    PyObject* reason = cause ? PyObject_Str(cause) : nullptr;
+    if (!reason) {
+        PyErr_Clear();
+        Py_XDECREF(cause);
+        PyErr_Restore(type, value, tb);
+        return -1;
+    }
+    PyObject* lifted = PyObject_CallFunctionObjArgs(PyExc_BufferError, reason, nullptr);
+    Py_DECREF(reason);
+    if (!lifted) {
+        Py_XDECREF(cause);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return -1;
+    }
+    PyException_SetCause(lifted, cause);  // steals cause
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    PyErr_SetObject(PyExc_BufferError, lifted);
+    Py_DECREF(lifted);
+    return -1;
+}
+
 }  // namespace
 
 void init_buffer(py::module_& m) {
@@ -123,6 +161,9 @@ void init_buffer(py::module_& m) {
             return "<Buffer " + b.name() + ": " + std::to_string(b.size()) + " bytes" +
                    (b.is_freed() ? ", freed>" : ">");
         });
+    auto* buffer_type = reinterpret_cast<PyTypeObject*>(m.attr("Buffer").ptr());
+    g_pybind_getbuffer = buffer_type->tp_as_buffer->bf_getbuffer;
+    buffer_type->tp_as_buffer->bf_getbuffer = buffer_getbuffer_with_reason;
 }
 
 }  // namespace mb::bindings

@@ -82,4 +82,25 @@ size_t to_size(py::handle value, const char* who, const char* what, bool too_big
     return static_cast<size_t>(v);
 }
 
+int64_t to_int64(py::handle value, const char* who, const char* what) {
+    py::object index;
+    if (PyLong_Check(value.ptr()) && !PyBool_Check(value.ptr())) {
+        index = py::reinterpret_borrow<py::object>(value);
+    } else if (!PyBool_Check(value.ptr()) && PyIndex_Check(value.ptr())) {
+        PyObject* i = PyNumber_Index(value.ptr());
+        if (!i) throw py::error_already_set();
+        index = py::reinterpret_steal<py::object>(i);
+    } else {
+        throw py::type_error(std::string("[") + who + "] " + what + " must be an int, got " +
+                             std::string(py::str(py::type::handle_of(value).attr("__name__"))));
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    if (overflow != 0) {
+        fail<OutOfRangeError>(who, what, " ", std::string(py::str(index)), " does not fit in a signed 64-bit integer");
+    }
+    if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+    return static_cast<int64_t>(v);
+}
+
 }  // namespace mb::bindings

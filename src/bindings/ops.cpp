@@ -49,7 +49,11 @@ T view_of(const T& a, py::object shape, py::object strides, size_t offset) {
             if (i >= n_dims) nb[i] = nb[i - 1] * static_cast<size_t>(ne[i - 1]);
         }
     } else {
-        std::vector<int64_t> s = strides.cast<std::vector<int64_t>>();
+        if (!PySequence_Check(strides.ptr())) {
+            throw py::type_error("[ops.view] strides must be a sequence of ints, got " + std::string(py::repr(strides)));
+        }
+        std::vector<int64_t> s;
+        for (py::handle v : strides) s.push_back(to_int64(v, "ops.view", "stride"));
         if (static_cast<int>(s.size()) != n_dims) {
             fail<InvalidArgumentError>("ops.view", "strides ", std::string(py::repr(strides)), " must have one entry per dim of shape ",
                                        std::string(py::repr(shape)));

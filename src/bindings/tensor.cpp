@@ -25,17 +25,19 @@ TensorHandle handle(Tensor* t) { return TensorHandle(t->ctx->shared_from_this(),
 
 void shape_to_ne(py::handle shape, const char* who, int64_t ne[kMaxDims], int* n_dims) {
     std::vector<int64_t> dims;
-    if (PyLong_Check(shape.ptr())) {
-        dims.push_back(shape.cast<int64_t>());
+    if (PyLong_Check(shape.ptr()) || (!PyBool_Check(shape.ptr()) && PyIndex_Check(shape.ptr()))) {
+        dims.push_back(to_int64(shape, who, "shape entry"));
     } else {
+        if (!PyObject_HasAttrString(shape.ptr(), "__iter__") && !PySequence_Check(shape.ptr())) {
+            throw py::type_error(std::string("[") + who + "] shape must be an int or a sequence of ints, got " +
+                                 std::string(py::repr(shape)));
+        }
         for (py::handle d : py::iter(shape)) {
-            if (!PyLong_Check(d.ptr()) && !py::hasattr(d, "__index__")) {
+            if (PyBool_Check(d.ptr()) || (!PyLong_Check(d.ptr()) && !PyIndex_Check(d.ptr()))) {
                 throw py::type_error(std::string("[") + who + "] shape entries must be ints, got " +
                                      std::string(py::repr(shape)));
             }
-            PyObject* index = PyNumber_Index(d.ptr());
-            if (!index) throw py::error_already_set();
-            dims.push_back(py::reinterpret_steal<py::object>(index).cast<int64_t>());
+            dims.push_back(to_int64(d, who, "shape entry"));
         }
     }
     if (dims.empty() || dims.size() > static_cast<size_t>(kMaxDims)) {
@@ -84,6 +86,47 @@ bool is_raw_bytes(py::handle data) {
     return false;
 }
 
+// numpy's cast to int32 turns NaN, infinities and out-of-range values into INT_MIN or wraps them
+// modulo 2^32 without a word; an i32 tensor (indices, positions) must get exactly the values given.
+void check_fits_i32(const py::array& arr, const Tensor& t, const char* who) {
+    const char kind = arr.dtype().kind();
+    if (kind == 'b' || arr.size() == 0) return;
+    if (kind == 'f') {
+        auto f = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(arr);
+        const double* p = f.data();
+        for (py::ssize_t i = 0; i < f.size(); ++i) {
+            const double v = p[i];
+            if (!(v >= -2147483648.0 && v <= 2147483647.0)) {
+                fail<InvalidArgumentError>(who, "value ", std::string(py::repr(py::float_(v))), " at flat index ", i,
+                                           " cannot be stored in i32 tensor ", t.describe(),
+                                           " (not a number in [-2147483648, 2147483647])");
+            }
+        }
+        return;
+    }
+    if (arr.itemsize() <= 2 || (kind == 'i' && arr.itemsize() == 4)) return;
+    const bool is_unsigned = kind == 'u';
+    py::array wide = is_unsigned ? py::array(py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(arr))
+                                 : py::array(py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr));
+    for (py::ssize_t i = 0; i < wide.size(); ++i) {
+        bool ok;
+        std::string text;
+        if (is_unsigned) {
+            const uint64_t v = static_cast<const uint64_t*>(wide.data())[i];
+            ok = v <= 2147483647u;
+            text = std::to_string(v);
+        } else {
+            const int64_t v = static_cast<const int64_t*>(wide.data())[i];
+            ok = v >= -2147483648LL && v <= 2147483647LL;
+            text = std::to_string(v);
+        }
+        if (!ok) {
+            fail<InvalidArgumentError>(who, "value ", text, " at flat index ", i, " does not fit in i32 tensor ",
+                                       t.describe(), " ([-2147483648, 2147483647])");
+        }
+    }
+}
+
 // Converts `data` (numpy order, the tensor's shape) to the tensor's stored bytes.
 std::vector<uint8_t> encode(const Tensor& t, py::handle data, const char* who) {
     py::array arr = py::array::ensure(data);
@@ -102,6 +145,7 @@ std::vector<uint8_t> encode(const Tensor& t, py::handle data, const char* who) {
     const size_t n = static_cast<size_t>(t.nelements());
     std::vector<uint8_t> out(t.nbytes());
     if (t.type == Type::I32) {
+        check_fits_i32(arr, t, who);
         auto a = py::array_t<int32_t, py::array::c_style | py::array::forcecast>::ensure(arr);
         if (n) std::memcpy(out.data(), a.data(), n * 4);
         return out;

@@ -1,6 +1,7 @@
 #include "core/backend.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -103,6 +104,16 @@ void Backend::set_option(const std::string& key, int64_t value) {
 }
 
 void Backend::apply_params(const std::string& params) {
+    // A C caller would stop at an embedded NUL and never see what follows it; refuse such strings (and
+    // other control characters) instead of silently applying only their head.
+    for (size_t i = 0; i < params.size(); ++i) {
+        const auto c = static_cast<unsigned char>(params[i]);
+        if (c < 0x20 && c != '\t') {
+            fail<InvalidArgumentError>("Backend::apply_params", "control character (code ", static_cast<int>(c),
+                                       ") at position ", i, " of the options string (", params.size(),
+                                       " bytes); expected comma-separated key=value");
+        }
+    }
     std::istringstream in(params);
     std::string item;
     while (std::getline(in, item, ',')) {
@@ -114,9 +125,12 @@ void Backend::apply_params(const std::string& params) {
         std::string key = item.substr(0, eq), text = item.substr(eq + 1);
         key.erase(0, key.find_first_not_of(" \t"));
         key.erase(key.find_last_not_of(" \t") + 1);
+        text.erase(0, text.find_first_not_of(" \t"));
+        text.erase(text.find_last_not_of(" \t") + 1);
         char* end = nullptr;
+        errno = 0;
         long long value = std::strtoll(text.c_str(), &end, 10);
-        if (text.empty() || *end != '\0') {
+        if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE) {
             fail<InvalidArgumentError>("Backend::apply_params", "value of '", key, "' is not an integer: '", text, "'");
         }
         set_option(key, value);

@@ -85,6 +85,33 @@ Tensor* binary(Op op, const char* who, Tensor* a, Tensor* b) {
     return like(a, op, {a, b});
 }
 
+
+// A view of a block-quantized tensor must keep each row's dim 0 as whole blocks laid end to end
+// (ggml's kernels and dequantizers walk a row block by block from its first byte); strides or an
+// offset that cut a block would make every consumer read bytes of the wrong blocks.
+void require_whole_blocks(const char* who, const Tensor* a, const int64_t ne[kMaxDims], const size_t nb[kMaxDims],
+                          size_t view_offs) {
+    const auto& tr = type_traits(a->type);
+    if (tr.block_size == 1) return;
+    const size_t blk = tr.type_size;
+    bool ok = ne[0] % tr.block_size == 0 && nb[0] == blk && view_offs % blk == 0;
+    for (int i = 1; i < kMaxDims && ok; ++i) ok = ne[i] <= 1 || nb[i] % blk == 0;
+    if (ok) return;
+    std::ostringstream os;
+    if (ne[0] % tr.block_size != 0) {
+        os << "a view of " << desc(a) << " with " << ne[0] << " values in dim 0 (the innermost axis) would cut its blocks: type "
+           << tr.name << " stores blocks of " << tr.block_size << " values, so dim 0 must be a multiple of "
+           << tr.block_size << "; dequantize it first (cpy to f32)";
+        reject(who, os.str());
+    }
+    os << "a view of " << desc(a) << " with ne=(" << ne[0] << ", " << ne[1] << ", " << ne[2] << ", " << ne[3]
+       << ") nb=(" << nb[0] << ", " << nb[1] << ", " << nb[2] << ", " << nb[3] << ") at byte offset " << view_offs
+       << " would cut its blocks: type " << tr.name << " stores " << tr.block_size << " values in blocks of " << blk
+       << " bytes, so dim 0 (the innermost axis) must stay in place with nb[0] == " << blk
+       << " and every other stride and the offset must be multiples of " << blk << "; dequantize it first (cpy to f32)";
+    reject(who, os.str());
+}
+
 }  // namespace
 
 Tensor* add(Tensor* a, Tensor* b) { return binary(Op::ADD, "add", a, b); }
@@ -391,6 +418,7 @@ Tensor* reshape(Tensor* a, const int64_t ne[kMaxDims], int n_dims) {
                                                 " elements into " + std::to_string(n) + " elements");
     size_t nb[kMaxDims];
     contiguous_strides(a->type, ne, nb);
+    require_whole_blocks("reshape", a, ne, nb, a->view_offs);
     return a->ctx->new_view(a, Op::RESHAPE, ne, nb, n_dims, 0);
 }
 
@@ -408,6 +436,7 @@ Tensor* view(Tensor* a, const int64_t ne[kMaxDims], const size_t nb[kMaxDims], i
     MB_REQUIRE(start <= root.nbytes() && span <= root.nbytes() - start, "view",
             "view of " + std::to_string(span) + " bytes at offset " + std::to_string(offset) +
                 " reaches past the end of " + desc(a) + " (" + std::to_string(root.nbytes()) + " bytes in its memory)");
+    require_whole_blocks("view", a, ne, nb, start);
     return a->ctx->new_view(a, Op::VIEW, ne, nb, n_dims, offset);
 }
 
@@ -427,6 +456,7 @@ Tensor* permute(Tensor* a, int ax0, int ax1, int ax2, int ax3) {
         nb[ax[i]] = a->nb[i];
         if (ax[i] != i) n_dims = std::max(n_dims, std::max(ax[i], i) + 1);
     }
+    require_whole_blocks("permute", a, ne, nb, a->view_offs);
     return a->ctx->new_view(a, Op::PERMUTE, ne, nb, n_dims, 0);
 }
 
@@ -434,6 +464,7 @@ Tensor* transpose(Tensor* a) {
     need(a, "transpose", "a");
     int64_t ne[kMaxDims] = {a->ne[1], a->ne[0], a->ne[2], a->ne[3]};
     size_t nb[kMaxDims] = {a->nb[1], a->nb[0], a->nb[2], a->nb[3]};
+    require_whole_blocks("transpose", a, ne, nb, a->view_offs);
     return a->ctx->new_view(a, Op::TRANSPOSE, ne, nb, std::max(2, a->n_dims), 0);
 }
 

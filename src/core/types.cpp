@@ -117,6 +117,21 @@ inline void min_max(const float* x, int64_t n, float& vmin, float& vmax) {
     }
 }
 
+// A NaN among a block's values: ggml's reference converts NaN * id to an integer code, which is
+// undefined in C (x86 gives code 0, so the NaN silently became 0 or the block's offset value). Here a
+// block holding a NaN stores the f16 quiet NaN 0x7E00 as its scale, so all of its 32 values read back
+// as NaN and the NaN reaches every result computed from the block (as an infinite input already
+// does through an infinite scale). Blocks of finite values are unaffected: their bytes are ggml's.
+constexpr uint16_t kBlockNaNScale = 0x7E00u;
+
+inline bool has_nan(const float* x, int64_t n) {
+    bool nan = false;
+    for (int64_t j = 0; j < n; ++j) {
+        nan |= x[j] != x[j];
+    }
+    return nan;
+}
+
 inline float inverse_or_zero(float d) {
     return d != 0.0f ? 1.0f / d : 0.0f;
 }
@@ -133,6 +148,9 @@ void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t nb) {
             const int q0 = truncated_code(x0 + 8.5f, 15);
             const int q1 = truncated_code(x1 + 8.5f, 15);
             y[i].qs[j] = uint8_t(q0 | (q1 << 4));
+        }
+        if (has_nan(x, kQK4_0)) {
+            y[i].d = kBlockNaNScale;
         }
     }
 }
@@ -152,6 +170,9 @@ void quantize_q4_1(const float* x, BlockQ4_1* y, int64_t nb) {
             const int q0 = truncated_code(x0 + 0.5f, 15);
             const int q1 = truncated_code(x1 + 0.5f, 15);
             y[i].qs[j] = uint8_t(q0 | (q1 << 4));
+        }
+        if (has_nan(x, kQK4_1)) {
+            y[i].d = kBlockNaNScale;
         }
     }
 }
@@ -174,6 +195,9 @@ void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t nb) {
         }
         for (int k = 0; k < 4; ++k) {
             y[i].qh[k] = uint8_t(qh >> (8 * k));
+        }
+        if (has_nan(x, kQK5_0)) {
+            y[i].d = kBlockNaNScale;
         }
     }
 }
@@ -200,20 +224,25 @@ void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t nb) {
         for (int k = 0; k < 4; ++k) {
             y[i].qh[k] = uint8_t(qh >> (8 * k));
         }
+        if (has_nan(x, kQK5_1)) {
+            y[i].d = kBlockNaNScale;
+        }
     }
 }
 
 void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t nb) {
     for (int64_t i = 0; i < nb; ++i, x += kQK8_0) {
-        // ggml's MAX(a, b) is a > b ? a : b, so a NaN input carries into amax; kept as is.
+        // ggml's MAX(a, b) is a > b ? a : b: a NaN makes amax NaN until the next larger value.
         float amax = 0.0f;
+        bool nan = false;
         for (int64_t j = 0; j < kQK8_0; ++j) {
             const float a = std::fabs(x[j]);
             amax = amax > a ? amax : a;
+            nan |= x[j] != x[j];
         }
         const float d = amax / 127.0f;
         const float id = inverse_or_zero(d);
-        y[i].d = fp32_to_fp16(d);
+        y[i].d = nan ? kBlockNaNScale : fp32_to_fp16(d);
         for (int64_t j = 0; j < kQK8_0; ++j) {
             const float x0 = x[j] * id;
             y[i].qs[j] = int8_t(rounded_code(x0));

@@ -312,3 +312,45 @@ def test_ct2_vocabulary_from_tokenizer_json(tiny_en_dir, tiny_en, tmp_path):
     (tmp_path / "model.bin").symlink_to(tiny_en_dir / "model.bin")
     shutil.copyfile(tiny_en_dir / "tokenizer.json", tmp_path / "tokenizer.json")
     assert load_model_data(tmp_path).vocab == tiny_en.vocab
+
+
+def _with_hparam(path, index, value):
+    data = bytearray(path.read_bytes())
+    struct.pack_into("<i", data, 4 + 4 * index, value)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("ftype", [12345, -1, 4, 3002, 2010])
+def test_ggml_unknown_ftype_is_refused(tmp_path, ftype):
+    path = tmp_path / "m.bin"
+    write_ggml(synthetic_model(), path)
+    _with_hparam(path, 10, ftype)
+    with pytest.raises(WhisperError, match=f"m.bin: unsupported whisper.cpp ftype {ftype}"):
+        read_ggml(path)
+    with pytest.raises(WhisperError, match=f"unsupported whisper.cpp ftype {ftype}"):
+        load_model_data(path)
+
+
+@pytest.mark.parametrize("index, name, value", [(4, "n_audio_layer", 1_000_000), (8, "n_text_layer", 1 << 30),
+                                                (1, "n_audio_ctx", 10**9), (9, "n_mels", 100_000)])
+def test_ggml_absurd_hparams_refused_before_tensors(tmp_path, index, name, value):
+    path = tmp_path / "m.bin"
+    write_ggml(synthetic_model(), path)
+    _with_hparam(path, index, value)
+    with pytest.raises(WhisperError, match=f"hyper-parameter {name} is {value}, more than any Whisper model"):
+        read_ggml(path)
+
+
+def test_ggml_hparams_needing_more_data_than_the_file(tmp_path, monkeypatch):
+    path = tmp_path / "m.bin"
+    write_ggml(synthetic_model(), path)
+    _with_hparam(path, 4, 1000)  # plausible count, but the file holds 2 layers
+    import metal_backend.whisper.ggml_format as ggml_format
+
+    def no_tensor_reads(*args, **kwargs):
+        raise AssertionError("tensors were read before the header was checked")
+
+    monkeypatch.setattr(ggml_format, "_read_tensor", no_tensor_reads)
+    with pytest.raises(WhisperError, match=r"m.bin: truncated model file, or a corrupt header: .*n_audio_layer 1000.* "
+                                           r"need at least \d+ bytes of tensor data, but only \d+ bytes"):
+        read_ggml(path)

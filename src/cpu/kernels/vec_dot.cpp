@@ -19,11 +19,14 @@ constexpr int64_t kQ8Block = 32;
 
 // One block of 32 floats -> 8-bit codes with d = amax/127. Codes are x * (127/amax) rounded to
 // nearest even (what cvtps2dq does under the default rounding mode, so both paths agree bit for
-// bit); the clamp only gives NaN input a defined code.
+// bit); the clamp only gives NaN input a defined code. A block holding a NaN gets d = s = NaN, so
+// the NaN reaches the dot product as it would in float arithmetic (fmax/max_ps skip it otherwise).
 void quantize_q8_block_portable(const float* x, BlockQ8Act* y) {
     float amax = 0.0f;
+    bool nan = false;
     for (int i = 0; i < kQ8Block; ++i) {
         amax = std::fmax(amax, std::fabs(x[i]));
+        nan |= x[i] != x[i];
     }
     const float d = amax / 127.0f;
     const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
@@ -33,8 +36,8 @@ void quantize_q8_block_portable(const float* x, BlockQ8Act* y) {
         y->qs[i] = int8_t(v);
         sum += y->qs[i];
     }
-    y->d = d;
-    y->s = d * float(sum);
+    y->d = nan ? std::nanf("") : d;
+    y->s = nan ? std::nanf("") : d * float(sum);
 }
 
 #if defined(MB_SIMD_X86)
@@ -43,10 +46,13 @@ MB_TARGET_AVX2 void quantize_q8_block_avx2(const float* x, BlockQ8Act* y) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     __m256 v[4];
     __m256 m = _mm256_setzero_ps();
+    __m256 unordered = _mm256_setzero_ps();
     for (int j = 0; j < 4; ++j) {
         v[j] = _mm256_loadu_ps(x + 8 * j);
         m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[j]));
+        unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v[j], v[j], _CMP_UNORD_Q));
     }
+    const bool nan = _mm256_movemask_ps(unordered) != 0;
     __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
@@ -71,8 +77,8 @@ MB_TARGET_AVX2 void quantize_q8_block_avx2(const float* x, BlockQ8Act* y) {
     const __m256i b = _mm256_packs_epi16(p01, p23);
     const __m256i ordered = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(y->qs), ordered);
-    y->d = d;
-    y->s = d * float(_mm_cvtsi128_si32(s4));
+    y->d = nan ? std::nanf("") : d;
+    y->s = nan ? std::nanf("") : d * float(_mm_cvtsi128_si32(s4));
 }
 
 #endif
