@@ -1,5 +1,6 @@
 #include "cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "core/buffer.h"
@@ -63,13 +64,35 @@ private:
     std::vector<std::shared_ptr<Storage>> storages_;
 };
 
-// Threads worth waking for a node: below 32K elements an element-wise or row op takes a few
-// microseconds on one thread, less than waking a sleeping worker costs. Matrix products and
-// attention always use every thread.
+// Threads worth using for a node: each thread should get at least a few microseconds of work, more
+// than handing a slot to a spinning worker costs. Element-wise and row ops: below 32K elements one
+// thread, then one per 16K elements. Matrix products: one thread per 64K multiply-adds (a 384x1536
+// mat-vec, 590K of them, takes 9); attention always uses every thread.
 int useful_threads(const Tensor& node, int nth) {
-    if (node.op == Op::MUL_MAT || node.op == Op::FLASH_ATTN_EXT) return nth;
-    return node.nelements() < (1 << 15) ? 1 : nth;
+    if (node.op == Op::FLASH_ATTN_EXT) return nth;
+    int64_t want;
+    if (node.op == Op::MUL_MAT) {
+        const Tensor& a = *node.src[0];
+        const double macs = double(a.ne[0]) * double(node.nelements());
+        want = int64_t(macs / double(1 << 16));
+    } else {
+        const int64_t n = node.nelements();
+        want = n < (1 << 15) ? 1 : n / (1 << 14);
+    }
+    return int(std::max<int64_t>(1, std::min<int64_t>(want, nth)));
 }
+
+// Keeps the pool's workers spinning for the length of one graph compute, however it ends.
+class Burst {
+public:
+    explicit Burst(ThreadPool& pool) : pool_(pool) { pool_.begin_burst(); }
+    ~Burst() { pool_.end_burst(); }
+    Burst(const Burst&) = delete;
+    Burst& operator=(const Burst&) = delete;
+
+private:
+    ThreadPool& pool_;
+};
 
 }  // namespace
 
@@ -99,9 +122,10 @@ Status CpuBackend::graph_compute_async(Graph& graph) {
                                      " from (", srcs, ")");
         }
     }
-    HostBinding binding(graph, *device_, who);
     const int nth = n_threads();
     if (!pool_) pool_ = std::make_unique<ThreadPool>(nth);
+    Burst burst(*pool_);  // first, so the workers wake while the tensors are bound
+    HostBinding binding(graph, *device_, who);
 
     for (Tensor* node : graph.nodes()) {
         CpuKernel kernel = cpu_kernel(node->op);
@@ -115,6 +139,7 @@ Status CpuBackend::graph_compute_async(Graph& graph) {
         // 64-byte aligned for vector loads.
         auto base = reinterpret_cast<uintptr_t>(scratch_.data());
         params.wdata = scratch_.data() + ((64 - base % 64) % 64);
+        cpu_prepare(params, *node);
         pool_->run(params.nth, [&](int ith) {
             ComputeParams mine = params;
             mine.ith = ith;

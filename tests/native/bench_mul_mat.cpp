@@ -88,14 +88,16 @@ int main(int argc, char** argv) {
     const size_t ws = mb::mul_mat_work_size(dst, nth);
     std::vector<uint8_t> scratch(ws + 64);
     mb::ThreadPool pool(nth);
+    mb::ComputeParams params;
+    params.nth = nth;
+    params.wdata = scratch.data();
+    params.wsize = scratch.size();
+    params.pool = &pool;
     auto once = [&] {
+        mb::mul_mat_prepare(params, dst);
         pool.run(nth, [&](int ith) {
-            mb::ComputeParams p;
+            mb::ComputeParams p = params;
             p.ith = ith;
-            p.nth = nth;
-            p.wdata = scratch.data();
-            p.wsize = scratch.size();
-            p.pool = &pool;
             mb::compute_mul_mat(p, dst);
         });
     };

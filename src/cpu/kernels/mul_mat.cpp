@@ -10,8 +10,12 @@
 //   once a panel is reused across many tokens. The work runs in phases, one per a matrix and block of
 //   weight rows: the threads pack the block together into one shared copy (half the packing work and
 //   half the cache footprint of a copy per thread), then share its jobs (blocks of tokens).
-// Threads take jobs from a shared counter, which keeps both cores busy when one of them is slowed by
-// something else on the machine.
+// Threads take jobs from shared counters, which keeps every core busy when one of them is slowed by
+// something else on the machine. The matrix-vector path has no barrier (a slot never waits for one
+// that has not started, see kernels.h): the activation rows are claimed one by one and converted
+// once, every slot waits only until those claimed rows are done, then takes its own block of jobs
+// (the same rows of the weights on the same slot call after call, so they stay in that core's cache)
+// and, once that is done, helps with the other slots' blocks.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -116,8 +120,10 @@ struct Plan {
     // rows_per_job rows x b matrix).
     int64_t n_phases = 1, rblocks_per_amat = 1, rows_per_phase = 0;
     int64_t rows_per_job = 0, rsplits = 1, tokens_per_job = 0, n_tchunks = 1, jobs_per_phase = 0;
-    // Scratch: one job counter per phase (a cache line each), converted b, the shared packed weights
-    // (gemm), then per thread a tile of dequantised rows and the packed tokens of one k block (gemm).
+    // Scratch: job counters (a cache line each; gemm: one per phase; vec: activation rows claimed,
+    // activation rows done, then one per slot), converted b, the shared packed weights (gemm), then per
+    // thread a tile of dequantised rows and the packed tokens of one k block (gemm).
+    int64_t n_counters = 1;
     size_t conv_offset = 0, pack_offset = 0, pack_bytes = 0, thread_offset = 0, tmp_bytes = 0;
     size_t thread_bytes = 0, total = 0;
 };
@@ -179,13 +185,15 @@ Plan make_plan(const Tensor& dst, int nth) {
         p.thread_bytes = p.tmp_bytes + tokens_bytes;
     } else {
         p.tokens_per_job = s.n;
-        // Row blocks of 16 keep threads off each other's cache lines of dst.
+        // Blocks of whole dot tiles; a block boundary inside a cache line of dst costs one line
+        // shared between two threads, far less than uneven blocks would at 16 threads.
         const int64_t per_mat = std::max<int64_t>(1, ceil_div(want_jobs, n_bmat));
-        p.rows_per_job = round_up(ceil_div(s.m, per_mat), 16);
+        p.rows_per_job = round_up(ceil_div(s.m, per_mat), kVecDotRows);
         p.jobs_per_phase = n_bmat * ceil_div(s.m, p.rows_per_job);
     }
 
-    p.conv_offset = kAlign * size_t(p.n_phases);
+    p.n_counters = p.gemm ? p.n_phases : 2 + nth;
+    p.conv_offset = kAlign * size_t(p.n_counters);
     const size_t conv_bytes = p.convert_b ? p.conv_row_bytes * size_t(s.n * n_bmat) : 0;
     p.pack_offset = p.conv_offset + conv_bytes;
     p.thread_offset = p.pack_offset + p.pack_bytes;
@@ -248,18 +256,22 @@ const uint8_t* b_row(const Plan& p, const Shape& s, const Tensor& b, const uint8
     return host_data(b) + i1 * b.nb[1] + i2 * b.nb[2] + i3 * b.nb[3];
 }
 
-void convert_activations(const ComputeParams& cp, const Plan& p, const Shape& s, const Tensor& b, uint8_t* conv) {
+int64_t activation_rows(const Shape& s) { return s.n * s.n_amat * s.n_sub; }
+
+void convert_activation_row(const Plan& p, const Shape& s, const Tensor& b, uint8_t* conv, int64_t row) {
     const int64_t b2 = s.a2 * s.r2;
-    const int64_t n_rows = s.n * s.n_amat * s.n_sub;
+    const int64_t i1 = row % s.n;
+    const int64_t i2 = (row / s.n) % b2;
+    const int64_t i3 = row / (s.n * b2);
+    const uint8_t* x = host_data(b) + i1 * b.nb[1] + i2 * b.nb[2] + i3 * b.nb[3];
+    vec_prepare_row(p.conv_type, b.type, x, b.nb[0], s.k, conv + p.conv_row_bytes * size_t(row));
+}
+
+// gemm: this slot's share, by a static split (a barrier follows).
+void convert_activations(const ComputeParams& cp, const Plan& p, const Shape& s, const Tensor& b, uint8_t* conv) {
     int64_t begin, end;
-    split_range(n_rows, cp.ith, cp.nth, &begin, &end);
-    for (int64_t row = begin; row < end; ++row) {
-        const int64_t i1 = row % s.n;
-        const int64_t i2 = (row / s.n) % b2;
-        const int64_t i3 = row / (s.n * b2);
-        const uint8_t* x = host_data(b) + i1 * b.nb[1] + i2 * b.nb[2] + i3 * b.nb[3];
-        vec_prepare_row(p.conv_type, b.type, x, b.nb[0], s.k, conv + p.conv_row_bytes * size_t(row));
-    }
+    split_range(activation_rows(s), cp.ith, cp.nth, &begin, &end);
+    for (int64_t row = begin; row < end; ++row) convert_activation_row(p, s, b, conv, row);
 }
 
 // This thread's share of packing phase `phase`: the block's rows over every k block, as
@@ -352,7 +364,70 @@ void zero_dst(const ComputeParams& cp, Tensor& dst) {
     }
 }
 
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+}
+
+std::atomic<int64_t>* counter_at(uint8_t* base, int64_t i) {
+    return reinterpret_cast<std::atomic<int64_t>*>(base + kAlign * size_t(i));
+}
+
+uint8_t* scratch_base(const ComputeParams& cp) {
+    const uintptr_t raw = reinterpret_cast<uintptr_t>(cp.wdata);
+    return cp.wdata + (align_up(raw) - raw);
+}
+
+// The matrix-vector path, for slot cp.ith (see the top of the file). Counters 0 and 1 count the
+// activation rows claimed and converted; counter 2 + t counts the jobs taken from slot t's block.
+void run_vec(const ComputeParams& cp, const Plan& p, const Shape& s, const Tensor& a, const Tensor& b, Tensor& dst,
+             uint8_t* base, const uint8_t* conv) {
+    if (p.convert_b) {
+        const int64_t rows = activation_rows(s);
+        std::atomic<int64_t>* claimed = counter_at(base, 0);
+        std::atomic<int64_t>* converted = counter_at(base, 1);
+        uint8_t* out = base + p.conv_offset;
+        for (int64_t row = claimed->fetch_add(1); row < rows; row = claimed->fetch_add(1)) {
+            convert_activation_row(p, s, b, out, row);
+            converted->fetch_add(1, std::memory_order_release);
+        }
+        // Every row is claimed by a slot that is running, so this waits for work in progress only.
+        while (converted->load(std::memory_order_acquire) < rows) {
+            cpu_relax();
+        }
+    }
+    const VecDotFn dot = vec_dot_fn(a.type, p.conv_type);
+    const VecDotRowsFn dot_rows = vec_dot_rows_fn(a.type, p.conv_type);
+    for (int k = 0; k < cp.nth; ++k) {
+        const int t = (cp.ith + k) % cp.nth;
+        const int64_t first = p.jobs_per_phase * t / cp.nth;
+        const int64_t count = p.jobs_per_phase * (t + 1) / cp.nth - first;
+        std::atomic<int64_t>* taken = counter_at(base, 2 + t);
+        for (int64_t j = taken->fetch_add(1); j < count; j = taken->fetch_add(1)) {
+            run_vec_job(p, s, a, b, dst, conv, decode_vec(p, s, first + j), dot, dot_rows);
+        }
+    }
+}
+
 }  // namespace
+
+void mul_mat_prepare(const ComputeParams& cp, Tensor& dst) {
+    if (dst.is_empty() || dst.src[0]->ne[0] == 0 || cp.wdata == nullptr) {
+        return;
+    }
+    const Plan p = make_plan(dst, std::max(1, cp.nth));
+    if (cp.wsize < p.total) {
+        return;  // compute_mul_mat reports it
+    }
+    uint8_t* base = scratch_base(cp);
+    for (int64_t i = 0; i < p.n_counters; ++i) {
+        // gemm: each thread starts on job ith of a phase, then takes the next free one.
+        new (counter_at(base, i)) std::atomic<int64_t>(p.gemm ? cp.nth : 0);
+    }
+}
 
 bool mul_mat_supported(const Tensor& dst) {
     const Tensor* a = dst.src[0];
@@ -406,32 +481,17 @@ void compute_mul_mat(const ComputeParams& cp, Tensor& dst) {
         fail<Error>("compute_mul_mat", "scratch of ", cp.wsize, " bytes is smaller than the ", p.total,
                     " bytes mul_mat_work_size asks for with ", cp.nth, " threads");
     }
-    const uintptr_t raw = reinterpret_cast<uintptr_t>(cp.wdata);
-    uint8_t* base = cp.wdata + (align_up(raw) - raw);
-    auto counter = [&](int64_t phase) { return reinterpret_cast<std::atomic<int64_t>*>(base + kAlign * phase); };
+    uint8_t* base = scratch_base(cp);
     uint8_t* conv = base + p.conv_offset;
 
-    if (p.convert_b) {
-        convert_activations(cp, p, s, b, conv);
-    }
-    if (cp.ith == 0) {
-        // Each thread starts on job ith of a phase, then takes the next free one.
-        for (int64_t phase = 0; phase < p.n_phases; ++phase) {
-            new (counter(phase)) std::atomic<int64_t>(cp.nth);
-        }
-    }
-    if (cp.nth > 1) {
-        cp.barrier();
-    }
-
     if (!p.gemm) {
-        const VecDotFn dot = vec_dot_fn(a.type, p.conv_type);
-        const VecDotRowsFn dot_rows = vec_dot_rows_fn(a.type, p.conv_type);
-        for (int64_t job = cp.ith; job < p.jobs_per_phase; job = counter(0)->fetch_add(1)) {
-            run_vec_job(p, s, a, b, dst, conv, decode_vec(p, s, job), dot, dot_rows);
-        }
+        run_vec(cp, p, s, a, b, dst, base, conv);
         return;
     }
+    if (p.convert_b) {
+        convert_activations(cp, p, s, b, conv);  // the barrier after the first packing orders it too
+    }
+    auto counter = [&](int64_t phase) { return counter_at(base, phase); };
     float* pack = reinterpret_cast<float*>(base + p.pack_offset);
     float* tmp = reinterpret_cast<float*>(base + p.thread_offset + p.thread_bytes * size_t(cp.ith));
     float* tokens = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(tmp) + p.tmp_bytes);
