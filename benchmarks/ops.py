@@ -316,6 +316,27 @@ def wake_ratios(ours, hot, samples=5):
     return float(np.median(after_pause)) / hot, float(np.median(after_numpy)) / hot
 
 
+def host_pause_cost(samples=5):
+    """Extra time, in seconds, of the first small numpy call after a PAUSE_S pause over a hot one: what
+    any library pays after sleeping here (cold caches, a core woken from idle), the floor under our
+    pause/hot ratio."""
+    v = np.ones(1000)
+    for _ in range(100):
+        v @ v
+    hot = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        v @ v
+        hot.append(time.perf_counter() - t0)
+    cold = []
+    for _ in range(samples):
+        time.sleep(PAUSE_S)
+        t0 = time.perf_counter()
+        v @ v
+        cold.append(time.perf_counter() - t0)
+    return float(np.median(cold)) - float(np.median(hot))
+
+
 def fmt_ms(t):
     return "-" if t is None else (f"{t * 1e3:.3f}" if t < 0.01 else f"{t * 1e3:.2f}")
 
@@ -361,6 +382,8 @@ def main():
 def run_table(nth, args):
     """Every row at nth threads for every peer."""
     print(f"\n== {nth} threads ==")
+    print(f"  host floor: a 1000-element numpy dot after a {PAUSE_S} s pause takes "
+          f"{host_pause_cost() * 1e6:.0f} us more than hot")
     limiter = None
     if threadpool_limits is not None:
         limiter = threadpool_limits(limits=nth)

@@ -125,6 +125,9 @@ void ThreadPool::run_task(int slot) {
 void ThreadPool::work(int first, uint64_t g) {
     // A worker may read the slot count of a later run; its claims then fail, as they name run g.
     const int n = task_n_.load(std::memory_order_acquire);
+    // Workers past the run's slots stay out: they would race the owners for their slots (and move
+    // rows off the cores whose caches hold them); the caller runs any slot whose owner is late.
+    if (first >= n) return;
     for (int k = 0; k < n; ++k) {
         Slot& slot = slots_[size_t((first + k) % n)];
         uint64_t open = open_state(g);

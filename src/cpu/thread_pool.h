@@ -1,9 +1,9 @@
 // A fork-join pool for per-node work: run(n, fn) calls fn(slot) for every slot 0..n-1 and returns when
 // all are done. Tasks may call barrier() to wait for each other between phases.
 //
-// Slots are claimed, not assigned: worker w tries slot w first (so a node's static split lands on the
-// same cores call after call and their caches stay warm), and the calling thread, once done with
-// slot 0, runs every slot no worker has claimed yet. A run therefore never waits for a worker that
+// Slots are claimed, not assigned: worker w claims slot w (so a node's static split lands on the
+// same cores call after call and their caches stay warm), then helps with slots still open; the
+// calling thread, once done with slot 0, runs every slot no worker has claimed yet. A run therefore never waits for a worker that
 // is parked or not scheduled (a busy machine, another library's spinning threads): it waits only for
 // slots already running. Workers spin between runs, longer inside a burst (a graph compute), then
 // park on a futex; begin_burst() wakes them ahead of a graph's first node.

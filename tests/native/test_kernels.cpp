@@ -128,15 +128,13 @@ using Kernel = void (*)(const ComputeParams&, Tensor&);
 void run(Kernel k, Tensor& dst, int nth, size_t wsize = 0) {
     ThreadPool pool(nth);
     std::vector<uint8_t> work(wsize + 64);
-    ComputeParams params;
-    params.nth = nth;
-    params.wdata = wsize ? work.data() : nullptr;
-    params.wsize = wsize;
-    params.pool = &pool;
-    if (k == compute_mul_mat) mul_mat_prepare(params, dst);
     pool.run(nth, [&](int ith) {
-        ComputeParams p = params;
+        ComputeParams p;
         p.ith = ith;
+        p.nth = nth;
+        p.wdata = wsize ? work.data() : nullptr;
+        p.wsize = wsize;
+        p.pool = &pool;
         k(p, dst);
     });
 }

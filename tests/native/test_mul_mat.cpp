@@ -4,7 +4,7 @@
 // NEON paths on x86):
 //   g++ -O2 -std=c++17 -pthread -Isrc tests/native/test_mul_mat.cpp src/cpu/kernels/mul_mat.cpp
 //       src/cpu/kernels/vec_dot.cpp src/cpu/kernels/vec_dot_rows.cpp src/cpu/kernels/gemm_f32.cpp
-//       src/cpu/thread_pool.cpp
+//       src/cpu/thread_pool.cpp src/cpu/cache_sizes.cpp
 //       src/core/types.cpp src/core/tensor.cpp src/core/op.cpp src/core/buffer.cpp src/core/storage.cpp
 //       src/core/buffer_type.cpp src/core/device.cpp
 //       -o /tmp/test_mul_mat && /tmp/test_mul_mat

@@ -22,6 +22,7 @@
 #include <new>
 
 #include "core/errors.h"
+#include "cpu/cache_sizes.h"
 #include "cpu/kernels/gemm_f32.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd.h"
@@ -38,29 +39,60 @@ namespace {
 // 143/165 us (gemm), even near 12; q4_0 at 16 tokens 249/188 us vs 224/278 us, gemm ahead from 24.
 constexpr int64_t kGemmMinTokensF32 = 12;
 constexpr int64_t kGemmMinTokensConverted = 24;
-// Cache blocking for a 32 KiB L1 and 512 KiB L2 per core. A phase packs a block of weight rows over
-// all of K (at most 4 MiB, shared, in L3). Per k block, a weight panel (16 x kc floats, up to 24 KiB)
-// stays in L1 while a job's packed tokens (96 x kc, up to 144 KiB) stream from L2. K up to 384 takes
-// one k block, so output tiles are written once and a phase may hold every row the budget allows
-// (repacking tokens costs about 8/rows of the multiply-adds). With several k blocks the output tile
-// is revisited per block, so rows are capped to keep it (96 x 512 floats, 192 KiB) in L2 beside the
-// tokens. Every phase repacks the job's tokens, so fewer, larger phases pack less.
+// Cache blocking, measured for a 32 KiB L1 and 512 KiB L2 per core and scaled to the host's caches
+// (host_cache_sizes). A phase packs a block of weight rows over all of K (4 MiB there, shared, in
+// L3). Per k block, a weight panel (16 x kc floats, up to 24 KiB) stays in L1 while a job's packed
+// tokens (96 x kc, up to 144 KiB) stream from L2. K up to 384 takes one k block, so output tiles are
+// written once and a phase may hold every row the budget allows (repacking tokens costs about
+// 8/rows of the multiply-adds). With several k blocks the output tile is revisited per block, so
+// rows are capped to keep it (96 x 512 floats, 192 KiB) in L2 beside the tokens. Every phase
+// repacks the job's tokens, so fewer, larger phases pack less: on a host with 2 MiB of L2 and a
+// large L3, a 2048-row weight is one phase instead of four.
 constexpr int64_t kMaxKBlock = 384;
+constexpr size_t kMeasuredL1 = size_t(32) << 10;
+constexpr int64_t kMaxRowsMultiBlock = 512;
+constexpr size_t kMeasuredL2 = size_t(512) << 10;
+constexpr size_t kPackBudgetBytes = size_t(4) << 20;
 // On AVX-512 hardware the GEMM tile reads two panels at once (2 x 16 x kc floats), so k blocks are
-// shorter to keep both in L1. Measured on a Xeon with AVX-512, 2 threads, 8 alternating runs each,
-// min/median ms: 1500x1536x384 7.02/8.23 (256) vs 7.34/8.98 (384), 2048^3 72.8/89.9 vs 83.6/100.2;
-// K = 384 shapes (one block either way) were as fast or faster with 384 (1500x384x1536 6.78/7.85 vs
-// 6.94/8.20), so only K that needs several blocks anyway gets the shorter ones. Chosen from the
-// hardware, not the max_isa cap, so the plan (and the scratch size asked for before a compute)
-// cannot change while a compute runs.
+// shorter to keep both in L1. Measured on a Xeon with AVX-512 (48 KiB L1), 2 threads, 8 alternating
+// runs each, min/median ms: 1500x1536x384 7.02/8.23 (256) vs 7.34/8.98 (384), 2048^3 72.8/89.9 vs
+// 83.6/100.2; K = 384 shapes (one block either way) were as fast or faster with 384
+// (1500x384x1536 6.78/7.85 vs 6.94/8.20), so only K that needs several blocks anyway gets the
+// shorter ones. Chosen from the hardware, not the max_isa cap, so the plan (and the scratch size
+// asked for before a compute) cannot change while a compute runs.
 constexpr int64_t kMaxKBlockAvx512 = 256;
+constexpr size_t kMeasuredL1Avx512 = size_t(48) << 10;
+
+struct Blocking {
+    int64_t max_k_block, max_k_block_avx512, max_rows_multi_block;
+    size_t pack_budget;
+};
+
+// A measured value scaled by cache / measured cache, rounded down to a multiple of `step`.
+int64_t scaled(int64_t value, size_t cache, size_t measured, int64_t step, int64_t lo, int64_t hi) {
+    const int64_t v = int64_t(double(value) * double(cache) / double(measured)) / step * step;
+    return std::max(lo, std::min(hi, v));
+}
+
+const Blocking& blocking() {
+    static const Blocking b = [] {
+        const CacheSizes& c = host_cache_sizes();
+        Blocking out{};
+        out.max_k_block = scaled(kMaxKBlock, c.l1d, kMeasuredL1, 32, 128, 512);
+        out.max_k_block_avx512 = scaled(kMaxKBlockAvx512, c.l1d, kMeasuredL1Avx512, 32, 128, 512);
+        out.max_rows_multi_block = scaled(kMaxRowsMultiBlock, c.l2, kMeasuredL2, 16, 256, 2048);
+        // An eighth of L3 for the shared block (others use the rest), no less than the measured 4 MiB.
+        out.pack_budget = std::max(kPackBudgetBytes, std::min(c.l3 / 8, size_t(16) << 20));
+        return out;
+    }();
+    return b;
+}
 
 int64_t max_k_block(int64_t k) {
-    return k > kMaxKBlock && cpu_isa_hardware() == CpuIsa::Avx512 ? kMaxKBlockAvx512 : kMaxKBlock;
+    const Blocking& b = blocking();
+    return k > b.max_k_block && cpu_isa_hardware() == CpuIsa::Avx512 ? b.max_k_block_avx512 : b.max_k_block;
 }
 constexpr int64_t kTokensPerJob = 96;  // a multiple of kGemmMR
-constexpr size_t kPackBudgetBytes = size_t(4) << 20;
-constexpr int64_t kMaxRowsMultiBlock = 512;
 constexpr int64_t kJobsPerThread = 4;  // enough jobs for the shared counter to even out the threads
 constexpr size_t kAlign = 64;
 
@@ -155,10 +187,10 @@ Plan make_plan(const Tensor& dst, int nth) {
         // Multiples of 32 keep every k block whole in quantized blocks (K is then a multiple of 32).
         p.kc = round_up(ceil_div(s.k, p.n_kblocks), 32);
         const int64_t k_padded = p.kc * p.n_kblocks;
-        const int64_t budget_rows = int64_t(kPackBudgetBytes / (sizeof(float) * size_t(k_padded)));
+        const int64_t budget_rows = int64_t(blocking().pack_budget / (sizeof(float) * size_t(k_padded)));
         int64_t max_rows = std::max<int64_t>(kGemmNR, budget_rows / kGemmNR * kGemmNR);
         if (p.n_kblocks > 1) {
-            max_rows = std::min(max_rows, kMaxRowsMultiBlock);
+            max_rows = std::min(max_rows, blocking().max_rows_multi_block);
         }
         p.rblocks_per_amat = ceil_div(s.m, max_rows);
         p.rows_per_phase = round_up(ceil_div(s.m, p.rblocks_per_amat), kGemmNR);
@@ -406,6 +438,10 @@ void run_vec(const ComputeParams& cp, const Plan& p, const Shape& s, const Tenso
         const int64_t first = p.jobs_per_phase * t / cp.nth;
         const int64_t count = p.jobs_per_phase * (t + 1) / cp.nth - first;
         std::atomic<int64_t>* taken = counter_at(base, 2 + t);
+        // A read first: a block already done costs no write to its owner's cache line.
+        if (t != cp.ith && taken->load(std::memory_order_relaxed) >= count) {
+            continue;
+        }
         for (int64_t j = taken->fetch_add(1); j < count; j = taken->fetch_add(1)) {
             run_vec_job(p, s, a, b, dst, conv, decode_vec(p, s, first + j), dot, dot_rows);
         }
