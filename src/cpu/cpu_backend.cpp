@@ -1,5 +1,6 @@
 #include "cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -18,13 +19,35 @@ namespace mb {
 
 namespace {
 
-// Threads worth waking for a node: below 32K elements an element-wise or row op takes a few
-// microseconds on one thread, less than waking a sleeping worker costs. Matrix products and
-// attention always use every thread.
+// Threads worth using for a node: each thread should get at least a few microseconds of work, more
+// than handing a slot to a spinning worker costs. Element-wise and row ops: below 32K elements one
+// thread, then one per 16K elements. Matrix products: one thread per 64K multiply-adds (a 384x1536
+// mat-vec, 590K of them, takes 9); attention always uses every thread.
 int useful_threads(const Tensor& node, int nth) {
-    if (node.op == Op::MUL_MAT || node.op == Op::FLASH_ATTN_EXT) return nth;
-    return node.nelements() < (1 << 15) ? 1 : nth;
+    if (node.op == Op::FLASH_ATTN_EXT) return nth;
+    int64_t want;
+    if (node.op == Op::MUL_MAT) {
+        const Tensor& a = *node.src[0];
+        const double macs = double(a.ne[0]) * double(node.nelements());
+        want = int64_t(macs / double(1 << 16));
+    } else {
+        const int64_t n = node.nelements();
+        want = n < (1 << 15) ? 1 : n / (1 << 14);
+    }
+    return int(std::max<int64_t>(1, std::min<int64_t>(want, nth)));
 }
+
+// Keeps the pool's workers spinning for the length of one graph compute, however it ends.
+class Burst {
+public:
+    explicit Burst(ThreadPool& pool) : pool_(pool) { pool_.begin_burst(); }
+    ~Burst() { pool_.end_burst(); }
+    Burst(const Burst&) = delete;
+    Burst& operator=(const Burst&) = delete;
+
+private:
+    ThreadPool& pool_;
+};
 
 }  // namespace
 
@@ -57,6 +80,7 @@ Status CpuBackend::graph_compute_async(Graph& graph) {
     // effect at the next one.
     const int nth = n_threads();
     if (!pool_ || pool_->size() != nth) pool_ = std::make_unique<ThreadPool>(nth);
+    Burst burst(*pool_);  // workers spin for this compute, however it ends
 
     for (Tensor* node : nodes) {
         CpuKernel kernel = cpu_kernel(node->op);
@@ -70,6 +94,7 @@ Status CpuBackend::graph_compute_async(Graph& graph) {
         // 64-byte aligned for vector loads.
         auto base = reinterpret_cast<uintptr_t>(scratch_.data());
         params.wdata = scratch_.data() + ((64 - base % 64) % 64);
+        cpu_prepare(params, *node);
         pool_->run(params.nth, [&](int ith) {
             ComputeParams mine = params;
             mine.ith = ith;

@@ -69,4 +69,8 @@ size_t cpu_work_size(const Tensor& node, int n_threads) {
     }
 }
 
+void cpu_prepare(const ComputeParams& params, Tensor& node) {
+    if (node.op == Op::MUL_MAT) mul_mat_prepare(params, node);
+}
+
 }  // namespace mb
