@@ -103,6 +103,17 @@ Status MetalBackend::graph_compute_async(Graph& graph) {
         nodes.push_back(node);
     }
     if (nodes.empty()) return Status::SUCCESS;
+    auto work = std::make_shared<const std::string>("graph_compute_async on " + device_->name());
+    for (Tensor* node : nodes) {
+        auto mark = [&](const Tensor& t, Access access) {
+            size_t begin = t.data_offset();
+            marks_.mark(t.data_buffer()->storage(who), begin, begin + t.nbytes(), access, {work, node->op, node->name});
+        };
+        mark(*node, Access::Write);
+        for (Tensor* s : node->src) {
+            if (s) mark(*s, Access::Read);
+        }
+    }
 
     const bool fusion = option("fusion") != 0;
     const bool concurrent = option("concurrency") != 0;
@@ -168,6 +179,7 @@ void MetalBackend::synchronize() {
     }
     error_records_.clear();
     in_flight_.clear();
+    marks_.clear();
     held_.clear();
     staging_.clear();
     reads_.clear();
@@ -190,6 +202,8 @@ void MetalBackend::set_tensor_async(Tensor& t, const void* src, size_t offset, s
     auto cb = device_->runtime().command_buffer(runtime_options());
     cb->copy(*staging, 0, *ref.buffer, ref.offset + offset, n);
     held_.push_back(t.data_buffer()->storage("MetalBackend::set_tensor_async"));
+    marks_.mark(held_.back(), t.data_offset() + offset, t.data_offset() + offset + n, Access::Write,
+                {std::make_shared<const std::string>("set_tensor_async on " + device_->name() + " of " + t.describe())});
     staging_.push_back(std::move(staging));
     commit(std::move(cb));
 }
@@ -206,6 +220,8 @@ void MetalBackend::get_tensor_async(const Tensor& t, void* dst, size_t offset, s
     auto cb = device_->runtime().command_buffer(runtime_options());
     cb->copy(*ref.buffer, ref.offset + offset, *staging, 0, n);
     held_.push_back(t.data_buffer()->storage("MetalBackend::get_tensor_async"));
+    marks_.mark(held_.back(), t.data_offset() + offset, t.data_offset() + offset + n, Access::Read,
+                {std::make_shared<const std::string>("get_tensor_async on " + device_->name() + " of " + t.describe())});
     reads_.push_back({staging, dst, n});
     commit(std::move(cb));
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/pending_access.h"
 #include "metal/runtime.h"
 
 namespace mb {
@@ -54,6 +55,7 @@ private:
     std::vector<PendingRead> reads_;
     std::vector<std::shared_ptr<RtBuffer>> error_records_;  // one per compute, read at synchronize
     bool capture_next_ = false;
+    PendingMarks marks_{this};  // what queued work reads and writes, lifted at synchronize
 };
 
 }  // namespace mb::metal
