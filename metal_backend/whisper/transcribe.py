@@ -155,7 +155,8 @@ class _Loop:
             window_segments, kept_tokens, next_seek, finished = self._split(result, seek, segment_size)
             window_segments = [s for s in window_segments if s.text.strip() and s.end > s.start]
             if options.word_timestamps and window_segments:
-                next_seek = self._add_words(features, window_segments, time_offset, segment_size, finished, next_seek)
+                next_seek = self._add_words(features, window_segments, time_offset, segment_size, finished, next_seek,
+                                            decoder.language, segments[-1].end if segments else None)
             for s in window_segments:
                 s.id = len(segments)
                 segments.append(s)
@@ -242,7 +243,7 @@ class _Loop:
                        no_speech_prob=result.no_speech_prob)
 
     def _add_words(self, features: Any, segments: list[Segment], time_offset: float, segment_size: int,
-                   single_timestamp_ending: bool, next_seek: int) -> int:
+                   single_timestamp_ending: bool, next_seek: int, language: str, last_speech_time: float | None) -> int:
         """Word timestamps for the window's segments (alignment.py); with words, an unfinished
         window continues after its last word."""
         try:
@@ -250,7 +251,7 @@ class _Loop:
         except ImportError as exc:
             raise WhisperError(f"word timestamps are not available: {exc}") from None
         add_word_timestamps(self.compute, self.model, self.tokenizer, features, segments, time_offset, segment_size,
-                            self.options)
+                            self.options, language=language, last_speech_time=last_speech_time)
         ends = [w.end for s in segments for w in (s.words or [])]
         if not single_timestamp_ending and ends and ends[-1] > time_offset:
             return int(round(ends[-1] * FRAMES_PER_SECOND))
