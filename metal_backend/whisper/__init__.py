@@ -11,14 +11,17 @@ BackendWhisper (backend_compute.py) runs it as metal_backend graphs, and Whisper
 from .audio import SAMPLE_RATE, load_audio, read_wav, resample
 from .backend_compute import BackendAudioFeatures, BackendWhisper
 from .compute import WhisperCompute
-from .decoding import DecodingOptions, GreedyDecoder, Segment, Transcript, initial_tokens, transcribe
+from .decoding import GreedyDecoder, initial_tokens
 from .errors import WhisperError
 from .ggml_types import GgmlType, QuantizedTensor
 from .loader import load_model_data
 from .mel import N_FRAMES, N_SAMPLES, log_mel_spectrogram, mel_filters, mel_windows
 from .model import Whisper
 from .model_data import SpecialTokens, WhisperHParams, WhisperModelData
+from .options import DecodingOptions
 from .tokenizer import Tokenizer
+from .transcribe import transcribe
+from .transcript import Segment, Transcript, Word
 
 __all__ = [
     "BackendAudioFeatures",
@@ -39,6 +42,7 @@ __all__ = [
     "WhisperError",
     "WhisperHParams",
     "WhisperModelData",
+    "Word",
     "initial_tokens",
     "load_audio",
     "load_model_data",

@@ -13,58 +13,17 @@ are concatenated.
 
 from __future__ import annotations
 
-import os
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .audio import SAMPLE_RATE, load_audio
 from .compute import WhisperCompute
 from .errors import WhisperError
-from .mel import CHUNK_SECONDS, mel_windows
 from .model_data import WhisperModelData
-from .tokenizer import Tokenizer
+from .options import TASKS as _TASKS, DecodingOptions
+from .transcript import Segment, Transcript, Word
 
-_TASKS = ("transcribe", "translate")
-
-
-@dataclass(frozen=True)
-class DecodingOptions:
-    """How to decode.
-
-    language and task only matter for multilingual models. max_new_tokens
-    None means half the text context (224), as openai-whisper does.
-    suppress_non_speech adds the model's own list of symbol tokens (from a
-    CTranslate2 config) to the suppressed set; suppress_tokens adds more ids.
-    """
-
-    language: str = "en"
-    task: str = "transcribe"
-    max_new_tokens: int | None = None
-    suppress_blank: bool = True
-    suppress_non_speech: bool = False
-    suppress_tokens: tuple[int, ...] = ()
-
-
-@dataclass
-class Segment:
-    """The text of one 30 s window."""
-
-    start: float
-    end: float
-    text: str
-    tokens: list[int]
-
-
-@dataclass
-class Transcript:
-    """Result of transcribe(): the text, per-window segments and timings in seconds."""
-
-    text: str
-    segments: list[Segment]
-    timings: dict[str, float] = field(default_factory=dict)
+__all__ = ["DecodingOptions", "GreedyDecoder", "Segment", "Transcript", "Word", "initial_tokens"]
 
 
 def initial_tokens(model: WhisperModelData, options: DecodingOptions) -> list[int]:
@@ -75,7 +34,7 @@ def initial_tokens(model: WhisperModelData, options: DecodingOptions) -> list[in
         if options.task not in _TASKS:
             raise WhisperError(f"unknown task {options.task!r}; expected one of {_TASKS}")
         task = special.transcribe if options.task == "transcribe" else special.translate
-        tokens += [special.language(options.language), task]
+        tokens += [special.language(options.language or "en"), task]
     tokens.append(special.no_timestamps)
     return tokens
 
@@ -129,44 +88,3 @@ class GreedyDecoder:
             offset += len(feed)
             feed = [token]
         return sampled
-
-
-def transcribe(compute: WhisperCompute, model: WhisperModelData, audio: str | os.PathLike | np.ndarray,
-               options: DecodingOptions | None = None) -> Transcript:
-    """Transcribes a WAV file (or 16 kHz mono float32 samples) window by window."""
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    if isinstance(audio, np.ndarray):
-        samples = np.asarray(audio, dtype=np.float32)
-        if samples.ndim != 1:
-            raise WhisperError(f"audio samples must be 1-D (got shape {samples.shape})")
-        if samples.size == 0:
-            raise WhisperError("audio is empty")
-    else:
-        samples = load_audio(audio)
-    t1 = time.perf_counter()
-    windows = mel_windows(samples, model.hparams.n_mels, filters=model.mel_filters)
-    t2 = time.perf_counter()
-    timings.update(load_audio=t1 - t0, mel=t2 - t1, encode=0.0, decode=0.0)
-
-    decoder = GreedyDecoder(model, options)
-    tokenizer = Tokenizer(model.vocab, model.special)
-    duration = samples.size / SAMPLE_RATE
-    segments = []
-    n_tokens = 0
-    for i, mel in enumerate(windows):
-        t_enc = time.perf_counter()
-        features = compute.encode(mel)
-        t_dec = time.perf_counter()
-        tokens = decoder.decode(compute, features)
-        t_end = time.perf_counter()
-        timings["encode"] += t_dec - t_enc
-        timings["decode"] += t_end - t_dec
-        n_tokens += len(tokens)
-        start = i * CHUNK_SECONDS
-        segments.append(Segment(start=float(start), end=float(min(start + CHUNK_SECONDS, duration)),
-                                text=tokenizer.decode(tokens), tokens=tokens))
-    timings["total"] = time.perf_counter() - t0
-    timings["tokens"] = float(n_tokens)
-    text = "".join(s.text for s in segments).strip()
-    return Transcript(text=text, segments=segments, timings=timings)
