@@ -184,6 +184,30 @@ def _decode_samples(data: bytes, tag: int, width: int, name: str) -> np.ndarray:
     return (np.frombuffer(data, dtype="<i4").astype(np.float64) / 2147483648.0).astype(np.float32)
 
 
+def check_samples(audio: np.ndarray) -> np.ndarray:
+    """Validates 16 kHz mono samples given as an array; returns them as contiguous float32.
+
+    Raises WhisperError for an integer, boolean or complex dtype (samples are floats in [-1, 1]:
+    divide int16 by 32768), a shape that is not 1-D, no samples, or NaN or infinity (the index of
+    the first one is named).
+    """
+    audio = np.asarray(audio)
+    if audio.dtype.kind not in "f":
+        hint = " (divide int16 samples by 32768)" if audio.dtype.kind in "iu" else ""
+        raise WhisperError(f"audio samples must be floats in [-1, 1], got dtype {audio.dtype}{hint}")
+    if audio.ndim != 1:
+        raise WhisperError(f"audio must be a 1-D array of samples (got shape {audio.shape})")
+    if audio.size == 0:
+        raise WhisperError("audio is empty")
+    audio = np.ascontiguousarray(audio, dtype=np.float32)
+    finite = np.isfinite(audio)
+    if not finite.all():
+        bad = int(np.argmin(finite))
+        raise WhisperError(f"audio contains {int(audio.size - finite.sum())} NaN or infinite samples "
+                           f"(the first at index {bad}: {audio[bad]})")
+    return audio
+
+
 def to_mono(samples: np.ndarray) -> np.ndarray:
     """Averages the channels of a (frames, channels) array into float32 (frames,)."""
     if samples.ndim == 1:

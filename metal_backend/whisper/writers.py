@@ -9,7 +9,8 @@ open in the same players and scripts:
 - tsv: a ``start<TAB>end<TAB>text`` header, then start and end in integer
   milliseconds.
 - json: the transcript's text and language and every segment with its fields
-  (and its words, when word timestamps were asked for).
+  (and its words, when word timestamps were asked for); a number that is not
+  finite is written as null.
 
 Hours take as many digits as they need (at least two). Times are rounded to
 the nearest millisecond. A time that is negative or not finite is a bug
@@ -95,7 +96,10 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return value.item()
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        # JSON has no NaN or infinity (e.g. the log-probability of a window with no tokens).
+        return None
     return value
 
 
