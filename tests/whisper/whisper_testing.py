@@ -61,3 +61,15 @@ def parse_cues(text: str, kind: str) -> list[tuple[float, float, str]]:
         g = match.groups()
         cues.append((_seconds(*g[:4]), _seconds(*g[4:]), "\n".join(lines[1:])))
     return cues
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    """Word-level Levenshtein distance over the reference's word count, on normalised text."""
+    ref, hyp = normalize(reference).split(), normalize(hypothesis).split()
+    previous = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        current = [i] + [0] * len(hyp)
+        for j, h in enumerate(hyp, 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (r != h))
+        previous = current
+    return previous[-1] / max(len(ref), 1)
