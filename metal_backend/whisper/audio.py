@@ -203,8 +203,8 @@ def check_samples(audio: np.ndarray) -> np.ndarray:
     finite = np.isfinite(audio)
     if not finite.all():
         bad = int(np.argmin(finite))
-        raise WhisperError(f"audio contains {int(audio.size - finite.sum())} NaN or infinite samples "
-                           f"(the first at index {bad}: {audio[bad]})")
+        raise WhisperError(f"audio has {int(audio.size - np.count_nonzero(finite))} non-finite samples "
+                           f"(NaN or infinity), the first at index {bad}")
     return audio
 
 

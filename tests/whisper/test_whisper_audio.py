@@ -322,3 +322,17 @@ def test_other_formats_without_the_extra_name_it(tmp_path, monkeypatch):
     wav = tmp_path / "plain.wav"
     write_pcm(wav, sine(440, 16000, 0.1), 16000, 2)
     assert load_audio(wav).shape == (1600,)
+
+
+@pytest.mark.parametrize("audio,message", [
+    (np.zeros(100, np.int16), "must be floats in \\[-1, 1\\], got dtype int16 \\(divide int16 samples by 32768\\)"),
+    (np.zeros(100, bool), "got dtype bool"),
+    (np.zeros((100, 2), np.float32), "1-D array"),
+    (np.zeros(0, np.float64), "audio is empty"),
+    (np.array([0.0, 0.5, np.nan, np.inf], np.float64), "2 non-finite samples \\(NaN or infinity\\), the first at index 2"),
+])
+def test_log_mel_checks_samples(audio, message):
+    from metal_backend.whisper import log_mel_spectrogram
+
+    with pytest.raises(WhisperError, match=message):
+        log_mel_spectrogram(audio)
