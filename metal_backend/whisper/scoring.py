@@ -9,6 +9,7 @@ Used by the tests and the benchmarks, so every engine is scored by the same rule
   deletions (reference words missing) and insertions (extra words); the word error rate is their
   sum over the reference length.
 - start_errors(): for each reference sentence start, the distance to the nearest segment start.
+- longest_repeat(): the most times one word n-gram repeats back to back (decoding loops).
 """
 
 from __future__ import annotations
@@ -87,3 +88,22 @@ def start_errors(reference_starts: Sequence[float], segment_starts: Iterable[flo
     if not starts:
         return [float("inf")] * len(reference_starts)
     return [min(abs(r - s) for s in starts) for r in reference_starts]
+
+
+def longest_repeat(text: str, max_n: int = 4) -> int:
+    """The most consecutive repetitions of one word n-gram (n <= max_n) in the normalised text.
+
+    1 for text without any immediate repetition; "strong strong strong" gives 3.
+    """
+    words = normalize(text).split()
+    best = 1 if words else 0
+    for n in range(1, max_n + 1):
+        for start in range(n):
+            run = 1
+            for i in range(start + n, len(words) - n + 1, n):
+                if words[i:i + n] == words[i - n:i]:
+                    run += 1
+                    best = max(best, run)
+                else:
+                    run = 1
+    return best
