@@ -1,11 +1,12 @@
 """Long-form Whisper: accuracy, segment times and speed of ours against faster-whisper and whisper.cpp.
 
     python benchmarks/whisper_longform.py [--threads 2] [--models tiny.en base] [--repeats 1 5]
-        [--settings greedy beam5] [--engines ours faster-whisper whisper.cpp] [--work DIR] [--json OUT]
+        [--audio A.wav ...] [--settings greedy beam5] [--engines ours faster-whisper whisper.cpp]
+        [--work DIR] [--json OUT]
 
 The audio is an espeak-ng passage built by scripts/make_passage.py (25 sentences, about 132 s;
 needs espeak-ng and sox), once and repeated 5 times (about 11 minutes); its JSON lists where each
-sentence starts. Every engine transcribes the same 16 kHz samples, in English, with its own
+sentence starts. --audio adds other WAV files with such a JSON next to them (A.json for A.wav). Every engine transcribes the same 16 kHz samples, in English, with its own
 long-form algorithm (timestamps, seeking, conditioning on previous text, temperature fallback)
 at the given thread count:
 
@@ -133,7 +134,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--models", nargs="+", default=["tiny.en", "base"], choices=["tiny.en", "base"])
-    parser.add_argument("--repeats", nargs="+", type=int, default=[1, 5], help="passage repetitions")
+    parser.add_argument("--repeats", nargs="*", type=int, default=[1, 5], help="passage repetitions")
+    parser.add_argument("--audio", nargs="+", type=Path, default=[],
+                        help="more WAV files, each with its sentence list A.json (make_passage.py writes it)")
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=list(ENGINES))
     parser.add_argument("--work", type=Path, help="directory for the passages and converted models (default: temp)")
@@ -149,11 +152,13 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace, work: Path) -> list[dict]:
-    audios = {r: passage(work, r) for r in args.repeats}
+    audios = {f"x{r}": passage(work, r) for r in args.repeats}
+    for path in args.audio:
+        audios[path.stem] = (load_audio(path), json.loads(path.with_suffix(".json").read_text()))
     print(f"threads {args.threads}; one run each, wall time, loading excluded; "
-          + "; ".join(f"x{r}: {a.size / 16000:.1f} s, {len(ref['sentences'])} sentences"
-                      for r, (a, ref) in audios.items()), flush=True)
-    header = (f"{'model':7s} {'audio':5s} {'setting':7s} {'engine':14s} {'WER %':>6s} {'sub/del/ins':>11s} "
+          + "; ".join(f"{name}: {a.size / 16000:.1f} s, {len(ref['sentences'])} sentences"
+                      for name, (a, ref) in audios.items()), flush=True)
+    header = (f"{'model':7s} {'audio':6s} {'setting':7s} {'engine':14s} {'WER %':>6s} {'sub/del/ins':>11s} "
               f"{'loop':>4s} {'start err med/max s':>19s} {'<1 s':>5s} {'time s':>7s} {'ours/fw':>7s}")
     print(header, flush=True)
     rows = []
@@ -169,7 +174,7 @@ def run(args: argparse.Namespace, work: Path) -> list[dict]:
                 print(f"{name}: package {module} not installed, skipped", flush=True)
                 continue
             engines.append(make(ct2, work, args.threads))
-        for repeat, (samples, reference) in audios.items():
+        for audio_name, (samples, reference) in audios.items():
             ref_text = " ".join(s["text"] for s in reference["sentences"])
             ref_starts = [s["start"] for s in reference["sentences"]]
             for setting in args.settings:
@@ -181,7 +186,7 @@ def run(args: argparse.Namespace, work: Path) -> list[dict]:
                     times[engine.name] = seconds
                     errors = word_errors(ref_text, text)
                     dist = start_errors(ref_starts, starts)
-                    row = dict(model=model_name, audio=f"x{repeat}", setting=setting, engine=engine.name,
+                    row = dict(model=model_name, audio=audio_name, setting=setting, engine=engine.name,
                                wer=errors.wer, substitutions=errors.substitutions, deletions=errors.deletions,
                                insertions=errors.insertions, loop=longest_repeat(text),
                                start_median=statistics.median(dist), start_max=max(dist),
@@ -193,7 +198,7 @@ def run(args: argparse.Namespace, work: Path) -> list[dict]:
                     rows.append(row)
                     ratio = "" if row["ours_over_fw"] is None else f"{row['ours_over_fw']:.2f}"
                     max_err = "inf" if math.isinf(row["start_max"]) else f"{row['start_max']:.2f}"
-                    print(f"{model_name:7s} {row['audio']:5s} {setting:7s} {engine.name:14s} {100 * errors.wer:6.1f} "
+                    print(f"{model_name:7s} {row['audio']:6s} {setting:7s} {engine.name:14s} {100 * errors.wer:6.1f} "
                           f"{errors.substitutions:>3d}/{errors.deletions:>3d}/{errors.insertions:>3d} "
                           f"{row['loop']:4d} {row['start_median']:9.2f}/{max_err:>9s} "
                           f"{100 * row['start_within_1s']:4.0f}% {seconds:7.1f} {ratio:>7s}", flush=True)
