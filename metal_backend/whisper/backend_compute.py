@@ -45,6 +45,7 @@ import numpy as np
 import metal_backend as mb
 from metal_backend import ops
 
+from .backend_alignment import AlignmentGraphs, AlignmentOutput
 from .errors import WhisperError
 from .ggml_types import QuantizedTensor
 from .model_data import Tensor, WhisperModelData
@@ -167,6 +168,7 @@ class BackendWhisper:
         self._window = 0
         self._n_past = -1
         self._n_active = 0
+        self._alignment: AlignmentGraphs | None = None
 
     def _allocate_cache(self, n_sequences: int) -> None:
         """Self-attention caches and decoder inputs for n_sequences sequences; the cached rows of the
@@ -535,6 +537,19 @@ class BackendWhisper:
                 counts[entry.backend.name] = counts.get(entry.backend.name, 0) + 1
             result[name] = counts
         return result
+
+    def align(self, features: BackendAudioFeatures, tokens: Sequence[int], heads: Sequence[tuple[int, int]],
+              n_audio: int) -> AlignmentOutput:
+        """The alignment pass of word timestamps (WhisperCompute): one decoder run over tokens (a
+        whole sequence from <|startoftranscript|>) of the latest encoded window, giving the
+        cross-attention probabilities of the (layer, head) pairs in heads, each a softmax over the
+        first n_audio encoder positions, and the logits at every position (backend_alignment.py).
+        It leaves the decoder's cached sequences as they were."""
+        if not isinstance(features, BackendAudioFeatures) or features.window != self._window:
+            raise WhisperError("align got features that are not from the latest encode()")
+        if self._alignment is None:
+            self._alignment = AlignmentGraphs(self)
+        return self._alignment.run(tokens, heads, n_audio)
 
 
 def _check(status: mb.Status, graph: str) -> None:

@@ -190,3 +190,43 @@ class NumpyWhisper:
             x = x + self._mlp(x, p)
         last = layer_norm(x[-1:], self.w["decoder.ln.weight"], self.w["decoder.ln.bias"])
         return (last @ self.w["decoder.token_embedding.weight"].T)[0].astype(np.float32)
+
+    def align(self, features: NumpyAudioFeatures, tokens: Sequence[int], heads: Sequence[tuple[int, int]],
+              n_audio: int) -> "NumpyAlignment":
+        """The alignment pass: the whole token sequence at once under a causal mask; the chosen
+        heads' cross-attention probabilities (a softmax over the first n_audio encoder positions)
+        and the logits of every position. The decode cache is left alone."""
+        n = len(tokens)
+        ids = np.asarray(tokens, dtype=np.int64)
+        x = self.w["decoder.token_embedding.weight"][ids] + self.w["decoder.positional_embedding"][:n]
+        causal = np.triu(np.full((n, n), -np.inf, np.float32), k=1)
+        hd = self.hp.n_text_state // self.hp.n_text_head
+        picked: dict[tuple[int, int], np.ndarray] = {}
+        for i in range(self.hp.n_text_layer):
+            p = f"decoder.blocks.{i}"
+            h = layer_norm(x, self.w[f"{p}.attn_ln.weight"], self.w[f"{p}.attn_ln.bias"])
+            a = attention(self._linear(h, f"{p}.attn.query"), self._linear(h, f"{p}.attn.key", bias=False),
+                          self._linear(h, f"{p}.attn.value"), self.hp.n_text_head, causal)
+            x = x + self._linear(a, f"{p}.attn.out")
+            h = layer_norm(x, self.w[f"{p}.cross_attn_ln.weight"], self.w[f"{p}.cross_attn_ln.bias"])
+            q = self._linear(h, f"{p}.cross_attn.query")
+            ck, cv = features.cross_kv[i]
+            for layer, head in heads:
+                if layer == i:
+                    cols = slice(head * hd, (head + 1) * hd)
+                    scores = (q[:, cols] @ ck[:n_audio, cols].T) * (hd ** -0.5)
+                    picked[(layer, head)] = softmax(scores)
+            x = x + self._linear(attention(q, ck, cv, self.hp.n_text_head), f"{p}.cross_attn.out")
+            x = x + self._mlp(x, p)
+        x = layer_norm(x, self.w["decoder.ln.weight"], self.w["decoder.ln.bias"])
+        logits = x @ self.w["decoder.token_embedding.weight"].T
+        return NumpyAlignment(weights=np.stack([picked[(l, h)] for l, h in heads]).astype(np.float32),
+                              logits=logits.astype(np.float32))
+
+
+@dataclass
+class NumpyAlignment:
+    """The numpy alignment pass's result, shaped as the backend's AlignmentOutput."""
+
+    weights: np.ndarray
+    logits: np.ndarray
