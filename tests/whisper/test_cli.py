@@ -242,3 +242,18 @@ def tiny_model(tiny_en_dir):
 def test_bad_arrays_raise(tiny_model, audio, message):
     with pytest.raises(WhisperError, match=message):
         tiny_model.transcribe(audio)
+
+
+def test_json_with_word_timestamps(tiny_en_dir, asset):
+    proc = run_cli(str(asset("jfk.wav")), "--model", str(tiny_en_dir), *FAST, "--json", "--word_timestamps", "True")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert normalize(doc["text"]) == normalize(JFK_TEXT)
+    previous_end = 0.0
+    for segment in doc["segments"]:
+        words = segment["words"]
+        assert normalize("".join(w["word"] for w in words)) == normalize(segment["text"])
+        for w in words:
+            assert set(w) == {"start", "end", "word", "probability"}
+            assert previous_end - 0.01 <= w["start"] <= w["end"] <= 11.0 and 0.0 <= w["probability"] <= 1.0
+            previous_end = w["end"]
