@@ -82,7 +82,8 @@ def written(tiny_en_dir, asset, tmp_path_factory):
     """jfk.wav (one window) and passage.wav (65 s, two window joins) in one call, every format."""
     out = tmp_path_factory.mktemp("cli-out")
     jfk, passage = str(asset("jfk.wav")), str(asset("passage.wav"))
-    proc = run_cli(jfk, passage, "--model", str(tiny_en_dir), *FAST, "--output_format", "all",
+    # Without --quiet: stderr is a pipe here, so the 65 s file must not draw a progress bar either.
+    proc = run_cli(jfk, passage, "--model", str(tiny_en_dir), *FAST[:-1], "--output_format", "all",
                    "--output_dir", str(out))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "" and proc.stderr == ""
@@ -257,3 +258,42 @@ def test_json_with_word_timestamps(tiny_en_dir, asset):
             assert set(w) == {"start", "end", "word", "probability"}
             assert previous_end - 0.01 <= w["start"] <= w["end"] <= 11.0 and 0.0 <= w["probability"] <= 1.0
             previous_end = w["end"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_progress_bar_on_a_terminal(tiny_en_dir, asset, tmp_path):
+    import os
+    import pty
+    import wave
+
+    from metal_backend.whisper import load_audio
+
+    # jfk.wav then silence: 41 s, two windows, quick to decode.
+    samples = np.concatenate([load_audio(asset("jfk.wav")), np.zeros(16000 * 30, np.float32)])
+    path = tmp_path / "long.wav"
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes((samples * 32767).astype("<i2").tobytes())
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "metal_backend.whisper", str(path), "--model", str(tiny_en_dir),
+                               *FAST[:-1]], stdout=subprocess.PIPE, stderr=slave, text=True, timeout=900)
+        os.close(slave)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the terminal's other end is closed: everything has been read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0
+    # (What the silence gives is the decoder's business, tested elsewhere; here only the bar is.)
+    assert normalize(proc.stdout).startswith(normalize(JFK_TEXT))
+    text = drawn.decode()
+    assert "long.wav [" in text and "100% 41.0/41.0 s" in text and text.endswith("\n")
