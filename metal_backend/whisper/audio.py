@@ -52,6 +52,10 @@ _ZERO_CROSSINGS = 64
 _KAISER_BETA = 10.0
 _CUTOFF = 0.96
 
+# Far above any PCM audio rate (768 kHz is the highest in use); a header claiming more is corrupt,
+# and resampling from it would build a filter of millions of taps.
+MAX_SAMPLE_RATE = 1_000_000
+
 AUDIO_EXTRA_HINT = 'pip install "metal_backend[audio]"'
 
 
@@ -141,6 +145,9 @@ def _parse_fmt(fmt: bytes, name: str) -> tuple[int, int, int, int]:
         raise WhisperError(f"{name}: WAV file declares 0 channels")
     if rate == 0:
         raise WhisperError(f"{name}: WAV file declares a sample rate of 0 Hz")
+    if rate > MAX_SAMPLE_RATE:
+        raise WhisperError(f"{name}: WAV file declares a sample rate of {rate} Hz, above the "
+                           f"{MAX_SAMPLE_RATE} Hz this reader accepts (corrupt header?)")
     if bits == 0:
         raise WhisperError(f"{name}: WAV header declares 0 bits per sample")
     if block_align:
@@ -238,6 +245,8 @@ def resample(x: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
 def _check_rates(rate_in: int, rate_out: int) -> None:
     if rate_in <= 0 or rate_out <= 0:
         raise WhisperError(f"sample rates must be positive (got {rate_in} -> {rate_out})")
+    if rate_in > MAX_SAMPLE_RATE or rate_out > MAX_SAMPLE_RATE:
+        raise WhisperError(f"sample rates above {MAX_SAMPLE_RATE} Hz are not supported (got {rate_in} -> {rate_out})")
 
 
 def resample_sinc(x: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:

@@ -156,9 +156,10 @@ def test_resample_length_and_identity(resampler):
     assert len(resample_sinc(x[:7], 48000, 16000)) == 3
 
 
-@pytest.mark.parametrize("rates", [(0, 16000), (16000, -1)])
-def test_resample_rejects_bad_rates(resampler, rates):
-    with pytest.raises(WhisperError, match="sample rates must be positive"):
+@pytest.mark.parametrize("rates,message", [((0, 16000), "must be positive"), ((16000, -1), "must be positive"),
+                                           ((4_000_000_000, 16000), "above 1000000 Hz")])
+def test_resample_rejects_bad_rates(resampler, rates, message):
+    with pytest.raises(WhisperError, match=message):
         resampler(np.zeros(10, np.float32), *rates)
 
 
@@ -272,6 +273,9 @@ def test_zero_channels_and_rate(tmp_path):
         load_audio(path)
     path.write_bytes(riff([(b"fmt ", struct.pack("<HHIIHH", 1, 1, 0, 0, 2, 16)), (b"data", bytes(8))]))
     with pytest.raises(WhisperError, match="sample rate of 0 Hz"):
+        load_audio(path)
+    path.write_bytes(riff([(b"fmt ", struct.pack("<HHIIHH", 1, 1, 4_000_000_000, 0, 2, 16)), (b"data", bytes(8))]))
+    with pytest.raises(WhisperError, match="sample rate of 4000000000 Hz, above the 1000000 Hz"):
         load_audio(path)
 
 
