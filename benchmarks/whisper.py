@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import re
 import shutil
 import statistics
 import sys
@@ -46,6 +45,7 @@ import metal_backend as mb  # noqa: E402
 from metal_backend.whisper import (DecodingOptions, GreedyDecoder, Whisper, load_audio, load_model_data,  # noqa: E402
                                    mel_windows)
 from metal_backend.whisper.convert import convert  # noqa: E402
+from metal_backend.whisper.scoring import normalize  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_AUDIO = REPO / "tests" / "assets" / "generated" / "jfk.wav"
@@ -54,11 +54,6 @@ _VIEW_OPS = {"NONE", "RESHAPE", "VIEW", "PERMUTE", "TRANSPOSE"}
 # measures the long-form defaults).
 GREEDY = DecodingOptions(language="en", beam_size=None, temperature=0.0, without_timestamps=True,
                          condition_on_previous_text=False)
-
-
-def normalize(text: str) -> str:
-    text = re.sub(r"[^\w\s']", " ", text.lower())
-    return " ".join(text.split())
 
 
 # ---------------------------------------------------------------- models
