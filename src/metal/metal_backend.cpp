@@ -203,7 +203,8 @@ void MetalBackend::set_tensor_async(Tensor& t, const void* src, size_t offset, s
     cb->copy(*staging, 0, *ref.buffer, ref.offset + offset, n);
     held_.push_back(t.data_buffer()->storage("MetalBackend::set_tensor_async"));
     marks_.mark(held_.back(), t.data_offset() + offset, t.data_offset() + offset + n, Access::Write,
-                {std::make_shared<const std::string>("set_tensor_async on " + device_->name() + " of " + t.describe())});
+                PendingWork{std::make_shared<const std::string>("set_tensor_async on " + device_->name() + " of " + t.describe()),
+                            Op::NONE, {}});
     staging_.push_back(std::move(staging));
     commit(std::move(cb));
 }
@@ -221,7 +222,8 @@ void MetalBackend::get_tensor_async(const Tensor& t, void* dst, size_t offset, s
     cb->copy(*ref.buffer, ref.offset + offset, *staging, 0, n);
     held_.push_back(t.data_buffer()->storage("MetalBackend::get_tensor_async"));
     marks_.mark(held_.back(), t.data_offset() + offset, t.data_offset() + offset + n, Access::Read,
-                {std::make_shared<const std::string>("get_tensor_async on " + device_->name() + " of " + t.describe())});
+                PendingWork{std::make_shared<const std::string>("get_tensor_async on " + device_->name() + " of " + t.describe()),
+                            Op::NONE, {}});
     reads_.push_back({staging, dst, n});
     commit(std::move(cb));
 }
