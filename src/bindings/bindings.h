@@ -23,4 +23,9 @@ void init_graph(py::module_& m);
 // OutOfRangeError if it does not fit (OutOfMemoryError instead when `too_big_is_oom`).
 size_t to_size(py::handle value, const char* who, const char* what, bool too_big_is_oom = false);
 
+// Raises InvalidArgumentError naming the dtype when `obj` (a buffer-protocol object whose format is
+// `format`, nullptr for raw bytes) holds Python object pointers (numpy dtype=object, or a structured
+// dtype with an object field): such bytes must never be copied into or overwritten from device memory.
+void require_plain_data(py::handle obj, const char* format, const char* who);
+
 }  // namespace mb::bindings

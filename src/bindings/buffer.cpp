@@ -1,4 +1,9 @@
 // Buffer types and buffers, with zero-copy host views (numpy arrays and memoryviews).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -23,6 +28,7 @@ py::array numpy_view(const Buffer& buf) {
 
 py::buffer_info as_bytes(py::buffer data, const char* who) {
     py::buffer_info info = data.request();
+    require_plain_data(data, info.format.c_str(), who);
     if (!PyBuffer_IsContiguous(reinterpret_cast<Py_buffer*>(info.view()), 'C')) {
         fail<InvalidArgumentError>(who, "data must be C-contiguous");
     }

@@ -4,7 +4,12 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/allocation.h"
 #include "core/backend.h"
@@ -157,6 +162,7 @@ void set_data(Tensor& t, py::handle data) {
     }
     if (is_raw_bytes(data)) {
         py::buffer_info info = py::reinterpret_borrow<py::buffer>(data).request();
+        require_plain_data(data, info.format.c_str(), who);
         size_t n = static_cast<size_t>(info.size * info.itemsize);
         if (n != t.nbytes()) {
             fail<InvalidArgumentError>(who, "raw data of ", n, " bytes for tensor ", t.describe(), " of ", t.nbytes(), " bytes");
@@ -214,6 +220,7 @@ std::shared_ptr<BufferType> buffer_type_of(py::handle target, const char* who) {
 std::vector<uint8_t> tensor_bytes_from(const Tensor& t, py::handle data, const char* who) {
     if (!is_raw_bytes(data)) return encode(t, data, who);
     py::buffer_info info = py::reinterpret_borrow<py::buffer>(data).request();
+    require_plain_data(data, info.format.c_str(), who);
     size_t n = static_cast<size_t>(info.size * info.itemsize);
     if (n != t.nbytes()) {
         fail<InvalidArgumentError>(who, "raw data of ", n, " bytes for tensor ", t.describe(), " of ", t.nbytes(), " bytes");

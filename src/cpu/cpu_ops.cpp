@@ -1,5 +1,7 @@
 #include "cpu/cpu_ops.h"
 
+#include <cstddef>
+
 #include "cpu/thread_pool.h"
 
 namespace mb {

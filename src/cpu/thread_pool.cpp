@@ -1,6 +1,13 @@
 #include "cpu/thread_pool.h"
 
+#include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
 
 #if defined(__linux__)
 #include <linux/futex.h>

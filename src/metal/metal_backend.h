@@ -3,6 +3,7 @@
 // command buffers. The abort callback is asked before each commit; nothing half-committed remains.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,6 +32,7 @@ public:
     void synchronize() override;
     void set_tensor_async(Tensor& t, const void* src, size_t offset, size_t n) override;
     void get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t n) override;
+    bool queues_copies() const override { return true; }
     void graph_optimize(Graph& graph) override;
     bool supports_family(int family) const override;
     void capture_next_compute() override;
@@ -42,7 +44,7 @@ private:
         size_t n;
     };
     void commit(std::unique_ptr<CommandBuffer> cb);
-    int schedule() const;
+    OptionValues runtime_options() const;  // the runtime's own switches, as set on this backend
 
     std::shared_ptr<MetalDevice> device_;
     std::mutex mutex_;

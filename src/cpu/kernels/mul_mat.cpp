@@ -18,6 +18,7 @@
 // and, once that is done, helps with the other slots' blocks.
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <new>
 

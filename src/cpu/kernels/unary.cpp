@@ -2,6 +2,8 @@
 // lanes at a time with AVX2 where the host has it; the transcendental ones go through vec.h's
 // polynomial exp (tanh, sigmoid and both GELUs are rational functions of one exp).
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "core/errors.h"
