@@ -1,5 +1,6 @@
 #include "cpu/cache_sizes.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <fstream>
 #include <string>

@@ -80,7 +80,7 @@ Status CpuBackend::graph_compute_async(Graph& graph) {
     // effect at the next one.
     const int nth = n_threads();
     if (!pool_ || pool_->size() != nth) pool_ = std::make_unique<ThreadPool>(nth);
-    Burst burst(*pool_);  // workers spin for this compute, however it ends
+    Burst burst(*pool_);  // wakes the workers now; they spin until the compute ends
 
     for (Tensor* node : nodes) {
         CpuKernel kernel = cpu_kernel(node->op);

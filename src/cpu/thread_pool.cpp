@@ -1,12 +1,13 @@
 #include "cpu/thread_pool.h"
 
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
-#include <chrono>
 
 #if defined(__linux__)
 #include <linux/futex.h>
