@@ -1,10 +1,12 @@
 #include "cpu/host_binding.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <iterator>
 #include <mutex>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -40,18 +42,17 @@ HostBinding::HostBinding(const Graph& graph, const Device& device, const char* w
             if (s) add(*s, false, device, who);
         }
     }
-    // Each root once, as written if any node writes it.
-    std::unordered_set<const Tensor*> roots;
-    std::vector<Tensor*> unique;
-    for (Tensor* r : written_roots_) {
-        if (roots.insert(r).second) unique.push_back(r);
-    }
-    written_roots_ = std::move(unique);
-    unique.clear();
-    for (Tensor* r : read_roots_) {
-        if (roots.insert(r).second) unique.push_back(r);
-    }
-    read_roots_ = std::move(unique);
+    // Each root once, as written if any node writes it (sorted vectors: cheaper than a hash set for
+    // the few hundred roots of a graph).
+    std::sort(written_roots_.begin(), written_roots_.end(), std::less<Tensor*>());
+    written_roots_.erase(std::unique(written_roots_.begin(), written_roots_.end()), written_roots_.end());
+    std::sort(read_roots_.begin(), read_roots_.end(), std::less<Tensor*>());
+    read_roots_.erase(std::unique(read_roots_.begin(), read_roots_.end()), read_roots_.end());
+    std::vector<Tensor*> reads;
+    reads.reserve(read_roots_.size());
+    std::set_difference(read_roots_.begin(), read_roots_.end(), written_roots_.begin(), written_roots_.end(),
+                        std::back_inserter(reads), std::less<Tensor*>());
+    read_roots_ = std::move(reads);
 
     std::unique_lock<std::mutex> lock(g_lock);
     while (const Tensor* busy = conflict()) {
