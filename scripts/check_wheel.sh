@@ -8,7 +8,8 @@
 #
 # WHEEL_BUILD_ARGS adds pip arguments to the wheel build, e.g. "--no-build-isolation" to build with this
 # environment's scikit-build-core and pybind11 (so that a compiler cache such as ccache, given through
-# CMAKE_ARGS=-DCMAKE_CXX_COMPILER_LAUNCHER=ccache, sees stable include paths).
+# CMAKE_ARGS=-DCMAKE_CXX_COMPILER_LAUNCHER=ccache, sees stable include paths); WHEEL_BUILD_DIR sets the
+# CMake build directory (default WORK_DIR/build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -30,7 +31,7 @@ echo "== wheel: pip wheel . (isolated build, MB_PORTABLE=ON, own build dir)"
 rm -rf "$WORK/dist" "$WORK/wheelhouse"
 # shellcheck disable=SC2086
 "$PYTHON" -m pip wheel . --no-deps -w "$WORK/dist" ${WHEEL_BUILD_ARGS:-} \
-    -C cmake.define.MB_PORTABLE=ON -C build-dir="$WORK/build" >"$WORK/wheel.log" 2>&1 \
+    -C cmake.define.MB_PORTABLE=ON -C build-dir="${WHEEL_BUILD_DIR:-$WORK/build}" >"$WORK/wheel.log" 2>&1 \
     || { tail -50 "$WORK/wheel.log"; exit 1; }
 ls -l "$WORK"/dist/*.whl
 
@@ -53,7 +54,7 @@ rm -rf "$WORK/venv"
 echo "== test: fast subset, from outside the source tree, with only the venv on PATH"
 mkdir -p "$WORK/run"
 cd "$WORK/run"
-env -i HOME="$HOME" PATH="$WORK/venv/bin" LANG=C.UTF-8 bash -c '
+env -i HOME="$HOME" PATH="$WORK/venv/bin" LANG=C.UTF-8 "$BASH" -c '
     set -euo pipefail
     for tool in cc c++ gcc g++ clang cmake; do
         if command -v "$tool" >/dev/null 2>&1; then echo "compiler $tool is on PATH" >&2; exit 1; fi
