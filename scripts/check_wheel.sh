@@ -27,7 +27,7 @@ else
 fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-echo "== wheel: pip wheel . (isolated build, MB_PORTABLE=ON, own build dir)"
+echo "== wheel: pip wheel . ${WHEEL_BUILD_ARGS:-(isolated build)}, MB_PORTABLE=ON, own build dir"
 rm -rf "$WORK/dist" "$WORK/wheelhouse"
 # shellcheck disable=SC2086
 "$PYTHON" -m pip wheel . --no-deps -w "$WORK/dist" ${WHEEL_BUILD_ARGS:-} \
