@@ -51,6 +51,11 @@ from ._core import (
     types,
 )
 from . import ops
+from .profile import Profile, ProfileNode
+from .profile import profile as _profile
+
+# The profile method is Python (tables, trace export) over the native per-node timings.
+Backend.profile = _profile  # type: ignore[attr-defined]
 
 __version__: str = _core.__version__
 
@@ -120,6 +125,8 @@ __all__ = [
     "OutOfRangeError",
     "PendingWorkError",
     "PlanEntry",
+    "Profile",
+    "ProfileNode",
     "Registry",
     "Scheduler",
     "Status",

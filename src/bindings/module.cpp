@@ -13,4 +13,5 @@ PYBIND11_MODULE(_core, m) {
     mb::bindings::init_ops(m);
     mb::bindings::init_graph(m);
     mb::bindings::init_dlpack(m);
+    mb::bindings::init_profile(m);
 }
