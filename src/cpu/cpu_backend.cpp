@@ -4,6 +4,7 @@
 
 #include "core/buffer.h"
 #include "core/buffer_type.h"
+#include "core/device.h"
 #include "core/errors.h"
 #include "core/graph.h"
 #include "cpu/cpu_device.h"
@@ -90,14 +91,7 @@ Status CpuBackend::graph_compute_async(Graph& graph) {
     static const char* who = "CpuBackend::graph_compute";
     std::lock_guard<std::mutex> lock(mutex_);
     for (Tensor* node : graph.nodes()) {
-        if (!cpu_supports_op(*node)) {
-            std::string srcs;
-            for (Tensor* s : node->src) {
-                if (s) srcs += (srcs.empty() ? "" : ", ") + s->describe();
-            }
-            fail<UnsupportedOpError>(who, "the CPU cannot run ", op_name(node->op), " -> ", node->describe(),
-                                     " from (", srcs, ")");
-        }
+        if (!cpu_supports_op(*node)) fail_cannot_run(who, "the CPU", *node);
     }
     HostBinding binding(graph, *device_, who);
     const int nth = n_threads();
