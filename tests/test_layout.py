@@ -88,3 +88,24 @@ def test_the_rule_catches_each_kind_of_crossing(tmp_path):
         "metal/ops/binary.cpp includes metal/apple/runtime_metal.h",
         "metal/sim/runtime_sim.cpp includes metal/ops/ops.h",
     ]
+
+
+def test_every_kargs_field_has_its_offset_asserted():
+    # src/metal/ops/kargs_layout.cpp pins the size of each args struct and the offset of each field;
+    # a struct or field added to shaders/kargs.h without its line there is caught here.
+    kargs = (ROOT / "shaders" / "kargs.h").read_text()
+    layout = (SRC / "metal" / "ops" / "kargs_layout.cpp").read_text()
+    structs = re.findall(r"typedef struct \{(.*?)\} (mb_kargs_\w+);", kargs, re.S)
+    assert len(structs) >= 15
+    missing = []
+    for body, name in structs:
+        if f"MB_KARGS_SIZE({name}, " not in layout:
+            missing.append(f"sizeof({name})")
+        for decl in re.sub(r"//[^\n]*", "", body).split(";"):
+            if not decl.strip():
+                continue
+            for field in decl.strip().split(None, 1)[1].split(","):
+                field = re.match(r"\s*(\w+)", field).group(1)
+                if f"MB_KARGS_AT({name}, {field}, " not in layout:
+                    missing.append(f"{name}.{field}")
+    assert not missing, missing

@@ -7,47 +7,45 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import metal_backend as mb
+
 
 class GgmlType(enum.IntEnum):
-    """The ggml type ids a whisper.cpp model file may use for its tensors."""
+    """The ggml type ids a whisper.cpp model file may use for its tensors (ids, block sizes and
+    bytes as mb.Type states them)."""
 
-    F32 = 0
-    F16 = 1
-    Q4_0 = 2
-    Q4_1 = 3
-    Q5_0 = 6
-    Q5_1 = 7
-    Q8_0 = 8
+    F32 = mb.f32.id
+    F16 = mb.f16.id
+    Q4_0 = mb.q4_0.id
+    Q4_1 = mb.q4_1.id
+    Q5_0 = mb.q5_0.id
+    Q5_1 = mb.q5_1.id
+    Q8_0 = mb.q8_0.id
+
+    @property
+    def mb_type(self) -> mb.Type:
+        """The metal_backend type of this id."""
+        return getattr(mb, self.name.lower())
 
     @property
     def block_size(self) -> int:
         """Elements per block (1 for the float types)."""
-        return _BLOCKS[self][0]
+        return self.mb_type.block_size
 
     @property
     def block_bytes(self) -> int:
         """Bytes per block."""
-        return _BLOCKS[self][1]
+        return self.mb_type.type_size
 
     @property
     def is_quantized(self) -> bool:
         """True for the block-quantized types."""
-        return self.block_size > 1
+        return self.mb_type.is_quantized
 
     def row_bytes(self, n: int) -> int:
         """Bytes taken by a row of n elements (n must be a multiple of the block size)."""
         return n // self.block_size * self.block_bytes
 
-
-_BLOCKS = {
-    GgmlType.F32: (1, 4),
-    GgmlType.F16: (1, 2),
-    GgmlType.Q4_0: (32, 18),
-    GgmlType.Q4_1: (32, 20),
-    GgmlType.Q5_0: (32, 22),
-    GgmlType.Q5_1: (32, 24),
-    GgmlType.Q8_0: (32, 34),
-}
 
 NUMPY_TYPES = {GgmlType.F32: np.dtype("<f4"), GgmlType.F16: np.dtype("<f2")}
 

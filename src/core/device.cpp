@@ -7,6 +7,7 @@
 
 #include "core/buffer_type.h"
 #include "core/errors.h"
+#include "core/tensor.h"
 
 namespace mb {
 
@@ -18,6 +19,14 @@ void Device::set_prop(const std::string& key, int64_t) {
 
 std::shared_ptr<Buffer> Device::buffer_from_host_ptr(void*, size_t, size_t, std::shared_ptr<void>) {
     fail<UnsupportedOpError>("Device::buffer_from_host_ptr", "device '", name(), "' cannot wrap host memory");
+}
+
+void fail_cannot_run(const char* who, const std::string& device, const Tensor& node) {
+    std::string srcs;
+    for (const Tensor* s : node.src) {
+        if (s) srcs += (srcs.empty() ? "" : ", ") + s->describe();
+    }
+    fail<UnsupportedOpError>(who, device, " cannot run ", op_name(node.op), " -> ", node.describe(), " from (", srcs, ")");
 }
 
 }  // namespace mb

@@ -64,4 +64,7 @@ public:
     virtual std::shared_ptr<Backend> init_backend(const std::string& params) = 0;
 };
 
+// Raises UnsupportedOpError for a node `device` does not run, naming the op, the node and its sources.
+[[noreturn]] void fail_cannot_run(const char* who, const std::string& device, const Tensor& node);
+
 }  // namespace mb

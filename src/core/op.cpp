@@ -53,4 +53,28 @@ const char* op_name(Op op) {
     return "?";
 }
 
+OpFamily op_family(Op op) {
+    switch (op) {
+        case Op::ADD: case Op::SUB: case Op::MUL: case Op::DIV:
+            return OpFamily::Binary;
+        case Op::SCALE: case Op::CLAMP: case Op::SQR: case Op::SQRT: case Op::LOG: case Op::SIN: case Op::COS:
+        case Op::GELU: case Op::GELU_ERF: case Op::GELU_QUICK: case Op::SILU: case Op::RELU: case Op::TANH:
+        case Op::SIGMOID: case Op::NEG: case Op::ABS: case Op::EXP:
+            return OpFamily::Unary;
+        case Op::NORM: case Op::RMS_NORM: return OpFamily::Norm;
+        case Op::SOFT_MAX: return OpFamily::SoftMax;
+        case Op::SUM_ROWS: case Op::MEAN: case Op::ARGMAX: return OpFamily::Reduce;
+        case Op::FLASH_ATTN_EXT: return OpFamily::FlashAttnExt;
+        case Op::MUL_MAT: return OpFamily::MulMat;
+        case Op::DUP: case Op::CPY: case Op::CONT: return OpFamily::Copy;
+        case Op::GET_ROWS: case Op::SET_ROWS: return OpFamily::Rows;
+        case Op::IM2COL: return OpFamily::Im2col;
+        case Op::CONCAT: case Op::REPEAT: case Op::PAD: return OpFamily::Layout;
+        case Op::ROPE: return OpFamily::Rope;
+        case Op::NONE: case Op::RESHAPE: case Op::VIEW: case Op::PERMUTE: case Op::TRANSPOSE: case Op::COUNT:
+            break;
+    }
+    return OpFamily::None;
+}
+
 }  // namespace mb

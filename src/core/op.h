@@ -64,6 +64,11 @@ enum class Op : int32_t {
 
 const char* op_name(Op op);  // "ADD", "MUL_MAT", ...
 
+// The ops one kernel family serves, on every device (src/cpu/kernels/<family>.cpp,
+// src/metal/ops/<family>.cpp, shaders/<family>.metal). Views have none.
+enum class OpFamily { None, Binary, Unary, Norm, SoftMax, Reduce, FlashAttnExt, MulMat, Copy, Rows, Im2col, Layout, Rope };
+OpFamily op_family(Op op);
+
 // Ops that only describe memory (no kernel runs for them).
 inline bool op_is_view(Op op) {
     return op == Op::NONE || op == Op::RESHAPE || op == Op::VIEW || op == Op::PERMUTE || op == Op::TRANSPOSE;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/device.h"
 #include "core/errors.h"
 #include "core/graph.h"
 #include "cpu/cpu_device.h"
@@ -64,12 +65,7 @@ Status CpuBackend::graph_compute_async(Graph& graph) {
     const std::vector<Tensor*> nodes = graph.nodes();
     for (Tensor* node : nodes) {
         if (!cpu_supports_op(*node)) {
-            std::string srcs;
-            for (Tensor* s : node->src) {
-                if (s) srcs += (srcs.empty() ? "" : ", ") + s->describe();
-            }
-            fail<UnsupportedOpError>(who, "the CPU cannot run ", op_name(node->op), " -> ", node->describe(),
-                                     " from (", srcs, ")");
+            fail_cannot_run(who, "the CPU", *node);
         }
     }
     // Bound before taking the backend: waiting here for another backend's compute must not keep

@@ -14,6 +14,7 @@
 
 #include "core/buffer.h"
 #include "core/buffer_type.h"
+#include "core/device.h"
 #include "core/errors.h"
 #include "core/graph.h"
 #include "core/tensor.h"
@@ -87,14 +88,7 @@ Status MetalBackend::graph_compute_async(Graph& graph) {
     for (Tensor* node : graph.nodes()) {
         if (op_is_view(node->op)) continue;
         // Refused even when empty: what a device supports must not depend on the sizes that day.
-        if (!metal::supports_op(props, *node)) {
-            std::string srcs;
-            for (Tensor* s : node->src) {
-                if (s) srcs += (srcs.empty() ? "" : ", ") + s->describe();
-            }
-            fail<UnsupportedOpError>(who, device_->name(), " cannot run ", op_name(node->op), " -> ", node->describe(),
-                                     " from (", srcs, ")");
-        }
+        if (!metal::supports_op(props, *node)) fail_cannot_run(who, device_->name(), *node);
         if (!computes(*node)) continue;
         hold(*node);
         for (Tensor* s : node->src) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "core/rope_params.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/vec.h"
 
@@ -17,34 +18,9 @@ namespace mb {
 
 namespace {
 
-constexpr int kModeNormal = 0;
-constexpr int kModeNeox = 2;
-constexpr double kPi = 3.14159265358979323846;
-
-struct RopeParams {
-    int n_dims, mode, n_ctx_orig;
-    float freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow;
-};
-
-RopeParams params_of(const Tensor& dst) {
-    return {dst.op_params[0], dst.op_params[1], dst.op_params[2], dst.param_f(3), dst.param_f(4),
-            dst.param_f(5),   dst.param_f(6),   dst.param_f(7),   dst.param_f(8)};
-}
-
-// The dimension pair index where YaRN's ramp starts (rotations per context above beta_fast are
-// extrapolated) and ends (below beta_slow interpolated).
-void yarn_corr_dims(const RopeParams& rp, double dims[2]) {
-    auto corr_dim = [&](double n_rot) {
-        return rp.n_dims * std::log(rp.n_ctx_orig / (n_rot * 2.0 * kPi)) / (2.0 * std::log(double(rp.freq_base)));
-    };
-    dims[0] = std::max(0.0, std::floor(corr_dim(rp.beta_fast)));
-    dims[1] = std::min(double(rp.n_dims - 1), std::ceil(corr_dim(rp.beta_slow)));
-}
-
 // cos and sin (times the YaRN magnitude scale) of each pair's angle at position pos.
 void angles(const RopeParams& rp, const double corr[2], int32_t pos, float* cs, float* sn) {
-    double mscale = rp.attn_factor;
-    if (rp.ext_factor != 0.0f) mscale *= 1.0 + 0.1 * std::log(1.0 / rp.freq_scale);
+    const double mscale = rp.mscale();
     for (int i = 0; i < rp.n_dims / 2; ++i) {
         const double extrap = double(pos) * std::pow(double(rp.freq_base), -2.0 * i / rp.n_dims);
         const double interp = rp.freq_scale * extrap;
@@ -68,26 +44,21 @@ bool rope_supported(const Tensor& dst) {
     const Tensor* pos = dst.src[1];
     if (a == nullptr || pos == nullptr || a->type != Type::F32 || dst.type != Type::F32) return false;
     if (!vec::same_shape(*a, dst) || pos->type != Type::I32 || pos->ne[0] != a->ne[2]) return false;
-    const RopeParams rp = params_of(dst);
-    if (rp.mode != kModeNormal && rp.mode != kModeNeox) return false;
-    if (rp.n_dims <= 0 || rp.n_dims % 2 != 0 || rp.n_dims > a->ne[0]) return false;
-    if (!(rp.freq_base > 0.0f) || !(rp.freq_scale > 0.0f)) return false;
-    if (rp.ext_factor != 0.0f && rp.n_ctx_orig <= 0) return false;
-    return true;
+    return rope_params(dst).valid(a->ne[0]);
 }
 
 void compute_rope(const ComputeParams& p, Tensor& dst) {
     if (dst.is_empty()) return;
     const Tensor& a = *dst.src[0];
     const Tensor& pos = *dst.src[1];
-    const RopeParams rp = params_of(dst);
-    double corr[2] = {0.0, 0.0};
-    if (rp.ext_factor != 0.0f) yarn_corr_dims(rp, corr);
+    const RopeParams rp = rope_params(dst);
+    double corr[2];
+    rp.corr_dims(corr);
     const int64_t n = dst.ne[0];
     const int half = rp.n_dims / 2;
     // In normal mode pair i is (2i, 2i+1); in NEOX mode (i, i + half).
-    const int64_t first_step = rp.mode == kModeNeox ? 1 : 2;
-    const int64_t second_off = rp.mode == kModeNeox ? half : 1;
+    const int64_t first_step = rp.mode == RopeParams::kModeNeox ? 1 : 2;
+    const int64_t second_off = rp.mode == RopeParams::kModeNeox ? half : 1;
 
     std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half)), x(static_cast<size_t>(n)),
         y(static_cast<size_t>(n));

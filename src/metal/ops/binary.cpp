@@ -90,22 +90,10 @@ size_t encode_binary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
     for (size_t k = 0; k < n; ++k) ops.push_back(nodes[i + k]->src[1]);
 
     mb_kargs_bin args{};
-    args.ne00 = int32_t(src0.ne[0]);
-    args.ne01 = int32_t(src0.ne[1]);
-    args.ne02 = int32_t(src0.ne[2]);
-    args.ne03 = int32_t(src0.ne[3]);
-    args.nb00 = src0.nb[0];
-    args.nb01 = src0.nb[1];
-    args.nb02 = src0.nb[2];
-    args.nb03 = src0.nb[3];
-    args.ne0 = int32_t(dst.ne[0]);
-    args.ne1 = int32_t(dst.ne[1]);
-    args.ne2 = int32_t(dst.ne[2]);
-    args.ne3 = int32_t(dst.ne[3]);
-    args.nb0 = dst.nb[0];
-    args.nb1 = dst.nb[1];
-    args.nb2 = dst.nb[2];
-    args.nb3 = dst.nb[3];
+    MB_SET_NE(args, ne0, src0);
+    MB_SET_NB(args, nb0, src0);
+    MB_SET_NE(args, ne, dst);
+    MB_SET_NB(args, nb, dst);
     for (size_t k = 0; k < MB_BIN_MAX_SRC1; ++k) {
         for (int d = 0; d < kMaxDims; ++d) {
             args.ne1x[k][d] = k < n ? int32_t(ops[k]->ne[d]) : 1;

@@ -79,14 +79,8 @@ size_t encode_cpy(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
     if (dst.is_empty()) return 1;
 
     mb_kargs_cpy args{};
-    args.nb00 = src.nb[0];
-    args.nb01 = src.nb[1];
-    args.nb02 = src.nb[2];
-    args.nb03 = src.nb[3];
-    args.nb0 = dst.nb[0];
-    args.nb1 = dst.nb[1];
-    args.nb2 = dst.nb[2];
-    args.nb3 = dst.nb[3];
+    MB_SET_NB(args, nb0, src);
+    MB_SET_NB(args, nb, dst);
     args.ne00 = int32_t(src.ne[0]);
     args.ne01 = int32_t(src.ne[1]);
     args.ne02 = int32_t(src.ne[2]);

@@ -141,18 +141,9 @@ size_t encode_flash_attn_ext(OpEncoder& enc, const std::vector<Tensor*>& nodes, 
     a.ne11 = int32_t(k.ne[1]);
     a.ne12 = int32_t(k.ne[2]);
     a.ne13 = int32_t(k.ne[3]);
-    a.nb00 = q.nb[0];
-    a.nb01 = q.nb[1];
-    a.nb02 = q.nb[2];
-    a.nb03 = q.nb[3];
-    a.nb10 = k.nb[0];
-    a.nb11 = k.nb[1];
-    a.nb12 = k.nb[2];
-    a.nb13 = k.nb[3];
-    a.nb20 = v.nb[0];
-    a.nb21 = v.nb[1];
-    a.nb22 = v.nb[2];
-    a.nb23 = v.nb[3];
+    MB_SET_NB(a, nb0, q);
+    MB_SET_NB(a, nb1, k);
+    MB_SET_NB(a, nb2, v);
     a.ne32 = 1;
     a.ne33 = 1;
     if (mask) {

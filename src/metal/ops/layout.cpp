@@ -63,22 +63,10 @@ bool shapes_ok(const Tensor& node) {
 
 template <typename Args>
 void set_src0_dst(Args& k, const Tensor& a, const Tensor& dst) {
-    k.ne00 = int32_t(a.ne[0]);
-    k.ne01 = int32_t(a.ne[1]);
-    k.ne02 = int32_t(a.ne[2]);
-    k.ne03 = int32_t(a.ne[3]);
-    k.nb00 = a.nb[0];
-    k.nb01 = a.nb[1];
-    k.nb02 = a.nb[2];
-    k.nb03 = a.nb[3];
-    k.ne0 = int32_t(dst.ne[0]);
-    k.ne1 = int32_t(dst.ne[1]);
-    k.ne2 = int32_t(dst.ne[2]);
-    k.ne3 = int32_t(dst.ne[3]);
-    k.nb0 = dst.nb[0];
-    k.nb1 = dst.nb[1];
-    k.nb2 = dst.nb[2];
-    k.nb3 = dst.nb[3];
+    MB_SET_NE(k, ne0, a);
+    MB_SET_NB(k, nb0, a);
+    MB_SET_NE(k, ne, dst);
+    MB_SET_NB(k, nb, dst);
 }
 
 }  // namespace
@@ -101,10 +89,7 @@ size_t encode_layout(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
             const Tensor& b = *dst.src[1];
             mb_kargs_concat k{};
             set_src0_dst(k, a, dst);
-            k.nb10 = b.nb[0];
-            k.nb11 = b.nb[1];
-            k.nb12 = b.nb[2];
-            k.nb13 = b.nb[3];
+            MB_SET_NB(k, nb1, b);
             k.dim = dst.op_params[0];
             p = &enc.use("kernel_concat_" + type);
             enc.args(k);

@@ -71,10 +71,7 @@ size_t encode_norm(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) 
     const int32_t k = vec4 ? 4 : 1;
 
     mb_kargs_norm args{};
-    args.ne00 = int32_t(src0.ne[0]);
-    args.ne01 = int32_t(src0.ne[1]);
-    args.ne02 = int32_t(src0.ne[2]);
-    args.ne03 = int32_t(src0.ne[3]);
+    MB_SET_NE(args, ne0, src0);
     args.nb01 = src0.nb[1];
     args.nb02 = src0.nb[2];
     args.nb03 = src0.nb[3];

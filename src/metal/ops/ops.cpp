@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "core/device.h"
 #include "core/errors.h"
 
 namespace mb::metal {
@@ -18,35 +19,20 @@ struct Family {
 };
 
 Family family_of(Op op) {
-    switch (op) {
-        case Op::ADD: case Op::SUB: case Op::MUL: case Op::DIV:
-            return {supports_binary, encode_binary};
-        case Op::SCALE: case Op::CLAMP: case Op::SQR: case Op::SQRT: case Op::LOG: case Op::SIN: case Op::COS:
-        case Op::GELU: case Op::GELU_ERF: case Op::GELU_QUICK: case Op::SILU: case Op::RELU: case Op::TANH:
-        case Op::SIGMOID: case Op::NEG: case Op::ABS: case Op::EXP:
-            return {supports_unary, encode_unary};
-        case Op::NORM: case Op::RMS_NORM:
-            return {supports_norm, encode_norm};
-        case Op::SOFT_MAX:
-            return {supports_soft_max, encode_soft_max};
-        case Op::SUM_ROWS: case Op::MEAN: case Op::ARGMAX:
-            return {supports_reduce, encode_reduce};
-        case Op::MUL_MAT:
-            return {supports_mul_mat, encode_mul_mat};
-        case Op::GET_ROWS: case Op::SET_ROWS:
-            return {supports_rows, encode_rows};
-        case Op::DUP: case Op::CPY: case Op::CONT:
-            return {supports_cpy, encode_cpy};
-        case Op::IM2COL:
-            return {supports_im2col, encode_im2col};
-        case Op::FLASH_ATTN_EXT:
-            return {supports_flash_attn_ext, encode_flash_attn_ext};
-        case Op::ROPE:
-            return {supports_rope, encode_rope};
-        case Op::CONCAT: case Op::REPEAT: case Op::PAD:
-            return {supports_layout, encode_layout};
-        case Op::NONE: case Op::RESHAPE: case Op::VIEW: case Op::PERMUTE: case Op::TRANSPOSE: case Op::COUNT:
-            break;
+    switch (op_family(op)) {
+        case OpFamily::Binary: return {supports_binary, encode_binary};
+        case OpFamily::Unary: return {supports_unary, encode_unary};
+        case OpFamily::Norm: return {supports_norm, encode_norm};
+        case OpFamily::SoftMax: return {supports_soft_max, encode_soft_max};
+        case OpFamily::Reduce: return {supports_reduce, encode_reduce};
+        case OpFamily::MulMat: return {supports_mul_mat, encode_mul_mat};
+        case OpFamily::Rows: return {supports_rows, encode_rows};
+        case OpFamily::Copy: return {supports_cpy, encode_cpy};
+        case OpFamily::Im2col: return {supports_im2col, encode_im2col};
+        case OpFamily::FlashAttnExt: return {supports_flash_attn_ext, encode_flash_attn_ext};
+        case OpFamily::Rope: return {supports_rope, encode_rope};
+        case OpFamily::Layout: return {supports_layout, encode_layout};
+        case OpFamily::None: break;
     }
     return {};
 }
@@ -72,8 +58,7 @@ size_t encode_node(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) 
     const Tensor& node = *nodes[i];
     Family f = family_of(node.op);
     if (!f.encode || !supports_op(enc.props(), node)) {
-        fail<UnsupportedOpError>("metal::encode_node", "the Metal device cannot run ", op_name(node.op), " -> ",
-                                 node.describe());
+        fail_cannot_run("metal::encode_node", "the Metal device", node);
     }
     return f.encode(enc, nodes, i);
 }

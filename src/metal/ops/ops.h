@@ -9,6 +9,15 @@
 #include "metal/ops/op_encoder.h"
 #include "metal/runtime.h"
 
+// Fill an args struct's four size fields P0..P3 (int32, as the kernels index) or four stride fields
+// from tensor t, by ggml's field names: MB_SET_NE(args, ne0, src0) sets ne00..ne03, MB_SET_NB(args,
+// nb, dst) sets nb0..nb3.
+#define MB_SET_NE(args, P, t)                                                                         \
+    ((args).P##0 = int32_t((t).ne[0]), (args).P##1 = int32_t((t).ne[1]), (args).P##2 = int32_t((t).ne[2]), \
+     (args).P##3 = int32_t((t).ne[3]))
+#define MB_SET_NB(args, P, t) \
+    ((args).P##0 = (t).nb[0], (args).P##1 = (t).nb[1], (args).P##2 = (t).nb[2], (args).P##3 = (t).nb[3])
+
 namespace mb::metal {
 
 bool supports_op(const RuntimeProps& props, const Tensor& node);

@@ -45,14 +45,8 @@ size_t encode_reduce(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
     const Tensor& src0 = *dst.src[0];
 
     mb_kargs_reduce args{};
-    args.ne00 = int32_t(src0.ne[0]);
-    args.ne01 = int32_t(src0.ne[1]);
-    args.ne02 = int32_t(src0.ne[2]);
-    args.ne03 = int32_t(src0.ne[3]);
-    args.nb00 = src0.nb[0];
-    args.nb01 = src0.nb[1];
-    args.nb02 = src0.nb[2];
-    args.nb03 = src0.nb[3];
+    MB_SET_NE(args, ne0, src0);
+    MB_SET_NB(args, nb0, src0);
     args.nb1 = dst.nb[1];
     args.nb2 = dst.nb[2];
     args.nb3 = dst.nb[3];

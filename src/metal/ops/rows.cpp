@@ -58,17 +58,11 @@ void encode_get_rows(OpEncoder& enc, const Tensor& dst) {
     const bool quantized = type_traits(a.type).is_quantized;
 
     mb_kargs_get_rows args{};
-    args.nb00 = a.nb[0];
-    args.nb01 = a.nb[1];
-    args.nb02 = a.nb[2];
-    args.nb03 = a.nb[3];
+    MB_SET_NB(args, nb0, a);
     args.nb10 = idx.nb[0];
     args.nb11 = idx.nb[1];
     args.nb12 = idx.nb[2];
-    args.nb0 = dst.nb[0];
-    args.nb1 = dst.nb[1];
-    args.nb2 = dst.nb[2];
-    args.nb3 = dst.nb[3];
+    MB_SET_NB(args, nb, dst);
     args.ne00 = int32_t(a.ne[0]);
     args.ne01 = int32_t(a.ne[1]);
 
@@ -90,17 +84,11 @@ void encode_set_rows(OpEncoder& enc, const Tensor& dst) {
     const bool quantized = type_traits(dst.type).is_quantized;
 
     mb_kargs_set_rows args{};
-    args.nb00 = src.nb[0];
-    args.nb01 = src.nb[1];
-    args.nb02 = src.nb[2];
-    args.nb03 = src.nb[3];
+    MB_SET_NB(args, nb0, src);
     args.nb10 = idx.nb[0];
     args.nb11 = idx.nb[1];
     args.nb12 = idx.nb[2];
-    args.nb0 = dst.nb[0];
-    args.nb1 = dst.nb[1];
-    args.nb2 = dst.nb[2];
-    args.nb3 = dst.nb[3];
+    MB_SET_NB(args, nb, dst);
     args.ne00 = int32_t(src.ne[0]);
     args.ne11 = int32_t(idx.ne[1]);
     args.ne12 = int32_t(idx.ne[2]);

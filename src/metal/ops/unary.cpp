@@ -67,18 +67,9 @@ size_t encode_unary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i)
         args.p0 = dst.param_f(0);
         args.p1 = dst.param_f(1);
     }
-    args.ne00 = int32_t(src0.ne[0]);
-    args.ne01 = int32_t(src0.ne[1]);
-    args.ne02 = int32_t(src0.ne[2]);
-    args.ne03 = int32_t(src0.ne[3]);
-    args.nb00 = src0.nb[0];
-    args.nb01 = src0.nb[1];
-    args.nb02 = src0.nb[2];
-    args.nb03 = src0.nb[3];
-    args.nb0 = dst.nb[0];
-    args.nb1 = dst.nb[1];
-    args.nb2 = dst.nb[2];
-    args.nb3 = dst.nb[3];
+    MB_SET_NE(args, ne0, src0);
+    MB_SET_NB(args, nb0, src0);
+    MB_SET_NB(args, nb, dst);
     const char* name = flat ? (vec4 ? "kernel_unary_f32_4" : "kernel_unary_f32") : "kernel_unary_f32_rows";
     const Pipeline& p = enc.use(name, {FunctionConstant::int32(200, unary_op(dst.op))});
     enc.args(args);
