@@ -1,8 +1,8 @@
 """CPU op benchmark: metal_backend's CPU backend side by side with numpy (OpenBLAS), ggml and torch.
 
-    python benchmarks/ops.py [--threads 2] [--min-time 0.3] [--only SUBSTRING]
+    python benchmarks/ops.py [--threads 1 2 4 16] [--min-time 0.3] [--only SUBSTRING]
 
-Prints one table. Every peer computes the same op on the same data with the same thread count;
+Prints one table per thread count, all from the same process. Every peer computes the same op on the same data with the same thread count;
 each peer runs in bursts, the peers in turn over several rounds, after a quiet gap that lets the
 previous peer's spinning worker threads park; each peer's best time is kept. Ratios are peer time /
 our time: above 1 means metal_backend is faster.
@@ -16,6 +16,12 @@ OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, set on some machines to keep old OpenBLA
 make a current numpy pick slower kernels. This script removes both from its own environment before
 numpy loads and prints the kernel set OpenBLAS then reports (threadpoolctl), so the peer is measured
 at its best. Nothing outside this process changes.
+
+Mat-vec rows (one token) also print the weight bytes read per second (the memory-bandwidth roof is
+their goal), and two wake-up ratios of ours against our hot time: the median first call after a
+0.25 s pause (our workers parked) and the median first call right after a numpy matmul (OpenBLAS's
+workers still spinning on the cores). A decoder that alternates short graphs with host work pays
+these on every step.
 """
 from __future__ import annotations
 
@@ -123,8 +129,9 @@ if ggml is not None:
 class Row:
     """A benchmark row: how each peer builds and runs it, and its FLOP count (None: not a matmul)."""
 
-    def __init__(self, name, shape, flops, ours, numpy_fn, ggml_spec, torch_fn, tol):
+    def __init__(self, name, shape, flops, ours, numpy_fn, ggml_spec, torch_fn, tol, weight_bytes=None):
         self.name, self.shape, self.flops = name, shape, flops
+        self.weight_bytes = weight_bytes  # mat-vec rows: bytes of weights each call reads
         self.ours, self.numpy_fn, self.ggml_spec, self.torch_fn = ours, numpy_fn, ggml_spec, torch_fn
         self.tol = tol  # relative error vs numpy above which the row is flagged
 
@@ -161,6 +168,7 @@ def matmul_row(wtype, n, k, m, rng):
         (build_ggml, [w_raw, x]) if wtype in GGML_TYPES else None,
         (lambda: torch.mm(tx_torch, tw_torch)) if torch is not None else None,
         tol,
+        weight_bytes=len(w_raw) if n == 1 else None,
     )
 
 
@@ -288,6 +296,47 @@ def time_bursts(fns, min_time, rounds=3, min_calls=3):
     return best
 
 
+PAUSE_S = 0.25
+
+
+def wake_ratios(ours, hot, samples=5):
+    """Median time of our first call after a PAUSE_S pause, and of our first call right after a numpy
+    matmul, each divided by our hot time."""
+    a = np.ones((384, 384), dtype=np.float32)
+    after_pause, after_numpy = [], []
+    for _ in range(samples):
+        time.sleep(PAUSE_S)
+        t0 = time.perf_counter()
+        ours()
+        after_pause.append(time.perf_counter() - t0)
+        a @ a
+        t0 = time.perf_counter()
+        ours()
+        after_numpy.append(time.perf_counter() - t0)
+    return float(np.median(after_pause)) / hot, float(np.median(after_numpy)) / hot
+
+
+def host_pause_cost(samples=5):
+    """Extra time, in seconds, of the first small numpy call after a PAUSE_S pause over a hot one: what
+    any library pays after sleeping here (cold caches, a core woken from idle), the floor under our
+    pause/hot ratio."""
+    v = np.ones(1000)
+    for _ in range(100):
+        v @ v
+    hot = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        v @ v
+        hot.append(time.perf_counter() - t0)
+    cold = []
+    for _ in range(samples):
+        time.sleep(PAUSE_S)
+        t0 = time.perf_counter()
+        v @ v
+        cold.append(time.perf_counter() - t0)
+    return float(np.median(cold)) - float(np.median(hot))
+
+
 def fmt_ms(t):
     return "-" if t is None else (f"{t * 1e3:.3f}" if t < 0.01 else f"{t * 1e3:.2f}")
 
@@ -298,25 +347,20 @@ def fmt_ratio(peer, ours):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, nargs="+", default=[2], help="one table per thread count")
     ap.add_argument("--min-time", type=float, default=0.3, help="seconds each peer runs per row (at least)")
     ap.add_argument("--only", default="", help="run only rows whose name or shape contains this")
     args = ap.parse_args()
-    nth = args.threads
+    if any(t < 1 for t in args.threads):
+        ap.error(f"--threads takes counts of at least 1, got {args.threads}")
 
-    print(f"metal_backend {mb.__version__}, CPU: {mb.device('CPU').description}, {nth} threads, "
-          f"load average at start {os.getloadavg()[0]:.2f}")
+    print(f"metal_backend {mb.__version__}, CPU: {mb.device('CPU').description}, "
+          f"threads {' '.join(map(str, args.threads))}, load average at start {os.getloadavg()[0]:.2f}")
     if _REMOVED_ENV:
         print("removed for this process: " + ", ".join(f"{k}={v}" for k, v in _REMOVED_ENV.items()))
     else:
         print("OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE: not set")
-    limiter = None
-    if threadpool_limits is not None:
-        limiter = threadpool_limits(limits=nth)
-        for info in threadpool_info():
-            print(f"  {info['internal_api']} {info.get('version')} kernels={info.get('architecture')} "
-                  f"threads={info['num_threads']} ({os.path.basename(info['filepath'])})")
-    else:
+    if threadpool_limits is None:
         print("  threadpoolctl missing (pip install threadpoolctl): numpy threads NOT limited")
     if ggml is None:
         print("  ggml: not installed (pip install ggml-python); column empty")
@@ -325,14 +369,34 @@ def main():
               f"f16c={ggml.ggml_cpu_has_f16c()} llamafile-sgemm={ggml.ggml_cpu_has_llamafile()}")
     if torch is None:
         print("  torch: not installed; column empty")
-    else:
+    print("ratios are peer time / our time (above 1: metal_backend faster); times are best of bursts run in "
+          "turn (see time_bursts)")
+    print("GB/s: weight bytes per second of our mat-vec; pause/hot and np/hot: our first call after a "
+          f"{PAUSE_S} s pause / right after a numpy matmul, over our hot time (medians of 5)")
+    for nth in args.threads:
+        run_table(nth, args)
+    print(f"\nload average at end {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+def run_table(nth, args):
+    """Every row at nth threads for every peer."""
+    print(f"\n== {nth} threads ==")
+    print(f"  host floor: a 1000-element numpy dot after a {PAUSE_S} s pause takes "
+          f"{host_pause_cost() * 1e6:.0f} us more than hot")
+    limiter = None
+    if threadpool_limits is not None:
+        limiter = threadpool_limits(limits=nth)
+        for info in threadpool_info():
+            print(f"  {info['internal_api']} {info.get('version')} kernels={info.get('architecture')} "
+                  f"threads={info['num_threads']} ({os.path.basename(info['filepath'])})")
+    if torch is not None:
         torch.set_num_threads(nth)
         print(f"  torch {torch.__version__}, {torch.get_num_threads()} threads")
-    print("ratios are peer time / our time (above 1: metal_backend faster); times are best of bursts run in turn (see time_bursts)\n")
 
-    header = ("op", "shape (NxKxM)", "ours ms", "GFLOP/s", "numpy ms", "np/ours", "ggml ms", "ggml/ours",
-              "torch ms", "torch/ours", "note")
-    widths = (12, 15, 9, 8, 9, 8, 9, 9, 9, 10, 0)
+    header = ("op", "shape (NxKxM)", "ours ms", "GFLOP/s", "GB/s", "numpy ms", "np/ours", "ggml ms",
+              "ggml/ours", "torch ms", "torch/ours", "pause/hot", "np/hot", "note")
+    widths = (12, 15, 9, 8, 6, 9, 8, 9, 9, 9, 10, 9, 7, 0)
     print(" ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
 
     rng = np.random.default_rng(0)
@@ -366,26 +430,28 @@ def main():
             times = dict(zip(names, time_bursts(fns, args.min_time)))
             note = f"ours: {type(e).__name__}: {str(e)[:60]}"
             ours = None
+        t_ours = times.get("ours")
+        pause = after_np = None
         if ours is not None:
             ref = np.asarray(row.numpy_fn(), dtype=np.float64)
             got = np.asarray(ours.result(), dtype=np.float64).reshape(ref.shape)
             rel = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
             if rel > row.tol:
                 note = f"CHECK: relative error {rel:.2g} vs numpy"
+            if row.weight_bytes:
+                pause, after_np = wake_ratios(ours, t_ours)
         if g is not None:
             g.close()
-        t_ours = times.get("ours")
         gflops = f"{row.flops / t_ours * 1e-9:.1f}" if (row.flops and t_ours) else "-"
-        cells = (row.name, row.shape, fmt_ms(t_ours), gflops, fmt_ms(times.get("numpy")),
+        gbps = f"{row.weight_bytes / t_ours * 1e-9:.1f}" if (row.weight_bytes and t_ours) else "-"
+        cells = (row.name, row.shape, fmt_ms(t_ours), gflops, gbps, fmt_ms(times.get("numpy")),
                  fmt_ratio(times.get("numpy"), t_ours), fmt_ms(times.get("ggml")),
                  fmt_ratio(times.get("ggml"), t_ours), fmt_ms(times.get("torch")),
-                 fmt_ratio(times.get("torch"), t_ours), note)
+                 fmt_ratio(times.get("torch"), t_ours), "-" if pause is None else f"{pause:.2f}",
+                 "-" if after_np is None else f"{after_np:.2f}", note)
         print(" ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip(), flush=True)
-
-    print(f"\nload average at end {os.getloadavg()[0]:.2f}")
     if limiter is not None:
         limiter.restore_original_limits()
-    return 0
 
 
 if __name__ == "__main__":

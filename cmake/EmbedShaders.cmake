@@ -1,5 +1,5 @@
 # Generates the C++ source that holds the Metal shader library as one string, for
-# newLibraryWithSource: in src/metal/runtime_metal.mm. Run in script mode:
+# newLibraryWithSource: in src/metal/apple/runtime_metal.mm. Run in script mode:
 #
 #   cmake -DSHADER_DIR=shaders -DOUTPUT=build/metal_library.cpp -P cmake/EmbedShaders.cmake
 #

@@ -20,12 +20,14 @@ from ._core import (
     DeviceError,
     DeviceProps,
     DeviceType,
+    DLPackError,
     Graph,
     GraphAllocator,
     InvalidArgumentError,
     MetalBackendError,
     OutOfMemoryError,
     OutOfRangeError,
+    PendingWorkError,
     PlanEntry,
     Registry,
     Scheduler,
@@ -83,6 +85,21 @@ def device(name: Optional[str] = None) -> Device:
     raise InvalidArgumentError(f"[metal_backend.device] unknown device {name!r}; known devices: {known}")
 
 
+def from_dlpack(x: object, device: Optional[Device] = None, *, name: str = "") -> Tensor:
+    """A tensor over the memory of `x` (anything with ``__dlpack__`` in host memory), without a copy.
+
+    The memory becomes a mapped buffer of `device` (default: :func:`device`'s best real device), so
+    writes through either side are seen by the other, and the tensor keeps `x`'s memory alive. float32,
+    float16, bfloat16 and int32 arrays of 1 to 4 dimensions with non-negative strides are accepted; a
+    strided array becomes a view. Other dtypes, read-only arrays and non-CPU memory raise
+    :class:`DLPackError` (a ``BufferError``).
+    """
+    return _core.from_dlpack(x, device if device is not None else _best_device(), name)
+
+
+_best_device = device
+
+
 __all__ = [
     "Backend",
     "BackendOptions",
@@ -94,12 +111,14 @@ __all__ = [
     "DeviceError",
     "DeviceProps",
     "DeviceType",
+    "DLPackError",
     "Graph",
     "GraphAllocator",
     "InvalidArgumentError",
     "MetalBackendError",
     "OutOfMemoryError",
     "OutOfRangeError",
+    "PendingWorkError",
     "PlanEntry",
     "Registry",
     "Scheduler",
@@ -115,6 +134,7 @@ __all__ = [
     "devices",
     "f16",
     "f32",
+    "from_dlpack",
     "i32",
     "ops",
     "q4_0",

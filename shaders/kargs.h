@@ -1,5 +1,5 @@
 // The host/shader contract: one args struct per kernel family, bound at buffer index 0. Included by
-// every .metal file and by the host encoders (src/metal/ops_*.cpp), so both sides agree byte for
+// every .metal file and by the host encoders (src/metal/ops/*.cpp), so both sides agree byte for
 // byte. Only int32/uint32/int64/uint64/float fields (no pointers, no bool, no half): the layout is the
 // same under Apple's compiler and a host C++ compiler. Names follow ggml: ne0x/nb0x of src0,
 // ne1x/nb1x of src1, ne0/nb0 of dst.

@@ -1,6 +1,6 @@
 // MUL_MAT: dst = b @ a.T per matrix, a of any weight type, b f32 (or f16 with f16 a), dst f32.
 //
-// Three kernels, chosen by shape on the host (src/metal/ops_mul_mat.cpp):
+// Three kernels, chosen by shape on the host (src/metal/ops/mul_mat.cpp):
 // - kernel_mul_mv_*: one b column per threadgroup; each simdgroup owns MB_MV_NR rows of a, its lanes
 //   walk K in chunks of 16 (half a quantized block) and simd_sum the partial dots;
 // - kernel_mul_mv_ext_*: the same with FC_mul_mv_ext_cols b columns per threadgroup, so each chunk of

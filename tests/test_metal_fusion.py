@@ -4,6 +4,10 @@ intermediate result is never written, so a sentinel left in its memory shows whi
 Intermediates that something else needs (flagged is_output, read by another node) are always written."""
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -254,3 +258,36 @@ def test_norm_keeps_needed_intermediate(schedule):
         out, (n, m) = _run(build, fusion, schedule)
         np.testing.assert_allclose(n, ref_n, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(out, ref_n * wv + ref_n, rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------ long graphs
+
+_LONG_CHAIN = """
+import json, numpy as np, metal_backend as mb
+sim = [d for d in mb.devices() if d.name == "MetalSim"][0]
+ctx = mb.Context()
+x, w = ctx.tensor(mb.f32, (4,)), ctx.tensor(mb.f32, (4,))
+y = x
+for _ in range({n}):
+    y = mb.ops.add(y, w)
+graph = mb.Graph(y)
+mb.alloc_ctx_tensors(ctx, sim.buffer_type)
+x.set(np.arange(4, dtype=np.float32))
+w.set(np.full(4, 0.5, np.float32))
+backend = sim.init_backend()
+backend.options["fusion"] = {fusion}
+assert backend.graph_compute(graph) == mb.Status.SUCCESS
+print(json.dumps(y.get().tolist()))
+"""
+
+
+@pytest.mark.parametrize("fusion", [1, 0], ids=["fused", "unfused"])
+def test_long_add_chain_encodes_in_linear_time(fusion):
+    # Encoding once asked, for every node, about every other node (whether a result is read
+    # elsewhere): 100k nodes took over 70 s. Linear encoding takes a few seconds for 200k nodes; a
+    # return to quadratic needs minutes, so the generous timeout fails it without timing anything.
+    n = 200_000
+    proc = subprocess.run([sys.executable, "-c", _LONG_CHAIN.format(n=n, fusion=fusion)],
+                          capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout) == [k + 0.5 * n for k in range(4)]

@@ -1,7 +1,7 @@
 """MetalSim: the matrix and data-movement kernels (shaders/mul_mat.metal, rows.metal, cpy.metal,
 im2col.metal) beyond the shared conformance suite, each against an independent numpy reference.
 
-- MUL_MAT: every path of src/metal/ops_mul_mat.cpp, hit by shape: mat-vec (1 column), small-batch
+- MUL_MAT: every path of src/metal/ops/mul_mat.cpp, hit by shape: mat-vec (1 column), small-batch
   mat-vec (2..8 columns, and groups of 8 when tiles do not apply), simdgroup-matrix tiles (more than
   8 columns, K >= 64); every weight type, f16 x f16, broadcast over dims 2 and 3, permuted b.
 - Quantizing copies (CPY f32 -> q*, SET_ROWS into q*) give exactly mb.quantize's bytes.
@@ -27,7 +27,7 @@ WEIGHT_TYPES = [mb.f32, mb.f16, mb.bf16] + QUANT_TYPES
 SENTINEL = 0xA5
 U = 2.0**-24  # unit roundoff of f32
 
-# Shapes (m weight rows, n columns of b) that select each path (ops_mul_mat.cpp): 1 column ->
+# Shapes (m weight rows, n columns of b) that select each path (src/metal/ops/mul_mat.cpp): 1 column ->
 # mat-vec; 2..8 -> small-batch; > 8 with K >= 64 -> tiles (m and n not multiples of the 64 x 32
 # tile, so edge tiles go through threadgroup memory, plus one exact multiple for the direct store).
 PATH_SHAPES = {

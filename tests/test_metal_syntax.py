@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHADERS = ROOT / "shaders"
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tools" / "metalsim"))
 import msl_parse as mp  # noqa: E402
 
 
@@ -109,7 +109,7 @@ def test_library_holds_every_kernel(library):
 def test_library_holds_every_kernel_the_encoders_name(library):
     names = _kernel_names(library)
     literals = set()
-    for cpp in sorted((ROOT / "src" / "metal").glob("*.cpp")):
+    for cpp in sorted((ROOT / "src" / "metal").rglob("*.cpp")):
         literals |= set(re.findall(r'"(kernel_\w*)"', cpp.read_text()))
     assert literals
     # A literal ending in "_" is the stem of a name the encoder completes (kernel_cpy_ + types).
@@ -137,7 +137,7 @@ def test_library_compiles_as_one_translation_unit(library):
     # two .metal files (or two headers' copies) fails here as it would in Apple's compiler.
     gen = library.with_suffix(".metal.cpp")
     subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "metal_sim_gen.py"), str(library), "-o", str(gen), "-I", str(SHADERS)],
+        [sys.executable, str(ROOT / "tools" / "metalsim" / "metal_sim_gen.py"), str(library), "-o", str(gen), "-I", str(SHADERS)],
         check=True, timeout=300,
     )
     cxx = _cxx()

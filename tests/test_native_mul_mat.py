@@ -28,6 +28,7 @@ SOURCES = [
     "src/cpu/kernels/vec_dot_rows.cpp",
     "src/cpu/kernels/gemm_f32.cpp",
     "src/cpu/thread_pool.cpp",
+    "src/cpu/cache_sizes.cpp",
     "src/core/types.cpp",
     "src/core/tensor.cpp",
     "src/core/op.cpp",

@@ -2,7 +2,8 @@
 
 The modules here are pure Python and numpy: WAV input, the log-mel
 spectrogram, model files (whisper.cpp ggml and CTranslate2), the tokenizer
-and greedy decoding. The network itself runs behind the small WhisperCompute
+and decoding (timestamps, beam search, temperature fallback, language detection,
+the long-form loop). The network itself runs behind the small WhisperCompute
 interface (compute.py), so the decoding logic is shared by every implementation.
 BackendWhisper (backend_compute.py) runs it as metal_backend graphs, and Whisper
 (model.py) ties loading, devices and transcription together.
@@ -11,21 +12,28 @@ BackendWhisper (backend_compute.py) runs it as metal_backend graphs, and Whisper
 from .audio import SAMPLE_RATE, load_audio, read_wav, resample
 from .backend_compute import BackendAudioFeatures, BackendWhisper
 from .compute import WhisperCompute
-from .decoding import DecodingOptions, GreedyDecoder, Segment, Transcript, initial_tokens, transcribe
+from .decoding import DecodingResult, GreedyDecoder, WindowDecoder, compression_ratio, initial_tokens
 from .errors import WhisperError
+from .language import detect_language
+from .logit_filters import LogitRules
 from .ggml_types import GgmlType, QuantizedTensor
 from .loader import load_model_data
 from .mel import N_FRAMES, N_SAMPLES, log_mel_spectrogram, mel_filters, mel_windows
 from .model import Whisper
 from .model_data import SpecialTokens, WhisperHParams, WhisperModelData
+from .options import DecodingOptions
 from .tokenizer import Tokenizer
+from .transcribe import transcribe
+from .transcript import Segment, Transcript, Word
 
 __all__ = [
     "BackendAudioFeatures",
     "BackendWhisper",
     "DecodingOptions",
+    "DecodingResult",
     "GgmlType",
     "GreedyDecoder",
+    "LogitRules",
     "N_FRAMES",
     "N_SAMPLES",
     "QuantizedTensor",
@@ -39,6 +47,10 @@ __all__ = [
     "WhisperError",
     "WhisperHParams",
     "WhisperModelData",
+    "WindowDecoder",
+    "Word",
+    "compression_ratio",
+    "detect_language",
     "initial_tokens",
     "load_audio",
     "load_model_data",

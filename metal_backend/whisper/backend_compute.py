@@ -8,10 +8,17 @@ reused:
 
 - the encoder graph (always the same shapes) ends with the cross-attention keys and values of
   every decoder layer, copied into their f16 tensors;
-- one decoder graph per (tokens fed, cache length read): the cache length is the number of
-  positions filled rounded up to _KV_BLOCK, so a 30-token transcript uses two single-token graphs.
-  Positions, token ids and the mask are input tensors, so consecutive steps reuse a graph; new
-  keys and values are written into the cache with set_rows at the position indices.
+- one decoder graph per (sequences, tokens fed per sequence, cache length read): the cache length
+  is the number of positions filled rounded up to _KV_BLOCK, so a 30-token transcript uses two
+  single-token graphs. Positions, token ids, cache rows and the mask are input tensors, so
+  consecutive steps reuse a graph; new keys and values are written into the cache with set_rows.
+
+Several sequences (beam search, best-of sampling) are decoded as one batch: the self-attention
+cache holds n_ctx rows per sequence (sequence s at rows s * n_ctx ..), every sequence of a batch
+is at the same position, and all of them attend to the one window's cross-attention keys and
+values (broadcast over the batch). reorder() rearranges the cache's sequences on the device with
+a small graph (get_rows of the source rows into a scratch tensor, set_rows back), never through
+the host; the capacity in sequences grows on demand (a device copy into a larger cache).
 
 Graphs run through a Scheduler over [device backend, CPU backend] so an op the device cannot run
 falls back to the CPU; on the CPU device the list is just the CPU backend.
@@ -38,6 +45,7 @@ import numpy as np
 import metal_backend as mb
 from metal_backend import ops
 
+from .backend_alignment import AlignmentGraphs, AlignmentOutput
 from .errors import WhisperError
 from .ggml_types import QuantizedTensor
 from .model_data import Tensor, WhisperModelData
@@ -63,8 +71,16 @@ class _DecoderGraph:
     graph: mb.Graph
     tokens: mb.Tensor
     positions: mb.Tensor
+    rows: mb.Tensor
     mask: mb.Tensor
     logits: mb.Tensor
+
+
+@dataclass
+class _ReorderGraph:
+    graph: mb.Graph
+    source: mb.Tensor
+    target: mb.Tensor
 
 
 def resolve_device(device: mb.Device | str | None) -> mb.Device:
@@ -83,10 +99,12 @@ class BackendWhisper:
     threads sets the CPU backend's n_threads (None keeps its default). encoder_attention picks
     flash_attn_ext ("flash") or mul_mat + soft_max_ext ("matmul") for the encoder's attention;
     None picks "matmul" on CPU devices (measured faster there) and "flash" elsewhere.
+    max_sequences is the number of sequences the self-attention cache holds at first (it grows
+    when a batch or reorder needs more).
     """
 
     def __init__(self, model: WhisperModelData, device: mb.Device | str | None = None,
-                 threads: int | None = None, encoder_attention: str | None = None):
+                 threads: int | None = None, encoder_attention: str | None = None, max_sequences: int = 5):
         self.device = resolve_device(device)
         if encoder_attention is None:
             encoder_attention = "matmul" if self.device.type == mb.DeviceType.CPU else "flash"
@@ -94,6 +112,8 @@ class BackendWhisper:
             raise WhisperError(f"unknown attention kind {encoder_attention!r}; expected one of {_ATTENTION_KINDS}")
         if threads is not None and threads <= 0:
             raise WhisperError(f"threads must be positive (got {threads})")
+        if not isinstance(max_sequences, int) or max_sequences <= 0:
+            raise WhisperError(f"max_sequences must be a positive integer (got {max_sequences!r})")
         self.hp = hp = model.hparams
         self.encoder_attention = encoder_attention
         self.backend = self.device.init_backend()
@@ -129,25 +149,59 @@ class BackendWhisper:
         if encoder_attention == "flash":
             self.encoder_kv = [self.ctx.tensor(mb.f16, (hp.n_audio_ctx, 2 * d), name=f"encoder_kv.{i}")
                                for i in range(hp.n_audio_layer)]
-        self.k_cache = [self.ctx.tensor(mb.f16, (n_ctx, d), name=f"k_cache.{i}") for i in range(hp.n_text_layer)]
-        self.v_cache = [self.ctx.tensor(mb.f16, (n_ctx, d), name=f"v_cache.{i}") for i in range(hp.n_text_layer)]
-        # Decoder inputs, viewed at the size each graph needs.
-        self.tokens_in = self.ctx.tensor(mb.i32, (n_ctx,), name="tokens")
-        self.positions_in = self.ctx.tensor(mb.i32, (n_ctx,), name="positions")
-        self.mask_in = self.ctx.tensor(mb.f16, (n_ctx * n_ctx,), name="mask")
-        for t in (self.mel, self.tokens_in, self.positions_in, self.mask_in):
-            t.is_input = True
+        self.mel.is_input = True
         self.state_buffer = mb.alloc_ctx_tensors(self.ctx, self.device.buffer_type)
         # Attention reads the cache up to a padded length, masking what is not written yet; those
         # positions must hold finite values (a NaN key or value would turn the masked term into NaN).
         self.state_buffer.clear(0)
+        self.n_sequences = 0
+        self.cache_buffers: list[mb.Buffer] = []
+        self.decoder_graphs: dict[tuple[int, int, int], _DecoderGraph] = {}
+        self.reorder_graphs: dict[tuple[int, int], _ReorderGraph] = {}
+        self.k_cache: list[mb.Tensor] = []
+        self.v_cache: list[mb.Tensor] = []
+        self._allocate_cache(max_sequences)
 
         self.encoder_scheduler = mb.Scheduler(self.backends)
         self.decoder_scheduler = mb.Scheduler(self.backends)
         self.encoder_graph, self.encoder_out = self._build_encoder()
-        self.decoder_graphs: dict[tuple[int, int], _DecoderGraph] = {}
         self._window = 0
         self._n_past = -1
+        self._n_active = 0
+        self._alignment: AlignmentGraphs | None = None
+
+    def _allocate_cache(self, n_sequences: int) -> None:
+        """Self-attention caches and decoder inputs for n_sequences sequences; the cached rows of the
+        sequences held so far are copied over on the device, and every graph using the old tensors
+        is dropped."""
+        hp = self.hp
+        d, n_ctx = hp.n_text_state, hp.n_text_ctx
+        rows = n_sequences * n_ctx
+        tag = len(self.cache_buffers)
+        k_cache = [self.ctx.tensor(mb.f16, (rows, d), name=f"k_cache.{i}.{tag}") for i in range(hp.n_text_layer)]
+        v_cache = [self.ctx.tensor(mb.f16, (rows, d), name=f"v_cache.{i}.{tag}") for i in range(hp.n_text_layer)]
+        # Decoder and reorder inputs, viewed at the size each graph needs.
+        self.tokens_in = self.ctx.tensor(mb.i32, (rows,), name=f"tokens.{tag}")
+        self.positions_in = self.ctx.tensor(mb.i32, (rows,), name=f"positions.{tag}")
+        self.rows_in = self.ctx.tensor(mb.i32, (rows,), name=f"rows.{tag}")
+        self.mask_in = self.ctx.tensor(mb.f16, (n_ctx * n_ctx,), name=f"mask.{tag}")
+        self.source_rows_in = self.ctx.tensor(mb.i32, (rows,), name=f"source_rows.{tag}")
+        self.target_rows_in = self.ctx.tensor(mb.i32, (rows,), name=f"target_rows.{tag}")
+        for t in (self.tokens_in, self.positions_in, self.rows_in, self.mask_in, self.source_rows_in,
+                  self.target_rows_in):
+            t.is_input = True
+        buffer = mb.alloc_ctx_tensors(self.ctx, self.device.buffer_type)
+        buffer.clear(0)
+        self.cache_buffers.append(buffer)
+        if self.n_sequences and self._n_active:
+            kept = self._n_active * n_ctx
+            copies = [ops.cpy(ops.view(old, (kept, d)), ops.view(new, (kept, d)))
+                      for old, new in zip(self.k_cache + self.v_cache, k_cache + v_cache)]
+            _check(mb.Scheduler(self.backends).graph_compute(mb.Graph(*copies)), "cache copy")
+        self.k_cache, self.v_cache = k_cache, v_cache
+        self.n_sequences = n_sequences
+        self.decoder_graphs.clear()
+        self.reorder_graphs.clear()
 
     # ---------------------------------------------------------------- weights
 
@@ -251,6 +305,16 @@ class BackendWhisper:
         return ops.view(x, (1, self.n_head, n, hd), strides=(n * row_elems * es, hd * es, row_elems * es, es),
                         offset=offset_elems * es)
 
+    def _batch_heads(self, x: mb.Tensor, batch: int, n: int, row_elems: int, offset_elems: int,
+                     sequence_rows: int) -> mb.Tensor:
+        """(batch, H, n, head_dim) view of the columns [offset, offset + d) of rows of x, where
+        sequence b's rows start at row b * sequence_rows."""
+        es = 2 if x.type == mb.f16 else 4
+        hd = self.head_dim
+        return ops.view(x, (batch, self.n_head, n, hd),
+                        strides=(sequence_rows * row_elems * es, hd * es, row_elems * es, es),
+                        offset=offset_elems * es)
+
     def _flash_attention(self, q: mb.Tensor, k: mb.Tensor, v: mb.Tensor, mask: mb.Tensor | None) -> mb.Tensor:
         """Attention of q (1, H, n, hd) over k, v (1, H, m, hd) -> (n, d)."""
         out = ops.flash_attn_ext(q, k, v, mask, self.scale)  # (1, n, H, hd)
@@ -294,37 +358,53 @@ class BackendWhisper:
             outputs.append(ops.cpy(v_t, self.cross_v_t[i]))
         return mb.Graph(*outputs), encoded
 
-    def _build_decoder(self, n: int, n_kv: int) -> _DecoderGraph:
-        """The graph feeding n tokens whose attention reads n_kv cache positions."""
+    def _build_decoder(self, batch: int, n: int, n_kv: int) -> _DecoderGraph:
+        """The graph feeding n tokens to each of batch sequences, whose attention reads n_kv cache
+        positions of each sequence."""
         hp = self.hp
-        d, n_audio = hp.n_text_state, hp.n_audio_ctx
-        tokens = ops.view(self.tokens_in, (n,))
-        positions = ops.view(self.positions_in, (n,))
+        d, n_audio, n_ctx = hp.n_text_state, hp.n_audio_ctx, hp.n_text_ctx
+        m = batch * n
+        tokens = ops.view(self.tokens_in, (m,))
+        positions = ops.view(self.positions_in, (m,))
+        rows = ops.view(self.rows_in, (m,))
+        # One mask for every sequence and head: all sequences of a batch are at the same positions.
         mask = ops.reshape(ops.view(self.mask_in, (n * n_kv,)), (n, n_kv))
         x = ops.add(ops.get_rows(self.w["decoder.token_embedding.weight"], tokens),
-                    ops.get_rows(self.w["decoder.positional_embedding"], positions))
+                    ops.get_rows(self.w["decoder.positional_embedding"], positions))  # (m, d)
         for i in range(hp.n_text_layer):
             p = f"decoder.blocks.{i}"
-            qkv = self._linear(self._layer_norm(x, f"{p}.attn_ln"), f"{p}.attn.qkv")  # (n, 3d)
-            k_new = ops.view(qkv, (n, d), strides=(3 * d * 4, 4), offset=d * 4)
-            v_new = ops.view(qkv, (n, d), strides=(3 * d * 4, 4), offset=2 * d * 4)
+            qkv = self._linear(self._layer_norm(x, f"{p}.attn_ln"), f"{p}.attn.qkv")  # (m, 3d)
+            k_new = ops.view(qkv, (m, d), strides=(3 * d * 4, 4), offset=d * 4)
+            v_new = ops.view(qkv, (m, d), strides=(3 * d * 4, 4), offset=2 * d * 4)
             # Reading the cache through set_rows' result orders the attention after the writes.
-            k_all = ops.set_rows(self.k_cache[i], k_new, positions)
-            v_all = ops.set_rows(self.v_cache[i], v_new, positions)
-            q = self._heads(qkv, n, 3 * d, 0)
-            k = self._heads(ops.view(k_all, (n_kv, d)), n_kv, d, 0)
-            v = self._heads(ops.view(v_all, (n_kv, d)), n_kv, d, 0)
-            x = ops.add(x, self._linear(self._flash_attention(q, k, v, mask), f"{p}.attn.out"))
+            k_all = ops.set_rows(self.k_cache[i], k_new, rows)
+            v_all = ops.set_rows(self.v_cache[i], v_new, rows)
+            q = self._batch_heads(qkv, batch, n, 3 * d, 0, n)
+            k = self._batch_heads(k_all, batch, n_kv, d, 0, n_ctx)
+            v = self._batch_heads(v_all, batch, n_kv, d, 0, n_ctx)
+            a = ops.reshape(ops.flash_attn_ext(q, k, v, mask, self.scale), (m, d))  # (batch, n, H, hd)
+            x = ops.add(x, self._linear(a, f"{p}.attn.out"))
 
             h = self._layer_norm(x, f"{p}.cross_attn_ln")
-            q = self._heads(self._linear(h, f"{p}.cross_attn.query"), n, d, 0)
-            k = self.cross_k[i]
+            q = self._batch_heads(self._linear(h, f"{p}.cross_attn.query"), batch, n, d, 0, n)
+            # The window's keys and values (batch 1) broadcast over the sequences.
+            probs = ops.soft_max_ext(ops.mul_mat(self.cross_k[i], q), None, self.scale, 0.0)  # (batch, H, n, audio)
             v_t = ops.reshape(self.cross_v_t[i], (1, self.n_head, self.head_dim, n_audio))
-            x = ops.add(x, self._linear(self._matmul_attention(q, k, v_t), f"{p}.cross_attn.out"))
+            out = ops.mul_mat(v_t, probs)  # (batch, H, n, hd)
+            a = ops.reshape(ops.cont(ops.permute(out, [0, 2, 1, 3])), (m, d))
+            x = ops.add(x, self._linear(a, f"{p}.cross_attn.out"))
             x = ops.add(x, self._mlp(x, p))
-        last = ops.view(x, (1, d), offset=(n - 1) * d * 4)
+        last = x if n == 1 else ops.cont(ops.view(x, (batch, d), strides=(n * d * 4, 4), offset=(n - 1) * d * 4))
         logits = ops.mul_mat(self.w["decoder.token_embedding.weight"], self._layer_norm(last, "decoder.ln"))
-        return _DecoderGraph(mb.Graph(logits), tokens, positions, mask, logits)
+        return _DecoderGraph(mb.Graph(logits), tokens, positions, rows, mask, logits)
+
+    def _build_reorder(self, count: int) -> _ReorderGraph:
+        """The graph copying count cache rows (of every layer's keys and values) from the source
+        rows to the target rows, through a scratch tensor so no row is overwritten before it is read."""
+        source = ops.view(self.source_rows_in, (count,))
+        target = ops.view(self.target_rows_in, (count,))
+        outputs = [ops.set_rows(cache, ops.get_rows(cache, source), target) for cache in self.k_cache + self.v_cache]
+        return _ReorderGraph(mb.Graph(*outputs), source, target)
 
     # ---------------------------------------------------------------- WhisperCompute
 
@@ -346,46 +426,110 @@ class BackendWhisper:
         return self.encoder_out.get()
 
     def decode(self, features: BackendAudioFeatures, tokens: Sequence[int], offset: int) -> np.ndarray:
-        """Feeds tokens at positions offset.. and returns the logits of the last one (WhisperCompute)."""
+        """Feeds tokens at positions offset.. of one sequence and returns the logits of the last one
+        (WhisperCompute)."""
+        return self.decode_batch(features, [tokens], offset)[0]
+
+    def decode_batch(self, features: BackendAudioFeatures, tokens: Sequence[Sequence[int]],
+                     offset: int) -> np.ndarray:
+        """Feeds tokens[s] to sequence s at positions offset.. (every row the same length) and returns
+        the logits of each sequence's last token, (len(tokens), n_vocab) float32 (WhisperCompute).
+        offset 0 starts len(tokens) new sequences; otherwise the batch continues the cached ones."""
         hp = self.hp
-        n = len(tokens)
+        batch = len(tokens)
+        if batch == 0:
+            raise WhisperError("decode needs at least one sequence")
+        n = len(tokens[0])
         if n == 0:
             raise WhisperError("decode needs at least one token")
+        if any(len(row) != n for row in tokens):
+            raise WhisperError(f"every sequence of a batch must feed the same number of tokens "
+                               f"(got {sorted({len(row) for row in tokens})})")
         if not isinstance(features, BackendAudioFeatures) or features.window != self._window:
             raise WhisperError("decode got features that are not from the latest encode()")
         if offset != 0 and offset != self._n_past:
             raise WhisperError(f"decode at offset {offset} does not continue the cached sequence "
                                f"({max(self._n_past, 0)} tokens)")
+        if offset != 0 and batch != self._n_active:
+            raise WhisperError(f"decode of {batch} sequences does not continue the {self._n_active} cached ones")
         end = offset + n
         if end > hp.n_text_ctx:
             raise WhisperError(f"text context of {hp.n_text_ctx} exceeded ({offset} + {n})")
-        ids = np.asarray(tokens, dtype=np.int32)
+        try:
+            ids = np.asarray(tokens, dtype=np.int64).reshape(-1)
+        except (TypeError, ValueError, OverflowError):
+            raise WhisperError("token ids must be integers") from None
         if ids.min() < 0 or ids.max() >= hp.n_vocab:
             raise WhisperError(f"token ids must be in 0..{hp.n_vocab - 1} (got {ids.min()}..{ids.max()})")
+        if batch > self.n_sequences:
+            self._n_active = 0
+            self._allocate_cache(batch)
 
-        g = self.decoder_graph(n, offset)
-        g.tokens.set(ids)
-        g.positions.set(np.arange(offset, end, dtype=np.int32))
+        g = self.decoder_graph(batch, n, offset)
+        g.tokens.set(ids.astype(np.int32))
+        positions = np.arange(offset, end, dtype=np.int32)
+        g.positions.set(np.tile(positions, batch))
+        g.rows.set((np.arange(batch, dtype=np.int32)[:, None] * hp.n_text_ctx + positions[None, :]).reshape(-1))
         # Token i sits at position offset + i and sees positions 0 .. offset + i.
         visible = np.arange(g.mask.shape[1])[None, :] <= (offset + np.arange(n))[:, None]
         g.mask.set(np.where(visible, 0.0, -np.inf).astype(np.float16))
         _check(self.decoder_scheduler.graph_compute(g.graph), "decoder")
         self._n_past = end
-        return g.logits.get()[0]
+        self._n_active = batch
+        return g.logits.get()
 
-    def decoder_graph(self, n: int, offset: int) -> _DecoderGraph:
-        """The graph that feeds n tokens at positions offset.. (built on first use, then reused)."""
+    def reorder(self, sequences: Sequence[int]) -> None:
+        """Makes the cached sequences [old[s] for s in sequences] (WhisperCompute): beam search keeps
+        the beams it continues, a batch grows from one prompt (reorder([0] * beams)) or drops
+        finished sequences. The rows are copied on the device."""
+        if self._n_past <= 0:
+            raise WhisperError("reorder needs cached sequences (decode first)")
+        try:
+            order = [int(s) for s in sequences]
+        except (TypeError, ValueError):
+            raise WhisperError(f"reorder needs sequence indices (got {sequences!r})") from None
+        if not order:
+            raise WhisperError("reorder needs at least one sequence")
+        bad = [s for s in order if not 0 <= s < self._n_active]
+        if bad:
+            raise WhisperError(f"reorder index {bad[0]} is outside the {self._n_active} cached sequences")
+        if len(order) > self.n_sequences:
+            self._allocate_cache(len(order))
+        moved = [(dst, src) for dst, src in enumerate(order) if dst != src]
+        if moved:
+            n_ctx = self.hp.n_text_ctx
+            length = min(-(-self._n_past // _KV_BLOCK) * _KV_BLOCK, n_ctx)
+            # Graphs are keyed by the padded row count; padding entries copy row 0 of a moved
+            # sequence onto itself.
+            count = -(-len(moved) * length // (_KV_BLOCK * 4)) * _KV_BLOCK * 4
+            steps = np.arange(length, dtype=np.int32)
+            targets = np.concatenate([dst * n_ctx + steps for dst, _ in moved])
+            sources = np.concatenate([src * n_ctx + steps for _, src in moved])
+            pad = count - targets.size
+            g = self.reorder_graphs.get(count)
+            if g is None:
+                g = self.reorder_graphs[count] = self._build_reorder(count)
+            g.source.set(np.concatenate([sources, np.full(pad, sources[0], np.int32)]))
+            g.target.set(np.concatenate([targets, np.full(pad, targets[0], np.int32)]))
+            _check(self.decoder_scheduler.graph_compute(g.graph), "reorder")
+        self._n_active = len(order)
+
+    def decoder_graph(self, batch: int, n: int, offset: int) -> _DecoderGraph:
+        """The graph that feeds n tokens to each of batch sequences at positions offset.. (built on
+        first use, then reused)."""
         n_kv = min(-(-(offset + n) // _KV_BLOCK) * _KV_BLOCK, self.hp.n_text_ctx)
-        graph = self.decoder_graphs.get((n, n_kv))
+        graph = self.decoder_graphs.get((batch, n, n_kv))
         if graph is None:
-            graph = self.decoder_graphs[(n, n_kv)] = self._build_decoder(n, n_kv)
+            graph = self.decoder_graphs[(batch, n, n_kv)] = self._build_decoder(batch, n, n_kv)
         return graph
 
     def placements(self) -> dict[str, dict[str, int]]:
         """Nodes per backend name of the encoder graph and of every decoder graph built so far."""
         graphs = {"encoder": (self.encoder_scheduler, self.encoder_graph)}
-        graphs.update({f"decoder[{n},{n_kv}]": (self.decoder_scheduler, g.graph)
-                       for (n, n_kv), g in self.decoder_graphs.items()})
+        graphs.update({f"decoder[{b},{n},{n_kv}]": (self.decoder_scheduler, g.graph)
+                       for (b, n, n_kv), g in self.decoder_graphs.items()})
+        graphs.update({f"reorder[{count}]": (self.decoder_scheduler, g.graph)
+                       for count, g in self.reorder_graphs.items()})
         result: dict[str, dict[str, int]] = {}
         for name, (scheduler, graph) in graphs.items():
             counts: dict[str, int] = {}
@@ -393,6 +537,19 @@ class BackendWhisper:
                 counts[entry.backend.name] = counts.get(entry.backend.name, 0) + 1
             result[name] = counts
         return result
+
+    def align(self, features: BackendAudioFeatures, tokens: Sequence[int], heads: Sequence[tuple[int, int]],
+              n_audio: int) -> AlignmentOutput:
+        """The alignment pass of word timestamps (WhisperCompute): one decoder run over tokens (a
+        whole sequence from <|startoftranscript|>) of the latest encoded window, giving the
+        cross-attention probabilities of the (layer, head) pairs in heads, each a softmax over the
+        first n_audio encoder positions, and the logits at every position (backend_alignment.py).
+        It leaves the decoder's cached sequences as they were."""
+        if not isinstance(features, BackendAudioFeatures) or features.window != self._window:
+            raise WhisperError("align got features that are not from the latest encode()")
+        if self._alignment is None:
+            self._alignment = AlignmentGraphs(self)
+        return self._alignment.run(tokens, heads, n_audio)
 
 
 def _check(status: mb.Status, graph: str) -> None:

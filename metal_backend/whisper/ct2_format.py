@@ -28,7 +28,7 @@ import numpy as np
 from .byte_cursor import ByteCursor, map_file
 from .errors import WhisperError
 from .mel import mel_filters
-from .model_data import SpecialTokens, Tensor, WhisperHParams, WhisperModelData
+from .model_data import SpecialTokens, Tensor, WhisperHParams, WhisperModelData, parse_alignment_heads
 from .tokenizer import token_text_to_bytes
 
 _SUPPORTED_BINARY_VERSIONS = (4, 5, 6)
@@ -141,6 +141,8 @@ def read_ct2(path: str | os.PathLike) -> WhisperModelData:
         mel_filters=mel_filters(hparams.n_mels),
         source=source,
         suppress_tokens=tuple(int(t) for t in config.get("suppress_ids", ())),
+        alignment_heads=(parse_alignment_heads(config["alignment_heads"], hparams, source)
+                         if "alignment_heads" in config else ()),
     )
     model.validate()
     return model

@@ -1,172 +1,246 @@
-"""Greedy decoding with Whisper's rules, and transcription of whole recordings.
+"""Decoding of one 30 s window: greedy, beam search, or best-of sampling at a temperature.
 
-Rules (as openai-whisper and whisper.cpp apply them without timestamps):
-the prompt is <|startoftranscript|> (English-only models) or
-<|startoftranscript|><|lang|><|transcribe|> (multilingual), then
-<|notimestamps|>; every control, language and timestamp token is suppressed
-so only text tokens and <|endoftext|> can be picked; at the first sampled
-step the blank (the lone space token) and <|endoftext|> are suppressed too;
-decoding stops at <|endoftext|>, after max_new_tokens, or when the text
-context is full. Long audio is cut into consecutive 30 s windows whose texts
-are concatenated.
+The prompt is [<|startofprev|> previous text tokens (at most 223)] <|startoftranscript|>, then on
+multilingual models <|lang|><|task|>, then <|notimestamps|> when decoding without timestamps.
+The prompt is fed up to <|startoftranscript|> first: the logits there give the no-speech
+probability (softmax of <|nospeech|>), as openai-whisper and faster-whisper measure it. Sampling
+rules are in logit_filters.py. All sequences of a window (the beams, the best-of candidates) are
+decoded as one batch through WhisperCompute.decode_batch; the cache follows the surviving
+sequences through WhisperCompute.reorder.
+
+Beam search (openai-whisper's published algorithm): every live beam proposes its beam_size + 1
+most likely next tokens; candidates are taken best first, those ending in <|endoftext|> become
+finished sequences, the others the next beams (at most beam_size); decoding stops when
+round(beam_size * patience) sequences have finished or the length limit is reached (then the
+live beams count as finished). Sequences are ranked by sum of log-probabilities over length
+(length_penalty None) or over ((5 + length) / 6) ** length_penalty.
 """
 
 from __future__ import annotations
 
-import os
-import time
-from dataclasses import dataclass, field
-from typing import Any
+import zlib
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
 import numpy as np
 
-from .audio import SAMPLE_RATE, load_audio
 from .compute import WhisperCompute
 from .errors import WhisperError
-from .mel import CHUNK_SECONDS, mel_windows
+from .logit_filters import LogitRules, log_softmax
 from .model_data import WhisperModelData
+from .options import DecodingOptions
 from .tokenizer import Tokenizer
+from .transcript import Segment, Transcript, Word
 
-_TASKS = ("transcribe", "translate")
-
-
-@dataclass(frozen=True)
-class DecodingOptions:
-    """How to decode.
-
-    language and task only matter for multilingual models. max_new_tokens
-    None means half the text context (224), as openai-whisper does.
-    suppress_non_speech adds the model's own list of symbol tokens (from a
-    CTranslate2 config) to the suppressed set; suppress_tokens adds more ids.
-    """
-
-    language: str = "en"
-    task: str = "transcribe"
-    max_new_tokens: int | None = None
-    suppress_blank: bool = True
-    suppress_non_speech: bool = False
-    suppress_tokens: tuple[int, ...] = ()
+__all__ = ["DecodingOptions", "DecodingResult", "GreedyDecoder", "Segment", "Transcript", "WindowDecoder", "Word",
+           "compression_ratio", "initial_tokens"]
 
 
 @dataclass
-class Segment:
-    """The text of one 30 s window."""
+class DecodingResult:
+    """One window's decoding: the sampled tokens (timestamps included, <|endoftext|> excluded),
+    their summed and average log-probability (the average over the tokens and the end token),
+    the no-speech probability, the temperature used and the gzip compression ratio of the text."""
 
-    start: float
-    end: float
-    text: str
     tokens: list[int]
-
-
-@dataclass
-class Transcript:
-    """Result of transcribe(): the text, per-window segments and timings in seconds."""
-
     text: str
-    segments: list[Segment]
-    timings: dict[str, float] = field(default_factory=dict)
+    sum_logprob: float
+    avg_logprob: float
+    no_speech_prob: float
+    temperature: float
+    compression_ratio: float
 
 
-def initial_tokens(model: WhisperModelData, options: DecodingOptions) -> list[int]:
-    """The prompt that starts every window."""
+def compression_ratio(text: str) -> float:
+    """Bytes of the UTF-8 text over bytes of its zlib (gzip) compression: repetitive text scores high."""
+    data = text.encode("utf-8")
+    if not data:
+        return 0.0
+    return len(data) / len(zlib.compress(data))
+
+
+def resolve_language(model: WhisperModelData, language: str | None) -> str | None:
+    """The language a model decodes: English-only models "en" (another code raises), multilingual
+    models the given code (checked against the model) or None (to be detected)."""
+    if not model.hparams.is_multilingual:
+        if language not in (None, "en"):
+            raise WhisperError(f"this model is English-only; it cannot transcribe language {language!r}")
+        return "en"
+    if language is not None:
+        model.special.language(language)
+    return language
+
+
+def initial_tokens(model: WhisperModelData, options: DecodingOptions, language: str | None = None) -> list[int]:
+    """The start-of-transcript sequence of every window (language: overrides options.language;
+    "en" when neither says)."""
     special = model.special
     tokens = [special.sot]
     if model.hparams.is_multilingual:
-        if options.task not in _TASKS:
-            raise WhisperError(f"unknown task {options.task!r}; expected one of {_TASKS}")
         task = special.transcribe if options.task == "transcribe" else special.translate
-        tokens += [special.language(options.language), task]
-    tokens.append(special.no_timestamps)
+        tokens += [special.language(language or options.language or "en"), task]
+    elif options.task != "transcribe":
+        raise WhisperError(f"this model is English-only; it cannot {options.task}")
+    if options.without_timestamps:
+        tokens.append(special.no_timestamps)
     return tokens
 
 
+class WindowDecoder:
+    """Decodes windows with one model, options and language."""
+
+    def __init__(self, model: WhisperModelData, options: DecodingOptions | None = None, language: str | None = None):
+        self.model = model
+        self.options = options = options or DecodingOptions()
+        hp = model.hparams
+        self.special = model.special
+        self.tokenizer = Tokenizer(model.vocab, self.special)
+        self.language = resolve_language(model, language or options.language) or "en"
+        self.sot_sequence = initial_tokens(model, options, self.language)
+        self.rules = LogitRules(model, options)
+        self.n_text_ctx = hp.n_text_ctx
+        self.max_new_tokens = options.max_new_tokens or hp.n_text_ctx // 2
+        self.max_prompt = hp.n_text_ctx // 2 - 1
+
+    def prompt(self, previous: Sequence[int] = ()) -> tuple[list[int], int]:
+        """The tokens fed before sampling and the index of <|startoftranscript|> in them."""
+        prefix: list[int] = []
+        if previous:
+            prefix = [self.special.start_of_prev] + [int(t) for t in previous[-self.max_prompt:]]
+        return prefix + self.sot_sequence, len(prefix)
+
+    def decode(self, compute: WhisperCompute, features: Any, previous: Sequence[int] = (), temperature: float = 0.0,
+               rng: np.random.Generator | None = None) -> DecodingResult:
+        """Decodes one window: beam search at temperature 0 when beam_size is set, otherwise
+        greedy (temperature 0) or best_of samples (temperature > 0)."""
+        prompt, sot_index = self.prompt(previous)
+        if len(prompt) >= self.n_text_ctx:
+            raise WhisperError(f"prompt of {len(prompt)} tokens leaves no room in the text context "
+                               f"of {self.n_text_ctx}")
+        logits = self._logits(compute.decode_batch(features, [prompt[:sot_index + 1]], 0), 1)
+        no_speech_prob = float(np.exp(log_softmax(logits[0])[self.special.no_speech]))
+        if sot_index + 1 < len(prompt):
+            logits = self._logits(compute.decode_batch(features, [prompt[sot_index + 1:]], sot_index + 1), 1)
+        if temperature == 0.0 and self.options.beam_size is not None:
+            tokens, sum_logprob = self._beam_search(compute, features, logits, len(prompt))
+        else:
+            n = (self.options.best_of or 1) if temperature > 0.0 else 1
+            tokens, sum_logprob = self._sample(compute, features, logits, len(prompt), n, temperature,
+                                               rng if rng is not None else np.random.default_rng(0))
+        text = self.tokenizer.decode(tokens)
+        return DecodingResult(tokens=tokens, text=text, sum_logprob=sum_logprob,
+                              avg_logprob=sum_logprob / (len(tokens) + 1), no_speech_prob=no_speech_prob,
+                              temperature=temperature, compression_ratio=compression_ratio(text))
+
+    # ---------------------------------------------------------------- strategies
+
+    def _sample(self, compute: WhisperCompute, features: Any, logits: np.ndarray, offset: int, n: int,
+                temperature: float, rng: np.random.Generator) -> tuple[list[int], float]:
+        """n sequences sampled at temperature (greedy at 0); the best ranked one."""
+        if n > 1:
+            compute.reorder([0] * n)
+            logits = np.repeat(logits, n, axis=0)
+        sequences: list[list[int]] = [[] for _ in range(n)]
+        sums = np.zeros(n)
+        active = list(range(n))  # sequence of each cache row
+        for _ in range(self.max_new_tokens):
+            self.rules.apply(logits, [sequences[s] for s in active])
+            logprobs = log_softmax(logits)
+            if temperature == 0.0:
+                picks = np.argmax(logits, axis=-1)
+            else:
+                # Gumbel-max: argmax of logits / T plus Gumbel noise samples softmax(logits / T).
+                picks = np.argmax(logits / temperature + rng.gumbel(size=logits.shape), axis=-1)
+            keep = []
+            for row, (s, token) in enumerate(zip(active, picks)):
+                sums[s] += logprobs[row, token]
+                if token != self.special.eot:
+                    sequences[s].append(int(token))
+                    keep.append(row)
+            if not keep or offset >= self.n_text_ctx:
+                break
+            if len(keep) != len(active):
+                compute.reorder(keep)
+                active = [active[row] for row in keep]
+            logits = self._logits(compute.decode_batch(features, [[sequences[s][-1]] for s in active], offset),
+                                  len(active))
+            offset += 1
+        best = max(range(n), key=lambda s: self._score(sums[s], len(sequences[s])))
+        return sequences[best], float(sums[best])
+
+    def _beam_search(self, compute: WhisperCompute, features: Any, logits: np.ndarray,
+                     offset: int) -> tuple[list[int], float]:
+        beam_size = self.options.beam_size
+        max_candidates = max(1, round(beam_size * (self.options.patience or 1.0)))
+        beams: list[tuple[list[int], float]] = [([], 0.0)]
+        finished: dict[tuple[int, ...], float] = {}
+        eot = self.special.eot
+        for _ in range(self.max_new_tokens):
+            self.rules.apply(logits, [tokens for tokens, _ in beams])
+            logprobs = log_softmax(logits)
+            candidates = []
+            for row, (tokens, total) in enumerate(beams):
+                top = np.argpartition(-logprobs[row], beam_size)[:beam_size + 1]
+                candidates += [(total + logprobs[row, t], row, int(t)) for t in top if np.isfinite(logprobs[row, t])]
+            candidates.sort(key=lambda c: -c[0])
+            new_beams: list[tuple[list[int], float]] = []
+            sources: list[int] = []
+            ended: list[tuple[tuple[int, ...], float]] = []
+            for total, row, token in candidates:
+                if token == eot:
+                    ended.append((tuple(beams[row][0]), float(total)))
+                else:
+                    new_beams.append((beams[row][0] + [token], float(total)))
+                    sources.append(row)
+                    if len(new_beams) == beam_size:
+                        break
+            for tokens, total in ended:
+                if len(finished) >= max_candidates:
+                    break
+                finished.setdefault(tokens, total)
+            if len(finished) >= max_candidates or not new_beams or offset >= self.n_text_ctx:
+                beams = new_beams
+                break
+            if sources != list(range(len(beams))):
+                compute.reorder(sources)
+            beams = new_beams
+            logits = self._logits(compute.decode_batch(features, [[tokens[-1]] for tokens, _ in beams], offset),
+                                  len(beams))
+            offset += 1
+        # Out of length: the live beams compete with what finished.
+        for tokens, total in sorted(beams, key=lambda b: -b[1]):
+            if len(finished) >= beam_size:
+                break
+            finished.setdefault(tuple(tokens), total)
+        if not finished:
+            return [], 0.0
+        best = max(finished, key=lambda tokens: self._score(finished[tokens], len(tokens)))
+        return list(best), finished[best]
+
+    # ---------------------------------------------------------------- helpers
+
+    def _score(self, sum_logprob: float, length: int) -> float:
+        penalty = self.options.length_penalty
+        weight = max(length, 1) if penalty is None else ((5 + length) / 6) ** penalty
+        return sum_logprob / weight
+
+    def _logits(self, logits: np.ndarray, rows: int) -> np.ndarray:
+        logits = np.array(logits, dtype=np.float32)
+        expected = (rows, self.model.hparams.n_vocab)
+        if logits.shape != expected:
+            raise WhisperError(f"decode returned logits of shape {logits.shape}, expected {expected}")
+        return logits
+
+
 class GreedyDecoder:
-    """Picks the most likely allowed token at each step."""
+    """Greedy decoding of one window (temperature 0, one sequence): decode() returns the sampled
+    tokens. prompt is the start-of-transcript sequence."""
 
     def __init__(self, model: WhisperModelData, options: DecodingOptions | None = None):
-        self.model = model
-        self.options = options or DecodingOptions()
-        hp = model.hparams
-        special = model.special
-        self.prompt = initial_tokens(model, self.options)
-        self.eot = special.eot
-        self.n_text_ctx = hp.n_text_ctx
-        limit = self.options.max_new_tokens
-        self.max_new_tokens = hp.n_text_ctx // 2 if limit is None else limit
-        if self.max_new_tokens <= 0:
-            raise WhisperError(f"max_new_tokens must be positive (got {self.max_new_tokens})")
-
-        suppressed = set(range(special.eot + 1, hp.n_vocab))
-        suppressed.update(self.options.suppress_tokens)
-        if self.options.suppress_non_speech:
-            suppressed.update(model.suppress_tokens)
-        bad = [t for t in suppressed if not 0 <= t < hp.n_vocab]
-        if bad:
-            raise WhisperError(f"suppressed token id {bad[0]} is outside the vocabulary")
-        self.suppressed = np.array(sorted(suppressed), dtype=np.int64)
-        self.first_step_suppressed = np.array([special.eot], dtype=np.int64)
-        if self.options.suppress_blank:
-            blank = [i for i, token in enumerate(model.vocab[:special.eot]) if token == b" "]
-            self.first_step_suppressed = np.array(blank + [special.eot], dtype=np.int64)
+        options = replace(options or DecodingOptions(), beam_size=None, patience=None, temperature=0.0)
+        self.window = WindowDecoder(model, options)
+        self.prompt = self.window.sot_sequence
 
     def decode(self, compute: WhisperCompute, features: Any) -> list[int]:
-        """Sampled text tokens for one window (prompt and <|endoftext|> excluded)."""
-        sampled: list[int] = []
-        feed = list(self.prompt)
-        offset = 0
-        while len(sampled) < self.max_new_tokens and offset + len(feed) <= self.n_text_ctx:
-            logits = np.array(compute.decode(features, feed, offset), dtype=np.float32)
-            if logits.shape != (self.model.hparams.n_vocab,):
-                raise WhisperError(f"decode returned logits of shape {logits.shape}, "
-                                   f"expected ({self.model.hparams.n_vocab},)")
-            logits[self.suppressed] = -np.inf
-            if not sampled:
-                logits[self.first_step_suppressed] = -np.inf
-            token = int(np.argmax(logits))
-            if token == self.eot:
-                break
-            sampled.append(token)
-            offset += len(feed)
-            feed = [token]
-        return sampled
-
-
-def transcribe(compute: WhisperCompute, model: WhisperModelData, audio: str | os.PathLike | np.ndarray,
-               options: DecodingOptions | None = None) -> Transcript:
-    """Transcribes a WAV file (or 16 kHz mono float32 samples) window by window."""
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    if isinstance(audio, np.ndarray):
-        samples = np.asarray(audio, dtype=np.float32)
-        if samples.ndim != 1:
-            raise WhisperError(f"audio samples must be 1-D (got shape {samples.shape})")
-        if samples.size == 0:
-            raise WhisperError("audio is empty")
-    else:
-        samples = load_audio(audio)
-    t1 = time.perf_counter()
-    windows = mel_windows(samples, model.hparams.n_mels, filters=model.mel_filters)
-    t2 = time.perf_counter()
-    timings.update(load_audio=t1 - t0, mel=t2 - t1, encode=0.0, decode=0.0)
-
-    decoder = GreedyDecoder(model, options)
-    tokenizer = Tokenizer(model.vocab, model.special)
-    duration = samples.size / SAMPLE_RATE
-    segments = []
-    n_tokens = 0
-    for i, mel in enumerate(windows):
-        t_enc = time.perf_counter()
-        features = compute.encode(mel)
-        t_dec = time.perf_counter()
-        tokens = decoder.decode(compute, features)
-        t_end = time.perf_counter()
-        timings["encode"] += t_dec - t_enc
-        timings["decode"] += t_end - t_dec
-        n_tokens += len(tokens)
-        start = i * CHUNK_SECONDS
-        segments.append(Segment(start=float(start), end=float(min(start + CHUNK_SECONDS, duration)),
-                                text=tokenizer.decode(tokens), tokens=tokens))
-    timings["total"] = time.perf_counter() - t0
-    timings["tokens"] = float(n_tokens)
-    text = "".join(s.text for s in segments).strip()
-    return Transcript(text=text, segments=segments, timings=timings)
+        """Sampled tokens for one window (prompt and <|endoftext|> excluded)."""
+        return self.window.decode(compute, features).tokens

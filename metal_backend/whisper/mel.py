@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .audio import SAMPLE_RATE
+from .audio import SAMPLE_RATE, check_samples
 from .errors import WhisperError
 
 N_FFT = 400
@@ -68,11 +68,10 @@ def log_mel_spectrogram(audio: np.ndarray, n_mels: int = 80, padding: int = 0,
 
     `padding` zero samples are appended first, as openai-whisper does before
     splitting long audio into 30 s windows. `filters` overrides the computed
-    mel bank (a model file may carry its own).
+    mel bank (a model file may carry its own). Samples that are not float,
+    not 1-D, empty or not finite raise WhisperError (audio.check_samples).
     """
-    audio = np.asarray(audio, dtype=np.float32)
-    if audio.ndim != 1:
-        raise WhisperError(f"audio must be a 1-D array of samples (got shape {audio.shape})")
+    audio = check_samples(audio)
     if padding:
         audio = np.concatenate([audio, np.zeros(padding, np.float32)])
     if audio.size == 0:
@@ -116,9 +115,6 @@ def mel_windows(audio: np.ndarray, n_mels: int = 80, filters: np.ndarray | None 
     shared by all windows and a short final window is padded with the
     spectrogram of silence rather than with zeros.
     """
-    audio = np.asarray(audio, dtype=np.float32)
-    if audio.size == 0:
-        raise WhisperError("audio is empty")
     mel = log_mel_spectrogram(audio, n_mels, padding=N_SAMPLES, filters=filters)
     content_frames = mel.shape[-1] - N_FRAMES
     # Audio shorter than one hop still gets one window.

@@ -8,18 +8,22 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
+from dataclasses import fields, replace
 
 import numpy as np
 
 import metal_backend as mb
 
 from .backend_compute import BackendWhisper
-from .decoding import DecodingOptions, Transcript, transcribe
 from .errors import WhisperError
 from .ggml_types import GgmlType, QuantizedTensor
 from .loader import load_model_data
 from .model_data import WhisperModelData
+from .options import DecodingOptions
+from .transcribe import Progress, transcribe
+from .transcript import Transcript
 
 QUANTIZED_TYPES = ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0")
 
@@ -29,12 +33,19 @@ class Whisper:
 
     load_seconds is how long load() took (reading the file, quantizing, uploading the weights
     and building the encoder graph).
+
+    Threads: one model may be used from several threads. transcribe() holds a lock for the whole
+    call, so calls from different threads run one after the other (the network's key/value
+    caches and graphs exist once per model); for parallel transcription load one model per thread.
+    A call from inside another on the same thread (from a progress callback) raises WhisperError.
     """
 
     def __init__(self, data: WhisperModelData, compute: BackendWhisper, load_seconds: float = 0.0):
         self.data = data
         self.compute = compute
         self.load_seconds = load_seconds
+        self._lock = threading.Lock()
+        self._owner: int | None = None
 
     @classmethod
     def load(cls, path: str | os.PathLike, device: mb.Device | str | None = None, threads: int | None = None,
@@ -60,14 +71,37 @@ class Whisper:
         """The device running the model."""
         return self.compute.device
 
-    def transcribe(self, audio: str | os.PathLike | np.ndarray, options: DecodingOptions | None = None) -> Transcript:
-        """Transcribes a WAV file or 16 kHz mono float32 samples.
+    def transcribe(self, audio: str | os.PathLike | np.ndarray, options: DecodingOptions | None = None, *,
+                   progress: Progress | None = None, **overrides) -> Transcript:
+        """Transcribes an audio file or 16 kHz mono float samples.
+
+        overrides are DecodingOptions fields (beam_size=1, language="es", ...) applied on top of
+        options, as openai-whisper's transcribe(**decode_options). progress(seconds_done,
+        seconds_total) is called after each 30 s window. Calls from several threads are
+        serialised (see the class docstring).
 
         The result's timings (seconds) hold load (this model's load time), load_audio, mel,
         encode, decode, total (everything after loading the model), tokens (text tokens
         produced) and decode_per_token (decode / tokens).
         """
-        result = transcribe(self.compute, self.data, audio, options)
+        options = options if options is not None else DecodingOptions()
+        if not isinstance(options, DecodingOptions):
+            raise WhisperError(f"options must be DecodingOptions (got {type(options).__name__})")
+        if overrides:
+            known = {f.name for f in fields(DecodingOptions)}
+            unknown = sorted(set(overrides) - known)
+            if unknown:
+                raise WhisperError(f"unknown decoding option {unknown[0]!r}; expected DecodingOptions fields")
+            options = replace(options, **overrides)
+        if self._owner == threading.get_ident():
+            raise WhisperError("transcribe() called from inside a transcribe() of the same model (a progress "
+                               "callback?); the model runs one transcription at a time")
+        with self._lock:
+            self._owner = threading.get_ident()
+            try:
+                result = transcribe(self.compute, self.data, audio, options, progress=progress)
+            finally:
+                self._owner = None
         timings = result.timings
         timings["load"] = self.load_seconds
         timings["decode_per_token"] = timings["decode"] / max(timings["tokens"], 1.0)

@@ -45,6 +45,16 @@ _MAX_HPARAMS = {
     "n_mels": 1 << 10,
 }
 
+# The published alignment heads ((decoder layer, head) pairs whose cross-attention follows the
+# speech in time) of the sizes whisper.cpp has presets for, keyed by (text layers, text state,
+# multilingual). ggml files do not store them; CTranslate2's config.json does.
+_ALIGNMENT_HEADS = {
+    (4, 384, False): ((1, 0), (2, 0), (2, 5), (3, 0), (3, 1), (3, 2), (3, 3), (3, 4)),  # tiny.en
+    (4, 384, True): ((2, 2), (3, 0), (3, 2), (3, 3), (3, 4), (3, 5)),  # tiny
+    (6, 512, False): ((3, 3), (4, 7), (5, 1), (5, 5), (5, 7)),  # base.en
+    (6, 512, True): ((3, 1), (4, 2), (4, 3), (4, 7), (5, 1), (5, 2), (5, 4), (5, 6)),  # base
+}
+
 
 @dataclass(frozen=True)
 class WhisperHParams:
@@ -150,6 +160,36 @@ class SpecialTokens:
         return {k: v.encode() for k, v in named.items()}
 
 
+def default_alignment_heads(hp: WhisperHParams) -> tuple[tuple[int, int], ...]:
+    """The alignment heads of a model whose file does not list them: the published ones for
+    tiny(.en) and base(.en), otherwise every head of the last half of the decoder layers (what
+    openai-whisper uses before a size's heads are known)."""
+    known = _ALIGNMENT_HEADS.get((hp.n_text_layer, hp.n_text_state, hp.is_multilingual))
+    if known is not None:
+        return known
+    return tuple((layer, head) for layer in range(hp.n_text_layer // 2, hp.n_text_layer)
+                 for head in range(hp.n_text_head))
+
+
+def parse_alignment_heads(value: object, hp: WhisperHParams, source: str) -> tuple[tuple[int, int], ...]:
+    """Checked (layer, head) pairs from a config's alignment_heads list; WhisperError names the
+    source and the bad entry when one is not a pair of in-range integers."""
+    if not isinstance(value, (list, tuple)) or not value:
+        raise WhisperError(f"{source}: alignment_heads must be a non-empty list of [layer, head] pairs "
+                           f"(got {value!r})")
+    heads = []
+    for pair in value:
+        if (not isinstance(pair, (list, tuple)) or len(pair) != 2
+                or not all(isinstance(x, int) and not isinstance(x, bool) for x in pair)):
+            raise WhisperError(f"{source}: alignment head {pair!r} is not a [layer, head] pair of integers")
+        layer, head = pair
+        if not (0 <= layer < hp.n_text_layer and 0 <= head < hp.n_text_head):
+            raise WhisperError(f"{source}: alignment head [{layer}, {head}] is outside the decoder's "
+                               f"{hp.n_text_layer} layers x {hp.n_text_head} heads")
+        heads.append((layer, head))
+    return tuple(sorted(set(heads)))
+
+
 def expected_shapes(hp: WhisperHParams) -> dict[str, tuple[int, ...]]:
     """Every tensor of a Whisper model with its numpy-order shape, in whisper.cpp's names."""
     d, dt = hp.n_audio_state, hp.n_text_state
@@ -213,7 +253,9 @@ class WhisperModelData:
     QuantizedTensor. vocab[i] is the byte string of token i for every id below
     n_vocab (special tokens spelled as openai-whisper spells them).
     suppress_tokens are the "non-speech" token ids a CTranslate2 config lists
-    (empty when the file does not say).
+    (empty when the file does not say). alignment_heads are the (decoder layer,
+    head) pairs a CTranslate2 config lists for word timestamps (empty when the
+    file does not say: word_alignment_heads then gives the per-size defaults).
     """
 
     hparams: WhisperHParams
@@ -222,11 +264,17 @@ class WhisperModelData:
     mel_filters: np.ndarray
     source: str = ""
     suppress_tokens: tuple[int, ...] = field(default_factory=tuple)
+    alignment_heads: tuple[tuple[int, int], ...] = field(default_factory=tuple)
 
     @property
     def special(self) -> SpecialTokens:
         """The model's special token ids."""
         return SpecialTokens.for_hparams(self.hparams)
+
+    @property
+    def word_alignment_heads(self) -> tuple[tuple[int, int], ...]:
+        """The (decoder layer, head) pairs word timestamps use: the file's list, else the defaults."""
+        return self.alignment_heads or default_alignment_heads(self.hparams)
 
     def tensor_shape(self, name: str) -> tuple[int, ...]:
         """Logical numpy-order shape of a tensor, quantized or not."""

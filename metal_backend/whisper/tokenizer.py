@@ -9,6 +9,7 @@ holds a space or a control character.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from .errors import WhisperError
@@ -50,16 +51,24 @@ def token_bytes_to_text(token: bytes) -> str:
     return "".join(encoder[b] for b in token)
 
 
-class Tokenizer:
-    """Turns Whisper token ids back into text.
+# GPT-2's pre-tokenizer: contractions, words with their leading space, numbers, runs of other
+# symbols, whitespace. Python's re has no \p{L} / \p{N}: [^\W\d_] is a letter, \d a digit.
+_PIECES = re.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+""")
 
-    Only decoding is needed for transcription: the prompts are made of special
-    tokens whose ids follow from the vocabulary size.
+
+class Tokenizer:
+    """Turns Whisper token ids into text and text into token ids.
+
+    Decoding joins the tokens' bytes. Encoding (for initial prompts) is byte-level BPE: Whisper's
+    vocabularies are tiktoken encodings, whose merge rank of a token is its id, so the text
+    tokens' bytes alone define the merges: within each pre-tokenized piece, the adjacent pair
+    whose concatenation has the lowest id is merged until no pair is a token.
     """
 
     def __init__(self, vocab: list[bytes], special: SpecialTokens):
         self.vocab = vocab
         self.special = special
+        self._ranks: dict[bytes, int] | None = None
 
     def is_special(self, token: int) -> bool:
         """True for end-of-text and everything after it (control, language and timestamp tokens)."""
@@ -80,6 +89,39 @@ class Tokenizer:
         """Text of the text tokens. A multi-byte character split across tokens is
         joined first; invalid UTF-8 becomes U+FFFD."""
         return self.decode_bytes(tokens).decode("utf-8", errors="replace")
+
+    def encode(self, text: str) -> list[int]:
+        """Text token ids of text (no special tokens)."""
+        if not isinstance(text, str):
+            raise WhisperError(f"can only encode text (got {type(text).__name__})")
+        if self._ranks is None:
+            self._ranks = {}
+            for i, token in enumerate(self.vocab[:self.special.eot]):
+                self._ranks.setdefault(token, i)
+        ids: list[int] = []
+        for piece in _PIECES.findall(text):
+            ids += self._merge(piece.encode("utf-8"))
+        return ids
+
+    def _merge(self, piece: bytes) -> list[int]:
+        ranks = self._ranks
+        whole = ranks.get(piece)
+        if whole is not None:
+            return [whole]
+        parts = [piece[i:i + 1] for i in range(len(piece))]
+        while len(parts) > 1:
+            best, at = None, -1
+            for i in range(len(parts) - 1):
+                rank = ranks.get(parts[i] + parts[i + 1])
+                if rank is not None and (best is None or rank < best):
+                    best, at = rank, i
+            if best is None:
+                break
+            parts[at:at + 2] = [parts[at] + parts[at + 1]]
+        try:
+            return [ranks[p] for p in parts]
+        except KeyError as exc:
+            raise WhisperError(f"byte {exc.args[0]!r} has no token in this vocabulary") from None
 
     def decode_with_special(self, tokens: list[int]) -> str:
         """Text of all tokens, special ones spelled out (for debugging output)."""

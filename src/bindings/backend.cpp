@@ -1,6 +1,12 @@
 // Backends and their options.
 #include <pybind11/stl.h>
 
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "bindings/bindings.h"
 #include "core/backend.h"
 #include "core/device.h"
@@ -60,8 +66,12 @@ void init_backend(py::module_& m) {
                 }
             },
             "Named integer options (n_threads, fusion, concurrency...). Assign a dict to set several.")
-        .def("synchronize", &Backend::synchronize, py::call_guard<py::gil_scoped_release>(),
-             "Waits for all queued work; raises DeviceError for work that failed.")
+        .def("synchronize", [](Backend& b) {
+            // Taken before waiting: everything held then belongs to copies the wait completes.
+            std::vector<std::shared_ptr<void>> done = b.take_held();
+            py::gil_scoped_release nogil;
+            b.synchronize();
+        }, "Waits for all queued work; raises DeviceError for work that failed.")
         .def("__repr__", [](const Backend& b) { return "<Backend " + b.name() + ">"; });
 }
 

@@ -1,8 +1,14 @@
 // Buffer types and buffers, with zero-copy host views (numpy arrays and memoryviews).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include "bindings/bindings.h"
+#include "bindings/host_view.h"
 #include "core/buffer.h"
 #include "core/buffer_type.h"
 #include "core/device.h"
@@ -16,13 +22,17 @@ namespace {
 // valid after the Buffer object is dropped or freed.
 py::array numpy_view(const Buffer& buf) {
     void* ptr = buf.host_ptr("Buffer.numpy");
+    check_host_read(buf, "Buffer.numpy", "buffer '" + buf.name() + "'", 0, buf.size());
     auto* hold = new std::shared_ptr<Storage>(buf.storage("Buffer.numpy"));
     py::capsule base(hold, [](void* p) { delete static_cast<std::shared_ptr<Storage>*>(p); });
-    return py::array(py::dtype::of<uint8_t>(), {static_cast<py::ssize_t>(buf.size())}, {1}, ptr, base);
+    py::array view(py::dtype::of<uint8_t>(), {static_cast<py::ssize_t>(buf.size())}, {1}, ptr, base);
+    if (pending_read(buf, 0, buf.size())) view.attr("flags").attr("writeable") = false;
+    return view;
 }
 
 py::buffer_info as_bytes(py::buffer data, const char* who) {
     py::buffer_info info = data.request();
+    require_plain_data(data, info.format.c_str(), who);
     if (!PyBuffer_IsContiguous(reinterpret_cast<Py_buffer*>(info.view()), 'C')) {
         fail<InvalidArgumentError>(who, "data must be C-contiguous");
     }
@@ -118,6 +128,7 @@ void init_buffer(py::module_& m) {
             size_t off = to_size(offset, "Buffer::get", "offset");
             size_t n = range_length(b, off, size, "Buffer::get");
             b.check_range("Buffer::get", off, n);
+            check_host_read(b, "Buffer::get", "buffer '" + b.name() + "'", off, n);
             py::bytes out(nullptr, n);
             char* dst = PyBytes_AsString(out.ptr());
             py::gil_scoped_release nogil;
@@ -139,14 +150,16 @@ void init_buffer(py::module_& m) {
         .def("free", &Buffer::free, "Releases the buffer. Freeing twice is harmless; any other use afterwards\n"
                                     "raises. Host views still held keep their memory until they go.")
         .def("numpy", &numpy_view, "A zero-copy uint8 numpy view of the memory (host-visible buffers only).\n"
-                                   "The view keeps the memory alive by itself.")
+                                   "The view keeps the memory alive by itself. Raises PendingWorkError while queued\n"
+                                   "async work writes the buffer; read-only while queued work reads it.")
         .def_buffer([](Buffer& b) {
             // memoryview(buf) cannot tell us when it is released, so the buffer pins its memory for
             // as long as the Buffer object lives: free() then only marks it freed.
             void* ptr = b.host_ptr("Buffer.__buffer__");
+            check_host_read(b, "Buffer.__buffer__", "buffer '" + b.name() + "'", 0, b.size());
             b.pin();
             return py::buffer_info(ptr, 1, py::format_descriptor<uint8_t>::format(), 1,
-                                   {static_cast<py::ssize_t>(b.size())}, {1});
+                                   {static_cast<py::ssize_t>(b.size())}, {1}, pending_read(b, 0, b.size()));
         })
         .def("__enter__", [](std::shared_ptr<Buffer> b) { return b; })
         .def("__exit__", [](Buffer& b, py::args) { b.free(); })

@@ -1,4 +1,11 @@
 // Registries, devices and their props.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
 #include <pybind11/stl.h>
 
 #include "bindings/bindings.h"
@@ -42,6 +49,7 @@ std::shared_ptr<Buffer> buffer_from_host_ptr(Device& dev, py::object obj, py::ob
                              "object (numpy array, bytearray, memoryview, mmap), got " + type_name(obj));
     }
     // From here on `owner` releases the export if anything below throws.
+    require_plain_data(obj, owner->view.format, "Device::buffer_from_host_ptr");
     if (owner->view.readonly) {
         fail<InvalidArgumentError>("Device::buffer_from_host_ptr", "the ", type_name(obj),
                                    " is read-only; the buffer would write to it");

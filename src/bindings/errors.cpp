@@ -1,6 +1,10 @@
 // The exception classes of the API. Each derives from MetalBackendError and from the Python built-in
 // a caller would naturally catch, so `except MemoryError` works as well as `except mb.OutOfMemoryError`.
+#include <cstddef>
+#include <exception>
+#include <initializer_list>
 #include <limits>
+#include <string>
 
 #include "bindings/bindings.h"
 #include "core/errors.h"

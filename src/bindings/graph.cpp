@@ -2,6 +2,12 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "bindings/tensor.h"
 #include "core/allocation.h"
 #include "core/backend.h"
@@ -41,8 +47,21 @@ struct PlanEntry {
     std::string reason;
 };
 
-// Runs compute without the GIL; a Python abort callback takes the GIL when asked.
+// A reference to a Python object that may be dropped on any thread, with or without the GIL (a
+// backend drops what it holds after a synchronize or when it goes).
+std::shared_ptr<py::object> py_owner(py::object obj) {
+    return std::shared_ptr<py::object>(new py::object(std::move(obj)), [](py::object* p) {
+        if (!Py_IsInitialized()) return;  // the interpreter is gone: nothing left to release
+        py::gil_scoped_acquire gil;
+        delete p;
+    });
+}
+
+// Runs compute without the GIL; a Python abort callback takes the GIL when asked. A compute that
+// waits also completes every copy queued before it, so what those copies held can go.
 Status compute(Backend& b, Graph& g, bool wait) {
+    std::vector<std::shared_ptr<void>> done;
+    if (wait) done = b.take_held();
     py::gil_scoped_release nogil;
     return wait ? b.graph_compute(g) : b.graph_compute_async(g);
 }
@@ -126,6 +145,7 @@ void init_graph(py::module_& m) {
         }, py::arg("tensor"), py::arg("data"), "Copies data into the tensor after queued work (done at synchronize).")
         .def("get_tensor_async", [](Backend& b, const Tensor& t, py::buffer out) {
             py::buffer_info info = out.request(/*writable=*/true);
+            require_plain_data(out, info.format.c_str(), "Backend.get_tensor_async");
             size_t n = static_cast<size_t>(info.size * info.itemsize);
             if (n != t.nbytes()) {
                 fail<InvalidArgumentError>("Backend.get_tensor_async", "destination of ", n, " bytes for tensor ",
@@ -134,17 +154,23 @@ void init_graph(py::module_& m) {
             if (!PyBuffer_IsContiguous(static_cast<Py_buffer*>(info.view()), 'C')) {
                 fail<InvalidArgumentError>("Backend.get_tensor_async", "destination must be C-contiguous");
             }
-            py::gil_scoped_release nogil;
-            b.get_tensor_async(t, info.ptr, 0, n);
+            {
+                py::gil_scoped_release nogil;
+                b.get_tensor_async(t, info.ptr, 0, n);
+            }
+            // Held after queuing, so that a synchronize() on another thread that takes what is held
+            // has the copy queued before it.
+            if (b.queues_copies()) b.hold(py_owner(out));
         }, py::arg("tensor"), py::arg("out"),
-           "Copies the tensor's raw bytes into `out` after queued work; keep `out` alive until synchronize().")
+           "Copies the tensor's raw bytes into `out` after queued work, complete at synchronize(); the\n"
+           "backend keeps `out` alive until then.")
         .def("set_abort_callback", [](Backend& b, py::object fn) {
             if (fn.is_none()) {
                 b.set_abort_callback(nullptr);
                 return;
             }
             if (!PyCallable_Check(fn.ptr())) throw py::type_error("[Backend.set_abort_callback] expected a callable or None");
-            auto holder = std::make_shared<py::object>(fn);
+            auto holder = py_owner(fn);
             b.set_abort_callback([holder]() {
                 py::gil_scoped_acquire gil;
                 return py::bool_((*holder)()).cast<bool>();
@@ -152,7 +178,8 @@ void init_graph(py::module_& m) {
         }, py::arg("fn"), "fn() -> bool, asked between units of work; True stops the compute (Status.ABORTED).")
         .def("graph_optimize", &Backend::graph_optimize, py::arg("graph"), "Reorders independent nodes (Metal).")
         .def("supports_family", &Backend::supports_family, py::arg("family"), "Metal GPU family query (Apple N).")
-        .def("capture_next_compute", &Backend::capture_next_compute, "Records a GPU trace of the next compute (Metal).");
+        .def("capture_next_compute", &Backend::capture_next_compute, py::call_guard<py::gil_scoped_release>(),
+             "Records a GPU trace of the next compute (Metal).");
 
     auto device = py::reinterpret_borrow<py::class_<Device, std::shared_ptr<Device>>>(py::type::of<Device>());
     device

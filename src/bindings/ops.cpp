@@ -1,4 +1,11 @@
 // metal_backend.ops: graph construction. Axes and shapes are numpy order here; the core is ggml order.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include <pybind11/stl.h>
 
 #include <cstdint>

@@ -1,12 +1,16 @@
 // Contexts and tensors: metadata, views, and data transfer between numpy and tensor memory.
 #include "bindings/tensor.h"
+#include "bindings/host_view.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/allocation.h"
 #include "core/backend.h"
@@ -161,6 +165,7 @@ std::vector<uint8_t> encode(const Tensor& t, py::handle data, const char* who) {
 // for bf16 and quantized types).
 py::array decode(const Tensor& t, const char* who) {
     Buffer& buf = buffer_of(t, who);
+    check_host_read(buf, who, "tensor " + t.describe(), t.data_offset(), t.nbytes());
     std::vector<uint8_t> span(t.nbytes());
     {
         py::gil_scoped_release nogil;
@@ -203,6 +208,7 @@ void set_data(Tensor& t, py::handle data) {
     }
     if (is_raw_bytes(data)) {
         py::buffer_info info = py::reinterpret_borrow<py::buffer>(data).request();
+        require_plain_data(data, info.format.c_str(), who);
         size_t n = static_cast<size_t>(info.size * info.itemsize);
         if (n != t.nbytes()) {
             fail<InvalidArgumentError>(who, "raw data of ", n, " bytes for tensor ", t.describe(), " of ", t.nbytes(), " bytes");
@@ -223,6 +229,7 @@ py::bytes get_bytes(const Tensor& t) {
     static const char* who = "Tensor.get_bytes";
     Buffer& buf = buffer_of(t, who);
     if (!t.is_contiguous()) fail<InvalidArgumentError>(who, "tensor ", t.describe(), " is not contiguous; use cont()");
+    check_host_read(buf, who, "tensor " + t.describe(), t.data_offset(), t.nbytes());
     py::bytes out(nullptr, t.nbytes());
     char* dst = PyBytes_AsString(out.ptr());
     py::gil_scoped_release nogil;
@@ -237,12 +244,15 @@ py::array numpy_view(const Tensor& t) {
                                    " has no numpy dtype; use get() for a dequantized copy");
     }
     Buffer& buf = buffer_of(t, who);
+    void* ptr = static_cast<uint8_t*>(buf.host_ptr(who)) + t.data_offset();
+    check_host_read(buf, who, "tensor " + t.describe(), t.data_offset(), t.nbytes());
     auto* hold = new std::shared_ptr<Storage>(buf.storage(who));
     py::capsule base(hold, [](void* p) { delete static_cast<std::shared_ptr<Storage>*>(p); });
-    void* ptr = static_cast<uint8_t*>(buf.host_ptr(who)) + t.data_offset();
     std::vector<py::ssize_t> strides;
     for (int i = t.n_dims - 1; i >= 0; --i) strides.push_back(static_cast<py::ssize_t>(t.nb[i]));
-    return py::array(np_dtype(t.type), np_shape(t), strides, ptr, base);
+    py::array view(np_dtype(t.type), np_shape(t), strides, ptr, base);
+    if (pending_read(buf, t.data_offset(), t.nbytes())) view.attr("flags").attr("writeable") = false;
+    return view;
 }
 
 std::shared_ptr<BufferType> buft_of(py::handle target, const char* who) {
@@ -260,6 +270,7 @@ std::shared_ptr<BufferType> buffer_type_of(py::handle target, const char* who) {
 std::vector<uint8_t> tensor_bytes_from(const Tensor& t, py::handle data, const char* who) {
     if (!is_raw_bytes(data)) return encode(t, data, who);
     py::buffer_info info = py::reinterpret_borrow<py::buffer>(data).request();
+    require_plain_data(data, info.format.c_str(), who);
     size_t n = static_cast<size_t>(info.size * info.itemsize);
     if (n != t.nbytes()) {
         fail<InvalidArgumentError>(who, "raw data of ", n, " bytes for tensor ", t.describe(), " of ", t.nbytes(), " bytes");
@@ -329,9 +340,12 @@ void init_tensor(py::module_& m) {
              "Writes data synchronously. A float/int array of the tensor's shape is converted to its type\n"
              "(quantized types are quantized); bytes-like data or a uint8 array of exactly nbytes is copied raw.")
         .def("get", [](const Tensor& t) { return decode(t, "Tensor.get"); },
-             "A copy as numpy: f32/f16/i32 as themselves, bf16 and quantized types dequantized to float32.")
+             "A copy as numpy: f32/f16/i32 as themselves, bf16 and quantized types dequantized to float32.\n"
+             "Raises PendingWorkError while queued async work writes host-visible memory of the tensor.")
         .def("get_bytes", &get_bytes, "The raw stored bytes (ggml layout) of a contiguous tensor.")
-        .def("numpy", &numpy_view, "A zero-copy numpy view (host-visible f32/f16/i32 tensors); keeps the memory alive.")
+        .def("numpy", &numpy_view, "A zero-copy numpy view (host-visible f32/f16/i32 tensors); keeps the memory alive.\n"
+                                   "Raises PendingWorkError while queued async work writes the tensor's bytes (call\n"
+                                   "synchronize() first); read-only while queued work reads them.")
         .def("__repr__", [](const Tensor& t) {
             return "<Tensor " + t.describe() + " op=" + op_name(t.op) + (t.is_allocated() ? "" : " unallocated") + ">";
         });

@@ -1,6 +1,7 @@
 // Helpers shared by the tensor, ops and graph bindings.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 

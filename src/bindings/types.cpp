@@ -2,6 +2,8 @@
 // which produce and read exactly the bytes ggml stores for each type.
 #include <pybind11/numpy.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -96,6 +98,7 @@ py::array_t<float> dequantize(py::buffer data, Type t, py::handle shape_arg) {
     const std::vector<py::ssize_t> shape = shape_from(shape_arg, who);
     const size_t nbytes = stored_size(t, shape, who);
     py::buffer_info info = data.request();
+    require_plain_data(data, info.format.c_str(), who);
     if (!PyBuffer_IsContiguous(info.view(), 'C')) {
         fail<InvalidArgumentError>(who, "data must be C-contiguous");
     }

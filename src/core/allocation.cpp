@@ -1,7 +1,11 @@
 #include "core/allocation.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <memory>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "core/buffer.h"
 #include "core/buffer_type.h"

@@ -1,8 +1,15 @@
 #include "core/backend.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "core/buffer.h"
 #include "core/errors.h"
@@ -16,7 +23,63 @@ static std::string known_keys(const std::map<std::string, int64_t>& options) {
     return out;
 }
 
+namespace {
+
+// The backends whose abort callback this thread is running now (innermost last).
+thread_local std::vector<const Backend*> t_in_callback;
+
+}  // namespace
+
+void Backend::set_abort_callback(AbortCallback cb) {
+    auto next = cb ? std::make_shared<const AbortCallback>(std::move(cb)) : nullptr;
+    std::lock_guard<std::mutex> lock(callback_mutex_);
+    abort_callback_ = std::move(next);
+}
+
+bool Backend::should_abort() const {
+    std::shared_ptr<const AbortCallback> cb;
+    {
+        std::lock_guard<std::mutex> lock(callback_mutex_);
+        cb = abort_callback_;  // a callback that replaces itself keeps running on this copy
+    }
+    if (!cb) return false;
+    struct Mark {
+        explicit Mark(const Backend* b) { t_in_callback.push_back(b); }
+        ~Mark() { t_in_callback.pop_back(); }
+    } mark(this);
+    return (*cb)();
+}
+
+void Backend::reject_reentry(const char* who) const {
+    if (std::find(t_in_callback.begin(), t_in_callback.end(), this) != t_in_callback.end()) {
+        fail<DeviceError>(who, "called from the abort callback of backend '", name(),
+                          "' while that backend is computing; the callback may read options and "
+                          "return True/False, but cannot compute, synchronize or queue copies on it");
+    }
+}
+
+void Backend::hold(std::shared_ptr<void> owner) {
+    std::lock_guard<std::mutex> lock(held_mutex_);
+    held_.push_back(std::move(owner));
+}
+
+std::vector<std::shared_ptr<void>> Backend::take_held() {
+    std::lock_guard<std::mutex> lock(held_mutex_);
+    return std::exchange(held_, {});
+}
+
+std::map<std::string, int64_t> Backend::options() const {
+    std::lock_guard<std::mutex> lock(options_mutex_);
+    return options_;
+}
+
+bool Backend::has_option(const std::string& key) const {
+    std::lock_guard<std::mutex> lock(options_mutex_);
+    return options_.count(key) > 0;
+}
+
 int64_t Backend::option(const std::string& key) const {
+    std::lock_guard<std::mutex> lock(options_mutex_);
     auto it = options_.find(key);
     if (it == options_.end()) {
         fail<InvalidArgumentError>("Backend::option", "unknown option '", key, "' (known: ", known_keys(options_), ")");
@@ -25,6 +88,7 @@ int64_t Backend::option(const std::string& key) const {
 }
 
 void Backend::set_option(const std::string& key, int64_t value) {
+    std::unique_lock<std::mutex> lock(options_mutex_);
     auto it = limits_.find(key);
     if (it == limits_.end()) {
         fail<InvalidArgumentError>("Backend::set_option", "unknown option '", key, "' for backend '", name(),
@@ -35,6 +99,7 @@ void Backend::set_option(const std::string& key, int64_t value) {
                                    it->second.second, "], got ", value);
     }
     options_[key] = value;
+    lock.unlock();
     on_option_changed(key);
 }
 
@@ -108,6 +173,7 @@ void Backend::capture_next_compute() {
 }
 
 void Backend::declare_option(const std::string& key, int64_t default_value, int64_t min_value, int64_t max_value) {
+    std::lock_guard<std::mutex> lock(options_mutex_);
     options_[key] = default_value;
     limits_[key] = {min_value, max_value};
 }

@@ -7,7 +7,10 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mb {
 
@@ -44,26 +47,47 @@ public:
     virtual bool supports_family(int family) const;
     virtual void capture_next_compute();
 
-    void set_abort_callback(AbortCallback cb) { abort_callback_ = std::move(cb); }
+    void set_abort_callback(AbortCallback cb);
 
-    const std::map<std::string, int64_t>& options() const { return options_; }
+    // Options may be read and set from any thread, also while a compute runs (it reads them when it
+    // starts) and from the backend's own abort callback.
+    std::map<std::string, int64_t> options() const;  // a copy
+    bool has_option(const std::string& key) const;
     int64_t option(const std::string& key) const;
     // Throws InvalidArgumentError for an unknown key or a value the backend refuses.
     void set_option(const std::string& key, int64_t value);
     // Applies "key=value,key=value" (init_backend's params string).
     void apply_params(const std::string& params);
 
+    // Whether set_tensor_async/get_tensor_async return before the copy is done (their memory must
+    // then stay valid until synchronize()).
+    virtual bool queues_copies() const { return false; }
+    // Keeps `owner` (what a queued copy reads or writes, e.g. a Python array) alive; take_held()
+    // hands back everything held so far, to be dropped once a synchronize() that follows it returns.
+    void hold(std::shared_ptr<void> owner);
+    std::vector<std::shared_ptr<void>> take_held();
+
+    // Throws DeviceError naming the backend and `who` when called from inside this backend's own
+    // abort callback on this thread: the compute that asked is still running and holds the
+    // backend, so re-entering it (compute, synchronize, queued copies) cannot work.
+    void reject_reentry(const char* who) const;
+
 protected:
     // Registers an option with its default; subclasses do this in their constructor.
     void declare_option(const std::string& key, int64_t default_value, int64_t min_value, int64_t max_value);
     // Called after an option changed, so the backend can react (e.g. resize its thread pool).
     virtual void on_option_changed(const std::string& key) {}
-    bool should_abort() const { return abort_callback_ && abort_callback_(); }
+    // Asks the abort callback, marking this thread as inside it (see reject_reentry).
+    bool should_abort() const;
 
 private:
+    mutable std::mutex options_mutex_;
     std::map<std::string, int64_t> options_;
     std::map<std::string, std::pair<int64_t, int64_t>> limits_;
-    AbortCallback abort_callback_;
+    mutable std::mutex callback_mutex_;
+    std::shared_ptr<const AbortCallback> abort_callback_;
+    std::mutex held_mutex_;
+    std::vector<std::shared_ptr<void>> held_;
 };
 
 }  // namespace mb

@@ -1,5 +1,12 @@
 #include "core/buffer.h"
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
 #include "core/buffer_type.h"
 #include "core/errors.h"
 

@@ -1,5 +1,8 @@
 #include "core/buffer_type.h"
 
+#include <cstddef>
+#include <memory>
+
 #include "core/buffer.h"
 #include "core/device.h"
 #include "core/errors.h"

@@ -1,6 +1,11 @@
 #include "core/context.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <memory>
+#include <string>
+#include <utility>
 
 #include "core/errors.h"
 

@@ -2,6 +2,7 @@
 // Python wrappers keep the context alive, so a tensor handle never dangles.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>

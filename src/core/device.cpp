@@ -1,5 +1,10 @@
 #include "core/device.h"
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
 #include "core/buffer_type.h"
 #include "core/errors.h"
 

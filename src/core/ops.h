@@ -6,6 +6,7 @@
 // modulo: a.ne[i] % b.ne[i] == 0 on every dimension.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/tensor.h"

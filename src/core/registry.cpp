@@ -1,6 +1,8 @@
 #include "core/registry.h"
 
+#include <memory>
 #include <mutex>
+#include <vector>
 
 namespace mb {
 

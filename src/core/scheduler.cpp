@@ -1,9 +1,18 @@
 #include "core/scheduler.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "core/allocation.h"
 #include "core/buffer.h"
@@ -165,6 +174,16 @@ std::vector<Placement> Scheduler::plan(const Graph& graph) const {
 }
 
 Status Scheduler::graph_compute(Graph& graph) {
+    if (computing_thread_.load() == std::this_thread::get_id()) {
+        fail<DeviceError>("Scheduler::graph_compute", "called from inside a compute of the same scheduler (a backend's "
+                          "abort callback); it cannot compute again until that compute returns");
+    }
+    std::lock_guard<std::mutex> lock(compute_mutex_);
+    struct Owner {
+        std::atomic<std::thread::id>& id;
+        explicit Owner(std::atomic<std::thread::id>& i) : id(i) { id.store(std::this_thread::get_id()); }
+        ~Owner() { id.store(std::thread::id()); }
+    } owner(computing_thread_);
     std::vector<Placement> placements = plan(graph);
     for (Tensor* leaf : graph.leafs()) {
         if (!leaf->is_allocated()) {

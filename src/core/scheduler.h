@@ -4,8 +4,11 @@
 // (put the CPU last). Tensors crossing from one backend's memory to another's are copied.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/backend.h"
@@ -34,7 +37,9 @@ public:
     // Where each node of the graph runs and why. Throws UnsupportedOpError for a node no backend can run.
     std::vector<Placement> plan(const Graph& graph) const;
     // Places unallocated intermediates in per-backend buffers, copies inputs across backends, and
-    // computes split by split. Returns ABORTED if a backend's abort callback stopped it.
+    // computes split by split. Returns ABORTED if a backend's abort callback stopped it. Computes from
+    // several threads take turns; one from inside a running compute of this scheduler (a backend's
+    // abort callback) raises DeviceError instead of waiting for itself.
     Status graph_compute(Graph& graph);
 
     // Number of splits (runs of consecutive nodes on one backend) and input copies of the last compute.
@@ -49,6 +54,8 @@ private:
     std::shared_ptr<Context> copies_ctx_;
     int n_splits_ = 0;
     int n_copies_ = 0;
+    std::mutex compute_mutex_;
+    std::atomic<std::thread::id> computing_thread_{};
 };
 
 // Reads a tensor's elements into `dst` as a contiguous block (rows gathered by strides), and the reverse.

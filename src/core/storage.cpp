@@ -1,5 +1,6 @@
 #include "core/storage.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 

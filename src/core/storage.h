@@ -6,6 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
+
+#include "core/pending_access.h"
 
 namespace mb {
 
@@ -23,12 +26,16 @@ public:
     virtual void read(size_t offset, void* dst, size_t n) const;
     virtual void fill(size_t offset, uint8_t value, size_t n);
 
+    // Queued device work on these bytes (see pending_access.h).
+    PendingAccess& pending() const { return pending_; }
+
 protected:
     Storage(void* host_ptr, size_t size) : host_ptr_(host_ptr), size_(size) {}
 
 private:
     void* host_ptr_;
     size_t size_;
+    mutable PendingAccess pending_;
 };
 
 // Host memory this library allocated (aligned); released when the storage goes.

@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <sstream>
 
 #include "core/buffer.h"

@@ -44,9 +44,15 @@ struct Tensor {
     std::shared_ptr<Buffer> buffer;
     size_t offset = 0;
 
-    // Host address of the data, resolved by a backend for the duration of one compute (so kernels
-    // need not look up buffers per access); nullptr outside compute.
+    // Host address of the data while at least one CPU compute uses the tensor (so kernels need not
+    // look up buffers per access); nullptr when none does. Set and cleared only by cpu/host_binding,
+    // under its lock, and never changed while a compute uses it, so kernels read it freely.
     void* data = nullptr;
+    // Guarded by that lock: computes that resolved `data`, and (on roots) computes that read or
+    // write the memory; several may read, one may write, and never both at once.
+    int32_t host_binds = 0;
+    int32_t host_readers = 0;
+    int32_t host_writers = 0;
 
     std::string name;
     Context* ctx = nullptr;

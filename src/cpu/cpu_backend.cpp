@@ -1,75 +1,53 @@
 #include "cpu/cpu_backend.h"
 
-#include <unordered_set>
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
-#include "core/buffer.h"
-#include "core/buffer_type.h"
 #include "core/errors.h"
 #include "core/graph.h"
 #include "cpu/cpu_device.h"
 #include "cpu/cpu_ops.h"
+#include "cpu/host_binding.h"
 #include "cpu/host_info.h"
 
 namespace mb {
 
 namespace {
 
-// Resolves Tensor::data for every tensor of a graph for the duration of one compute, holding the
-// storages so that a concurrent free() cannot pull memory away mid-compute.
-class HostBinding {
+// Threads worth using for a node: each thread should get at least a few microseconds of work, more
+// than handing a slot to a spinning worker costs. Element-wise and row ops: below 32K elements one
+// thread, then one per 16K elements. Matrix products: one thread per 64K multiply-adds (a 384x1536
+// mat-vec, 590K of them, takes 9); attention always uses every thread.
+int useful_threads(const Tensor& node, int nth) {
+    if (node.op == Op::FLASH_ATTN_EXT) return nth;
+    int64_t want;
+    if (node.op == Op::MUL_MAT) {
+        const Tensor& a = *node.src[0];
+        const double macs = double(a.ne[0]) * double(node.nelements());
+        want = int64_t(macs / double(1 << 16));
+    } else {
+        const int64_t n = node.nelements();
+        want = n < (1 << 15) ? 1 : n / (1 << 14);
+    }
+    return int(std::max<int64_t>(1, std::min<int64_t>(want, nth)));
+}
+
+// Keeps the pool's workers spinning for the length of one graph compute, however it ends.
+class Burst {
 public:
-    HostBinding(const Graph& graph, const Device& device, const char* who) {
-        for (Tensor* t : graph.leafs()) bind(*t, device, who);
-        for (Tensor* node : graph.nodes()) {
-            if (op_is_view(node->op)) continue;  // computes nothing; its consumers bind it as a source
-            bind(*node, device, who);
-            for (Tensor* s : node->src) {
-                if (s) bind(*s, device, who);
-            }
-        }
-    }
-    ~HostBinding() {
-        for (Tensor* t : bound_) t->data = nullptr;
-    }
-    HostBinding(const HostBinding&) = delete;
-    HostBinding& operator=(const HostBinding&) = delete;
+    explicit Burst(ThreadPool& pool) : pool_(pool) { pool_.begin_burst(); }
+    ~Burst() { pool_.end_burst(); }
+    Burst(const Burst&) = delete;
+    Burst& operator=(const Burst&) = delete;
 
 private:
-    void bind(Tensor& t, const Device& device, const char* who) {
-        if (!bound_set_.insert(&t).second) return;
-        const auto& buf = t.data_buffer();
-        if (!buf) {
-            fail<InvalidArgumentError>(who, "tensor ", t.describe(), " (op ", op_name(t.op),
-                                       ") is not allocated: place it with mb.alloc_ctx_tensors or a GraphAllocator");
-        }
-        if (!device.supports_buft(*buf->buffer_type())) {
-            fail<InvalidArgumentError>(who, "tensor ", t.describe(), " lives in a '", buf->buffer_type()->name(),
-                                       "' buffer, which device '", device.name(), "' cannot compute on");
-        }
-        auto storage = buf->storage(who);
-        size_t off = t.data_offset(), n = t.nbytes();
-        if (off > storage->size() || n > storage->size() - off) {
-            fail<OutOfRangeError>(who, "tensor ", t.describe(), " at offset ", off, " (", n,
-                                  " bytes) does not fit its buffer of ", storage->size(), " bytes");
-        }
-        t.data = static_cast<uint8_t*>(storage->host_ptr()) + off;
-        bound_.push_back(&t);
-        if (seen_.insert(storage.get()).second) storages_.push_back(std::move(storage));
-    }
-
-    std::vector<Tensor*> bound_;
-    std::unordered_set<const Tensor*> bound_set_;
-    std::unordered_set<const Storage*> seen_;
-    std::vector<std::shared_ptr<Storage>> storages_;
+    ThreadPool& pool_;
 };
-
-// Threads worth waking for a node: below 32K elements an element-wise or row op takes a few
-// microseconds on one thread, less than waking a sleeping worker costs. Matrix products and
-// attention always use every thread.
-int useful_threads(const Tensor& node, int nth) {
-    if (node.op == Op::MUL_MAT || node.op == Op::FLASH_ATTN_EXT) return nth;
-    return node.nelements() < (1 << 15) ? 1 : nth;
-}
 
 }  // namespace
 
@@ -79,17 +57,12 @@ CpuBackend::CpuBackend(std::shared_ptr<CpuDevice> device) : device_(std::move(de
 
 std::shared_ptr<Device> CpuBackend::device() const { return device_; }
 
-void CpuBackend::on_option_changed(const std::string& key) {
-    if (key == "n_threads") {
-        std::lock_guard<std::mutex> lock(mutex_);
-        pool_.reset();  // recreated with the new size at the next compute
-    }
-}
-
 Status CpuBackend::graph_compute_async(Graph& graph) {
     static const char* who = "CpuBackend::graph_compute";
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (Tensor* node : graph.nodes()) {
+    reject_reentry(who);
+    // A copy: the graph may be reordered (graph_optimize on another backend) while this one runs.
+    const std::vector<Tensor*> nodes = graph.nodes();
+    for (Tensor* node : nodes) {
         if (!cpu_supports_op(*node)) {
             std::string srcs;
             for (Tensor* s : node->src) {
@@ -99,11 +72,17 @@ Status CpuBackend::graph_compute_async(Graph& graph) {
                                      " from (", srcs, ")");
         }
     }
+    // Bound before taking the backend: waiting here for another backend's compute must not keep
+    // this backend from a thread that would finish that compute.
     HostBinding binding(graph, *device_, who);
+    std::lock_guard<std::mutex> lock(mutex_);
+    // n_threads is read once per compute; a change (from any thread, or the abort callback) takes
+    // effect at the next one.
     const int nth = n_threads();
-    if (!pool_) pool_ = std::make_unique<ThreadPool>(nth);
+    if (!pool_ || pool_->size() != nth) pool_ = std::make_unique<ThreadPool>(nth);
+    Burst burst(*pool_);  // workers spin for this compute, however it ends
 
-    for (Tensor* node : graph.nodes()) {
+    for (Tensor* node : nodes) {
         CpuKernel kernel = cpu_kernel(node->op);
         if (!kernel || node->is_empty()) continue;
         if (should_abort()) return Status::ABORTED;
@@ -115,6 +94,7 @@ Status CpuBackend::graph_compute_async(Graph& graph) {
         // 64-byte aligned for vector loads.
         auto base = reinterpret_cast<uintptr_t>(scratch_.data());
         params.wdata = scratch_.data() + ((64 - base % 64) % 64);
+        cpu_prepare(params, *node);
         pool_->run(params.nth, [&](int ith) {
             ComputeParams mine = params;
             mine.ith = ith;

@@ -1,6 +1,7 @@
 // A CPU backend: computes graphs on the host with its own pool of n_threads threads.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,12 +24,9 @@ public:
 
     int n_threads() const { return static_cast<int>(option("n_threads")); }
 
-protected:
-    void on_option_changed(const std::string& key) override;
-
 private:
     std::shared_ptr<CpuDevice> device_;
-    std::mutex mutex_;  // one compute at a time per backend
+    std::mutex mutex_;  // one compute at a time per backend: the pool and scratch are its own
     std::unique_ptr<ThreadPool> pool_;
     std::vector<uint8_t> scratch_;
 };

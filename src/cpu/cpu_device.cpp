@@ -2,7 +2,12 @@
 
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
 
 #include "core/buffer.h"
 #include "core/errors.h"

@@ -2,6 +2,8 @@
 // device where no GPU exists and the reference every other device is compared against.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>

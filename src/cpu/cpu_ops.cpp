@@ -1,5 +1,7 @@
 #include "cpu/cpu_ops.h"
 
+#include <cstddef>
+
 #include "cpu/thread_pool.h"
 
 namespace mb {
@@ -65,6 +67,10 @@ size_t cpu_work_size(const Tensor& node, int n_threads) {
         case Op::FLASH_ATTN_EXT: return flash_attn_ext_work_size(node, n_threads);
         default: return 0;
     }
+}
+
+void cpu_prepare(const ComputeParams& params, Tensor& node) {
+    if (node.op == Op::MUL_MAT) mul_mat_prepare(params, node);
 }
 
 }  // namespace mb

@@ -15,5 +15,9 @@ using CpuKernel = void (*)(const ComputeParams&, Tensor&);
 CpuKernel cpu_kernel(Op op);
 bool cpu_supports_op(const Tensor& node);
 size_t cpu_work_size(const Tensor& node, int n_threads);
+// Runs on the calling thread before a node's kernel, with the kernel's params (ith 0, nth, scratch):
+// the family sets up what its threads share (job counters), so that no thread has to wait for
+// another to do it.
+void cpu_prepare(const ComputeParams& params, Tensor& node);
 
 }  // namespace mb

@@ -3,6 +3,8 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <fstream>
 #include <string>
 #include <thread>

@@ -1,10 +1,16 @@
 #include "metal/metal_backend.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "core/buffer.h"
 #include "core/buffer_type.h"
@@ -13,7 +19,9 @@
 #include "core/tensor.h"
 #include "metal/metal_device.h"
 #include "metal/metal_storage.h"
-#include "metal/ops.h"
+#include "metal/ops/fusion.h"
+#include "metal/ops/op_encoder.h"
+#include "metal/ops/ops.h"
 
 namespace mb::metal {
 
@@ -24,45 +32,6 @@ constexpr size_t kFirstCommandBufferNodes = 64;
 
 bool computes(const Tensor& node) { return !op_is_view(node.op) && !node.is_empty(); }
 
-// How many nodes after nodes[i] a fused encoding might consume (a superset of what the encoders fuse:
-// ADD chains, NORM/RMS_NORM + MUL + ADD), so that barriers and graph_optimize treat them as one.
-size_t fusion_span(const std::vector<Tensor*>& nodes, size_t i) {
-    const Tensor* n = nodes[i];
-    size_t span = 0;
-    if (n->op == Op::ADD) {
-        while (i + span + 1 < nodes.size() && span < 7 && nodes[i + span + 1]->op == Op::ADD &&
-               nodes[i + span + 1]->src[0] == nodes[i + span])
-            ++span;
-    } else if (n->op == Op::NORM || n->op == Op::RMS_NORM) {
-        if (i + 1 < nodes.size() && nodes[i + 1]->op == Op::MUL && nodes[i + 1]->src[0] == n) {
-            ++span;
-            if (i + 2 < nodes.size() && nodes[i + 2]->op == Op::ADD && nodes[i + 2]->src[0] == nodes[i + 1]) ++span;
-        }
-    }
-    return span;
-}
-
-// A byte range of one GPU buffer that a node reads or writes.
-struct Range {
-    const RtBuffer* buffer;
-    size_t begin, end;
-    bool write;
-};
-
-void add_range(std::vector<Range>& out, const Tensor& t, bool write, size_t extra = 0) {
-    DeviceRef r = device_ref(t);
-    out.push_back({r.buffer, r.offset, r.offset + t.nbytes() + extra, write});
-}
-
-bool conflicts(const std::vector<Range>& a, const std::vector<Range>& b) {
-    for (const Range& x : a) {
-        for (const Range& y : b) {
-            if (x.buffer == y.buffer && x.begin < y.end && y.begin < x.end && (x.write || y.write)) return true;
-        }
-    }
-    return false;
-}
-
 }  // namespace
 
 MetalBackend::MetalBackend(std::shared_ptr<MetalDevice> device) : device_(std::move(device)) {
@@ -71,7 +40,7 @@ MetalBackend::MetalBackend(std::shared_ptr<MetalDevice> device) : device_(std::m
     declare_option("concurrency", 1, 0, 1);
     declare_option("graph_optimize", 1, 0, 1);
     declare_option("debug", 0, 0, 2);
-    if (device_->simulated()) declare_option("schedule", 0, 0, 1);  // executor: 0 lockstep, 1 run-ahead
+    for (const RuntimeOption& o : device_->runtime().options()) declare_option(o.name, o.default_value, o.min, o.max);
 }
 
 MetalBackend::~MetalBackend() {
@@ -83,9 +52,10 @@ std::string MetalBackend::name() const { return device_->name(); }
 
 std::shared_ptr<Device> MetalBackend::device() const { return device_; }
 
-int MetalBackend::schedule() const {
-    auto it = options().find("schedule");
-    return it == options().end() ? 0 : static_cast<int>(it->second);
+OptionValues MetalBackend::runtime_options() const {
+    OptionValues values;
+    for (const RuntimeOption& o : device_->runtime().options()) values[o.name] = option(o.name);
+    return values;
 }
 
 void MetalBackend::commit(std::unique_ptr<CommandBuffer> cb) {
@@ -95,6 +65,7 @@ void MetalBackend::commit(std::unique_ptr<CommandBuffer> cb) {
 
 Status MetalBackend::graph_compute_async(Graph& graph) {
     static const char* who = "MetalBackend::graph_compute";
+    reject_reentry(who);
     std::lock_guard<std::mutex> lock(mutex_);
     const RuntimeProps props = device_->props();
 
@@ -132,6 +103,17 @@ Status MetalBackend::graph_compute_async(Graph& graph) {
         nodes.push_back(node);
     }
     if (nodes.empty()) return Status::SUCCESS;
+    auto work = std::make_shared<const std::string>("graph_compute_async on " + device_->name());
+    for (Tensor* node : nodes) {
+        auto mark = [&](const Tensor& t, Access access) {
+            size_t begin = t.data_offset();
+            marks_.mark(t.data_buffer()->storage(who), begin, begin + t.nbytes(), access, {work, node->op, node->name});
+        };
+        mark(*node, Access::Write);
+        for (Tensor* s : node->src) {
+            if (s) mark(*s, Access::Read);
+        }
+    }
 
     const bool fusion = option("fusion") != 0;
     const bool concurrent = option("concurrency") != 0;
@@ -151,28 +133,12 @@ Status MetalBackend::graph_compute_async(Graph& graph) {
     error_records_.push_back(error_record);
 
     if (capture_next_) device_->runtime().capture_begin();
+    OpEncoder op_enc(device_->runtime(), props, nodes, fusion, concurrent, error_record.get(), &keep);
     size_t i = 0;
     for (size_t k = 0; k + 1 < bounds.size() && i < nodes.size(); ++k) {
-        auto cb = device_->runtime().command_buffer(schedule());
-        ComputeEncoder& enc = cb->compute(concurrent);
-        OpEncoder op_enc(device_->runtime(), props, enc, fusion, error_record.get(), &keep);
-        std::vector<Range> since_barrier;
-        while (i < nodes.size() && (i < bounds[k + 1] || k + 2 == bounds.size())) {
-            std::vector<Range> ranges;
-            size_t span = fusion ? fusion_span(nodes, i) : 0;
-            for (size_t j = i; j <= i + span && j < nodes.size(); ++j) {
-                for (Tensor* s : nodes[j]->src) {
-                    if (s) add_range(ranges, *s, false);
-                }
-                add_range(ranges, *nodes[j], true, extra_alloc_size(*nodes[j]));
-            }
-            if (concurrent && conflicts(ranges, since_barrier)) {
-                enc.memory_barrier();
-                since_barrier.clear();
-            }
-            since_barrier.insert(since_barrier.end(), ranges.begin(), ranges.end());
-            i += encode_node(op_enc, nodes, i);
-        }
+        auto cb = device_->runtime().command_buffer(runtime_options());
+        op_enc.begin(cb->compute(concurrent));
+        while (i < nodes.size() && (i < bounds[k + 1] || k + 2 == bounds.size())) i += op_enc.encode(i);
         // Asked before every commit: on stop nothing of this graph is committed from here on.
         if (should_abort()) {
             if (capture_next_) device_->runtime().capture_end();
@@ -189,6 +155,7 @@ Status MetalBackend::graph_compute_async(Graph& graph) {
 }
 
 void MetalBackend::synchronize() {
+    reject_reentry("MetalBackend::synchronize");
     std::lock_guard<std::mutex> lock(mutex_);
     std::string errors;
     for (size_t k = 0; k < in_flight_.size(); ++k) {
@@ -212,6 +179,7 @@ void MetalBackend::synchronize() {
     }
     error_records_.clear();
     in_flight_.clear();
+    marks_.clear();
     held_.clear();
     staging_.clear();
     reads_.clear();
@@ -226,13 +194,16 @@ void MetalBackend::set_tensor_async(Tensor& t, const void* src, size_t offset, s
                               ") is outside tensor ", t.describe(), " of ", t.nbytes(), " bytes");
     }
     DeviceRef ref = device_ref(t);
+    reject_reentry("MetalBackend::set_tensor_async");
     std::lock_guard<std::mutex> lock(mutex_);
     // The source is copied now, so the caller may reuse it at once.
     auto staging = device_->runtime().alloc(n, StorageMode::Shared);
     if (n) std::memcpy(staging->host_ptr(), src, n);
-    auto cb = device_->runtime().command_buffer(schedule());
+    auto cb = device_->runtime().command_buffer(runtime_options());
     cb->copy(*staging, 0, *ref.buffer, ref.offset + offset, n);
     held_.push_back(t.data_buffer()->storage("MetalBackend::set_tensor_async"));
+    marks_.mark(held_.back(), t.data_offset() + offset, t.data_offset() + offset + n, Access::Write,
+                {std::make_shared<const std::string>("set_tensor_async on " + device_->name() + " of " + t.describe())});
     staging_.push_back(std::move(staging));
     commit(std::move(cb));
 }
@@ -243,11 +214,14 @@ void MetalBackend::get_tensor_async(const Tensor& t, void* dst, size_t offset, s
                               ") is outside tensor ", t.describe(), " of ", t.nbytes(), " bytes");
     }
     DeviceRef ref = device_ref(t);
+    reject_reentry("MetalBackend::get_tensor_async");
     std::lock_guard<std::mutex> lock(mutex_);
     auto staging = device_->runtime().alloc(n, StorageMode::Shared);
-    auto cb = device_->runtime().command_buffer(schedule());
+    auto cb = device_->runtime().command_buffer(runtime_options());
     cb->copy(*ref.buffer, ref.offset + offset, *staging, 0, n);
     held_.push_back(t.data_buffer()->storage("MetalBackend::get_tensor_async"));
+    marks_.mark(held_.back(), t.data_offset() + offset, t.data_offset() + offset + n, Access::Read,
+                {std::make_shared<const std::string>("get_tensor_async on " + device_->name() + " of " + t.describe())});
     reads_.push_back({staging, dst, n});
     commit(std::move(cb));
 }
@@ -257,9 +231,10 @@ void MetalBackend::graph_optimize(Graph& graph) {
     // Units: a node plus the nodes fused into it; a unit's level is one more than the deepest unit
     // it reads from. Sorting by level (stably) groups independent units so they can run concurrently.
     const auto& nodes = graph.nodes();
+    const RuntimeProps props = device_->props();
     std::vector<std::vector<Tensor*>> units;
     for (size_t i = 0; i < nodes.size();) {
-        size_t span = computes(*nodes[i]) ? fusion_span(nodes, i) : 0;
+        size_t span = computes(*nodes[i]) ? fusable_after(props, nodes, i) : 0;
         units.emplace_back(nodes.begin() + i, nodes.begin() + i + span + 1);
         i += span + 1;
     }
@@ -279,7 +254,8 @@ void MetalBackend::graph_optimize(Graph& graph) {
     }
     std::vector<size_t> order(units.size());
     for (size_t u = 0; u < units.size(); ++u) order[u] = u;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return level[a] < level[b]; });
+    // Stable: units of one level keep their order (std::stable_sort's buffer API is deprecated in C++17).
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return level[a] != level[b] ? level[a] < level[b] : a < b; });
     std::vector<Tensor*> reordered;
     for (size_t u : order) reordered.insert(reordered.end(), units[u].begin(), units[u].end());
     graph.reorder(std::move(reordered));
@@ -292,6 +268,7 @@ void MetalBackend::capture_next_compute() {
         fail<UnsupportedOpError>("MetalBackend::capture_next_compute", "GPU trace capture needs Metal on Apple; ",
                                  device_->name(), " cannot capture");
     }
+    reject_reentry("MetalBackend::capture_next_compute");
     std::lock_guard<std::mutex> lock(mutex_);
     capture_next_ = true;
 }

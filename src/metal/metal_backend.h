@@ -3,12 +3,14 @@
 // command buffers. The abort callback is asked before each commit; nothing half-committed remains.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/backend.h"
+#include "core/pending_access.h"
 #include "metal/runtime.h"
 
 namespace mb {
@@ -31,6 +33,7 @@ public:
     void synchronize() override;
     void set_tensor_async(Tensor& t, const void* src, size_t offset, size_t n) override;
     void get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t n) override;
+    bool queues_copies() const override { return true; }
     void graph_optimize(Graph& graph) override;
     bool supports_family(int family) const override;
     void capture_next_compute() override;
@@ -42,7 +45,7 @@ private:
         size_t n;
     };
     void commit(std::unique_ptr<CommandBuffer> cb);
-    int schedule() const;
+    OptionValues runtime_options() const;  // the runtime's own switches, as set on this backend
 
     std::shared_ptr<MetalDevice> device_;
     std::mutex mutex_;
@@ -52,6 +55,7 @@ private:
     std::vector<PendingRead> reads_;
     std::vector<std::shared_ptr<RtBuffer>> error_records_;  // one per compute, read at synchronize
     bool capture_next_ = false;
+    PendingMarks marks_{this};  // what queued work reads and writes, lifted at synchronize
 };
 
 }  // namespace mb::metal

@@ -3,14 +3,22 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/buffer.h"
 #include "core/errors.h"
 #include "core/tensor.h"
+#include "metal/checked_runtime.h"
 #include "metal/metal_backend.h"
 #include "metal/metal_storage.h"
-#include "metal/ops.h"
+#include "metal/ops/ops.h"
 
 namespace mb::metal {
 
@@ -58,7 +66,7 @@ bool parse_bool(const std::string& key, int64_t v) {
 
 MetalDevice::MetalDevice(std::string name, std::shared_ptr<Runtime> runtime)
     : name_(std::move(name)),
-      runtime_(std::move(runtime)),
+      runtime_(make_checked_runtime(std::move(runtime))),
       props_(runtime_->props()),
       use_shared_buffers_(props_.has_unified_memory),
       use_residency_sets_(props_.supports_residency_sets) {

@@ -3,6 +3,9 @@
 // narrowed from Python (to test fallbacks) but never widened past what the runtime has.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -41,8 +44,6 @@ public:
     bool supports_family(int family) const;
     Runtime& runtime() const { return *runtime_; }
     const std::shared_ptr<Runtime>& runtime_ptr() const { return runtime_; }
-    // Whether the MSL executor runs this device (its backends then offer the "schedule" option).
-    bool simulated() const { return name_ == "MetalSim"; }
 
 private:
     std::string name_;

@@ -1,7 +1,11 @@
 #include "metal/metal_storage.h"
 
+#include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include "core/buffer.h"
 #include "core/buffer_type.h"

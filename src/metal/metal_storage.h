@@ -4,11 +4,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "core/storage.h"
-#include "metal/op_encoder.h"
+#include "metal/ops/op_encoder.h"
 #include "metal/runtime.h"
 
 namespace mb::metal {

@@ -1,10 +1,11 @@
 // The ONE interface between the Metal device's portable code (ops encoding, buffers, backend) and a
-// GPU runtime: real Metal (runtime_metal.mm, Apple only) or the MSL executor (runtime_sim.cpp).
+// GPU runtime: real Metal (apple/, Apple only) or the MSL executor (sim/).
 // Everything that decides *what* the GPU does is above this line and runs in Linux CI.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -99,6 +100,13 @@ struct RuntimeProps {
     std::vector<int> families;  // MTLGPUFamily values it supports (Apple7 = 1007, Metal3 = 5001)
 };
 
+// A switch a runtime offers for how it runs command buffers: name, default and range.
+struct RuntimeOption {
+    std::string name;
+    int64_t default_value, min, max;
+};
+using OptionValues = std::map<std::string, int64_t>;
+
 class Runtime {
 public:
     virtual ~Runtime() = default;
@@ -112,9 +120,11 @@ public:
 
     // Throws UnsupportedOpError for an unknown kernel, InvalidArgumentError for bad constants.
     virtual std::shared_ptr<Pipeline> pipeline(const std::string& name, const std::vector<FunctionConstant>& constants) = 0;
-    // `sim_schedule`: for the MSL executor only (0 lockstep, 1 one simdgroup running ahead); Metal
-    // ignores it.
-    virtual std::unique_ptr<CommandBuffer> command_buffer(int sim_schedule = 0) = 0;
+    // Switches this runtime offers for its command buffers (each a backend option of the same name);
+    // real Metal offers none.
+    virtual std::vector<RuntimeOption> options() const { return {}; }
+    // `options`: values for options() by name; a missing one takes its default.
+    virtual std::unique_ptr<CommandBuffer> command_buffer(const OptionValues& options = {}) = 0;
 
     // Whether the device's buffers are kept resident through a residency set (where
     // props().supports_residency_sets); the executor has no residency to manage.

@@ -4,7 +4,7 @@
 #   tests/native/build.sh [build-dir]        (CXX=clang++-19 tests/native/build.sh ...)
 #   EXTRA_FLAGS="-fsanitize=address -g" tests/native/build.sh build/native-asan
 #
-# Kernel sources: tests/kernels/*.metal -> tools/metal_sim_gen.py -> <build-dir>/*.metal.cpp
+# Kernel sources: tests/kernels/*.metal -> tools/metalsim/metal_sim_gen.py -> <build-dir>/*.metal.cpp
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,7 +26,7 @@ KERNEL_FLAGS="$KERNEL_FLAGS -fsigned-char -fno-strict-aliasing -fwrapv -fno-math
 OBJS=""
 for src in "$ROOT"/tests/kernels/*.metal; do
     name=$(basename "$src")
-    "$PYTHON" "$ROOT/tools/metal_sim_gen.py" "$src" -o "$OUT/$name.cpp" -I "$ROOT/tests/kernels"
+    "$PYTHON" "$ROOT/tools/metalsim/metal_sim_gen.py" "$src" -o "$OUT/$name.cpp" -I "$ROOT/tests/kernels"
     "$CXX" $COMMON $KERNEL_FLAGS -c "$OUT/$name.cpp" -o "$OUT/$name.o"
     OBJS="$OBJS $OUT/$name.o"
 done
@@ -37,5 +37,5 @@ wait
 wait
 "$CXX" $COMMON -o "$OUT/test_executor" "$OUT/test_executor.o" "$OUT/executor.o" "$OUT/fiber.o" $OBJS -pthread
 "$CXX" $COMMON -o "$OUT/bench_executor" "$OUT/bench_executor.o" "$OUT/executor.o" "$OUT/fiber.o" $OBJS -pthread
-"$PYTHON" "$ROOT/tools/metal_lint.py" "$ROOT"/tests/kernels/*.metal
+"$PYTHON" "$ROOT/tools/metalsim/metal_lint.py" "$ROOT"/tests/kernels/*.metal
 "$OUT/test_executor"

@@ -4,7 +4,7 @@
 // NEON paths on x86):
 //   g++ -O2 -std=c++17 -pthread -Isrc tests/native/test_mul_mat.cpp src/cpu/kernels/mul_mat.cpp
 //       src/cpu/kernels/vec_dot.cpp src/cpu/kernels/vec_dot_rows.cpp src/cpu/kernels/gemm_f32.cpp
-//       src/cpu/thread_pool.cpp
+//       src/cpu/thread_pool.cpp src/cpu/cache_sizes.cpp
 //       src/core/types.cpp src/core/tensor.cpp src/core/op.cpp src/core/buffer.cpp src/core/storage.cpp
 //       src/core/buffer_type.cpp src/core/device.cpp
 //       -o /tmp/test_mul_mat && /tmp/test_mul_mat
@@ -212,16 +212,19 @@ void run_case(const Case& c) {
 
     CHECK(mb::mul_mat_supported(dst), "%s: not supported", name);
     const size_t ws = mb::mul_mat_work_size(dst, c.nth);
-    // Scratch deliberately misaligned by 8 bytes: the kernel must align it itself.
-    std::vector<uint8_t> scratch(ws + 8);
+    // Scratch deliberately misaligned by 8 bytes (the kernel must align it itself) and full of
+    // garbage (mul_mat_prepare must set up every counter the kernel reads).
+    std::vector<uint8_t> scratch(ws + 8, 0xA5);
     mb::ThreadPool pool(c.nth);
+    mb::ComputeParams params;
+    params.nth = c.nth;
+    params.wdata = ws ? scratch.data() + 8 : nullptr;
+    params.wsize = ws;
+    params.pool = &pool;
+    mb::mul_mat_prepare(params, dst);
     pool.run(c.nth, [&](int ith) {
-        mb::ComputeParams p;
+        mb::ComputeParams p = params;
         p.ith = ith;
-        p.nth = c.nth;
-        p.wdata = ws ? scratch.data() + 8 : nullptr;
-        p.wsize = ws;
-        p.pool = &pool;
         mb::compute_mul_mat(p, dst);
     });
 
@@ -313,6 +316,15 @@ void test_shapes() {
         run_case({t, Type::F32, 32 * 13, 21, kGemmFromOther - 1, 1, 1, 1, 1, Layout::Contiguous, 2});
         run_case({t, Type::F32, 32 * 13, 21, kGemmFromOther, 1, 1, 1, 1, Layout::Contiguous, 2});
         run_case({t, Type::F32, 32 * 19, 37, 3, 1, 1, 1, 1, Layout::Contiguous, 3});
+    }
+    // Many slots: the mat-vec blocks per slot, slots with no rows (m < slots), helping other slots.
+    for (Type t : {Type::F32, Type::F16, Type::Q4_0, Type::Q8_0}) {
+        for (int64_t m : {3, 37, 384}) {
+            for (int64_t n : {1, 5}) {
+                run_case({t, Type::F32, 64, m, n, 1, 1, 1, 1, Layout::Contiguous, 16});
+            }
+        }
+        run_case({t, Type::F32, 64, 100, 3, 1, 1, 4, 1, Layout::Contiguous, 7});
     }
     // f16 x f16 as conv_1d uses it.
     for (int64_t n : mn) {

@@ -1,7 +1,7 @@
 """An independent float32 numpy implementation of Whisper's network: the test oracle.
 
-It implements the WhisperCompute protocol (encode / decode with a
-self-attention key/value cache), written from the architecture description
+It implements the WhisperCompute protocol (encode / decode / decode_batch /
+reorder with a self-attention key/value cache per sequence), written from the architecture description
 alone: conv1 + GELU, conv2 (stride 2) + GELU, sinusoidal positions, pre-norm
 residual blocks, final LayerNorm; decoder with token and learned position
 embeddings, masked self-attention, cross-attention, logits against the token
@@ -93,7 +93,7 @@ class NumpyWhisper:
                 raise WhisperError(f"{name} is {tensor.ggml_type.name}: the numpy reference needs float weights")
             self.w[name] = np.ascontiguousarray(tensor, dtype=np.float32)
         self._cache_features: NumpyAudioFeatures | None = None
-        self._cache: list[tuple[np.ndarray, np.ndarray]] = []
+        self._caches: list[list[tuple[np.ndarray, np.ndarray]]] = []
         self._cache_len = 0
 
     def _linear(self, x: np.ndarray, name: str, bias: bool = True) -> np.ndarray:
@@ -137,20 +137,39 @@ class NumpyWhisper:
         return features
 
     def decode(self, features: NumpyAudioFeatures, tokens: Sequence[int], offset: int) -> np.ndarray:
-        n = len(tokens)
-        if n == 0:
+        return self.decode_batch(features, [tokens], offset)[0]
+
+    def decode_batch(self, features: NumpyAudioFeatures, tokens: Sequence[Sequence[int]], offset: int) -> np.ndarray:
+        """Each sequence decoded on its own, over its own cache: (len(tokens), n_vocab) logits."""
+        if len(tokens) == 0 or len(tokens[0]) == 0:
             raise WhisperError("decode needs at least one token")
+        n = len(tokens[0])
+        if any(len(row) != n for row in tokens):
+            raise WhisperError("every sequence of a batch must feed the same number of tokens")
         if offset == 0:
             self._cache_features = features
-            self._cache = [(np.zeros((0, self.hp.n_text_state), np.float32),) * 2
-                           for _ in range(self.hp.n_text_layer)]
+            empty = np.zeros((0, self.hp.n_text_state), np.float32)
+            self._caches = [[(empty, empty)] * self.hp.n_text_layer for _ in tokens]
             self._cache_len = 0
         elif features is not self._cache_features or offset != self._cache_len:
             raise WhisperError(f"decode at offset {offset} does not continue the cached sequence "
                                f"({self._cache_len} tokens)")
+        elif len(tokens) != len(self._caches):
+            raise WhisperError(f"decode of {len(tokens)} sequences does not continue the {len(self._caches)} cached ones")
         if offset + n > self.hp.n_text_ctx:
             raise WhisperError(f"text context of {self.hp.n_text_ctx} exceeded ({offset} + {n})")
+        logits = np.stack([self._decode_one(features, self._caches[s], row, offset) for s, row in enumerate(tokens)])
+        self._cache_len = offset + n
+        return logits
 
+    def reorder(self, sequences: Sequence[int]) -> None:
+        """The cached sequences become [old[s] for s in sequences]."""
+        if not sequences or any(not 0 <= s < len(self._caches) for s in sequences):
+            raise WhisperError(f"bad reorder {list(sequences)} of {len(self._caches)} sequences")
+        self._caches = [list(self._caches[s]) for s in sequences]
+
+    def _decode_one(self, features: NumpyAudioFeatures, cache: list, tokens: Sequence[int], offset: int) -> np.ndarray:
+        n = len(tokens)
         ids = np.asarray(tokens, dtype=np.int64)
         x = self.w["decoder.token_embedding.weight"][ids] + self.w["decoder.positional_embedding"][offset:offset + n]
         # New token i sits at position offset + i and may see positions <= offset + i.
@@ -158,10 +177,10 @@ class NumpyWhisper:
         for i in range(self.hp.n_text_layer):
             p = f"decoder.blocks.{i}"
             h = layer_norm(x, self.w[f"{p}.attn_ln.weight"], self.w[f"{p}.attn_ln.bias"])
-            k_prev, v_prev = self._cache[i]
+            k_prev, v_prev = cache[i]
             k = np.concatenate([k_prev, self._linear(h, f"{p}.attn.key", bias=False)])
             v = np.concatenate([v_prev, self._linear(h, f"{p}.attn.value")])
-            self._cache[i] = (k, v)
+            cache[i] = (k, v)
             a = attention(self._linear(h, f"{p}.attn.query"), k, v, self.hp.n_text_head, mask)
             x = x + self._linear(a, f"{p}.attn.out")
             h = layer_norm(x, self.w[f"{p}.cross_attn_ln.weight"], self.w[f"{p}.cross_attn_ln.bias"])
@@ -169,6 +188,45 @@ class NumpyWhisper:
             a = attention(self._linear(h, f"{p}.cross_attn.query"), ck, cv, self.hp.n_text_head)
             x = x + self._linear(a, f"{p}.cross_attn.out")
             x = x + self._mlp(x, p)
-        self._cache_len = offset + n
         last = layer_norm(x[-1:], self.w["decoder.ln.weight"], self.w["decoder.ln.bias"])
         return (last @ self.w["decoder.token_embedding.weight"].T)[0].astype(np.float32)
+
+    def align(self, features: NumpyAudioFeatures, tokens: Sequence[int], heads: Sequence[tuple[int, int]],
+              n_audio: int) -> "NumpyAlignment":
+        """The alignment pass: the whole token sequence at once under a causal mask; the chosen
+        heads' cross-attention probabilities (a softmax over the first n_audio encoder positions)
+        and the logits of every position. The decode cache is left alone."""
+        n = len(tokens)
+        ids = np.asarray(tokens, dtype=np.int64)
+        x = self.w["decoder.token_embedding.weight"][ids] + self.w["decoder.positional_embedding"][:n]
+        causal = np.triu(np.full((n, n), -np.inf, np.float32), k=1)
+        hd = self.hp.n_text_state // self.hp.n_text_head
+        picked: dict[tuple[int, int], np.ndarray] = {}
+        for i in range(self.hp.n_text_layer):
+            p = f"decoder.blocks.{i}"
+            h = layer_norm(x, self.w[f"{p}.attn_ln.weight"], self.w[f"{p}.attn_ln.bias"])
+            a = attention(self._linear(h, f"{p}.attn.query"), self._linear(h, f"{p}.attn.key", bias=False),
+                          self._linear(h, f"{p}.attn.value"), self.hp.n_text_head, causal)
+            x = x + self._linear(a, f"{p}.attn.out")
+            h = layer_norm(x, self.w[f"{p}.cross_attn_ln.weight"], self.w[f"{p}.cross_attn_ln.bias"])
+            q = self._linear(h, f"{p}.cross_attn.query")
+            ck, cv = features.cross_kv[i]
+            for layer, head in heads:
+                if layer == i:
+                    cols = slice(head * hd, (head + 1) * hd)
+                    scores = (q[:, cols] @ ck[:n_audio, cols].T) * (hd ** -0.5)
+                    picked[(layer, head)] = softmax(scores)
+            x = x + self._linear(attention(q, ck, cv, self.hp.n_text_head), f"{p}.cross_attn.out")
+            x = x + self._mlp(x, p)
+        x = layer_norm(x, self.w["decoder.ln.weight"], self.w["decoder.ln.bias"])
+        logits = x @ self.w["decoder.token_embedding.weight"].T
+        return NumpyAlignment(weights=np.stack([picked[(l, h)] for l, h in heads]).astype(np.float32),
+                              logits=logits.astype(np.float32))
+
+
+@dataclass
+class NumpyAlignment:
+    """The numpy alignment pass's result, shaped as the backend's AlignmentOutput."""
+
+    weights: np.ndarray
+    logits: np.ndarray

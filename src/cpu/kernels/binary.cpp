@@ -2,6 +2,9 @@
 // dimension, any strides. The loops are plain C++ instantiated twice, once inside an AVX2-targeted
 // function, so the compiler vectorises each for its ISA.
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/errors.h"

@@ -4,6 +4,7 @@
 // split. Conversions go through f32 with types.h's row converters (bit-exact with ggml); same-type
 // copies move raw bytes.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "core/errors.h"

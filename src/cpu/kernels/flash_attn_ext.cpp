@@ -5,6 +5,7 @@
 // (running max and denominator per row, O rescaled when the max grows).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 

@@ -1,6 +1,7 @@
 #include "cpu/kernels/gemm_f32.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "cpu/kernels/simd.h"
 

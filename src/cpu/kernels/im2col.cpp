@@ -1,5 +1,8 @@
 // IM2COL: unfolds f32 data (any strides) into one row per output position, in f32 or f16. The 1-D
 // form is the 2-D one with a single input row (H = KH = 1), so one loop serves both.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/errors.h"

@@ -1,8 +1,11 @@
-// The CPU kernels, one function per op family. Each is called on every thread of a run with its own
-// `ith` of `nth` and splits the work itself (usually by rows); it may use the node's scratch memory
-// and barrier() between phases. Kernels read sources and write dst through host pointers; dst has
-// been checked by the family's *_supported function before the graph runs. A kernel that throws must
-// do so before its first barrier() on every thread alike, or the other threads would wait forever.
+// The CPU kernels, one function per op family. Each is called once per slot ith of nth and splits the
+// work itself (usually by rows); it may use the node's scratch memory and barrier() between phases.
+// A slot may run on any thread of the pool, and one thread may run several slots in turn, so a
+// kernel that does not use barrier() must not wait for another slot to start; one that does gets its
+// nth slots on nth threads at once. Kernels read sources and write dst through host pointers; dst
+// has been checked by the family's *_supported function before the graph runs. A kernel that throws
+// must do so before its first barrier() on every thread alike, or the other threads would wait
+// forever.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +47,9 @@ bool layout_supported(const Tensor& dst);            // CONCAT REPEAT PAD
 bool rope_supported(const Tensor& dst);              // ROPE
 
 size_t mul_mat_work_size(const Tensor& dst, int nth);
+// Sets up MUL_MAT's shared job counters in the scratch; called once, before compute_mul_mat runs on
+// any thread.
+void mul_mat_prepare(const ComputeParams& p, Tensor& dst);
 size_t flash_attn_ext_work_size(const Tensor& dst, int nth);
 
 void compute_binary(const ComputeParams& p, Tensor& dst);

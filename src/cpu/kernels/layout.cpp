@@ -1,5 +1,6 @@
 // CONCAT, REPEAT and PAD: raw element moves (any non-quantized type, any strides), one dst row at a
 // time.
+#include <cstdint>
 #include <cstring>
 
 #include "core/errors.h"

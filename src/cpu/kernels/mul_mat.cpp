@@ -10,14 +10,20 @@
 //   once a panel is reused across many tokens. The work runs in phases, one per a matrix and block of
 //   weight rows: the threads pack the block together into one shared copy (half the packing work and
 //   half the cache footprint of a copy per thread), then share its jobs (blocks of tokens).
-// Threads take jobs from a shared counter, which keeps both cores busy when one of them is slowed by
-// something else on the machine.
+// Threads take jobs from shared counters, which keeps every core busy when one of them is slowed by
+// something else on the machine. The matrix-vector path has no barrier (a slot never waits for one
+// that has not started, see kernels.h): the activation rows are claimed one by one and converted
+// once, every slot waits only until those claimed rows are done, then takes its own block of jobs
+// (the same rows of the weights on the same slot call after call, so they stay in that core's cache)
+// and, once that is done, helps with the other slots' blocks.
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
 #include "core/errors.h"
+#include "cpu/cache_sizes.h"
 #include "cpu/kernels/gemm_f32.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd.h"
@@ -34,29 +40,60 @@ namespace {
 // 143/165 us (gemm), even near 12; q4_0 at 16 tokens 249/188 us vs 224/278 us, gemm ahead from 24.
 constexpr int64_t kGemmMinTokensF32 = 12;
 constexpr int64_t kGemmMinTokensConverted = 24;
-// Cache blocking for a 32 KiB L1 and 512 KiB L2 per core. A phase packs a block of weight rows over
-// all of K (at most 4 MiB, shared, in L3). Per k block, a weight panel (16 x kc floats, up to 24 KiB)
-// stays in L1 while a job's packed tokens (96 x kc, up to 144 KiB) stream from L2. K up to 384 takes
-// one k block, so output tiles are written once and a phase may hold every row the budget allows
-// (repacking tokens costs about 8/rows of the multiply-adds). With several k blocks the output tile
-// is revisited per block, so rows are capped to keep it (96 x 512 floats, 192 KiB) in L2 beside the
-// tokens. Every phase repacks the job's tokens, so fewer, larger phases pack less.
+// Cache blocking, measured for a 32 KiB L1 and 512 KiB L2 per core and scaled to the host's caches
+// (host_cache_sizes). A phase packs a block of weight rows over all of K (4 MiB there, shared, in
+// L3). Per k block, a weight panel (16 x kc floats, up to 24 KiB) stays in L1 while a job's packed
+// tokens (96 x kc, up to 144 KiB) stream from L2. K up to 384 takes one k block, so output tiles are
+// written once and a phase may hold every row the budget allows (repacking tokens costs about
+// 8/rows of the multiply-adds). With several k blocks the output tile is revisited per block, so
+// rows are capped to keep it (96 x 512 floats, 192 KiB) in L2 beside the tokens. Every phase
+// repacks the job's tokens, so fewer, larger phases pack less: on a host with 2 MiB of L2 and a
+// large L3, a 2048-row weight is one phase instead of four.
 constexpr int64_t kMaxKBlock = 384;
+constexpr size_t kMeasuredL1 = size_t(32) << 10;
+constexpr int64_t kMaxRowsMultiBlock = 512;
+constexpr size_t kMeasuredL2 = size_t(512) << 10;
+constexpr size_t kPackBudgetBytes = size_t(4) << 20;
 // On AVX-512 hardware the GEMM tile reads two panels at once (2 x 16 x kc floats), so k blocks are
-// shorter to keep both in L1. Measured on a Xeon with AVX-512, 2 threads, 8 alternating runs each,
-// min/median ms: 1500x1536x384 7.02/8.23 (256) vs 7.34/8.98 (384), 2048^3 72.8/89.9 vs 83.6/100.2;
-// K = 384 shapes (one block either way) were as fast or faster with 384 (1500x384x1536 6.78/7.85 vs
-// 6.94/8.20), so only K that needs several blocks anyway gets the shorter ones. Chosen from the
-// hardware, not the max_isa cap, so the plan (and the scratch size asked for before a compute)
-// cannot change while a compute runs.
+// shorter to keep both in L1. Measured on a Xeon with AVX-512 (48 KiB L1), 2 threads, 8 alternating
+// runs each, min/median ms: 1500x1536x384 7.02/8.23 (256) vs 7.34/8.98 (384), 2048^3 72.8/89.9 vs
+// 83.6/100.2; K = 384 shapes (one block either way) were as fast or faster with 384
+// (1500x384x1536 6.78/7.85 vs 6.94/8.20), so only K that needs several blocks anyway gets the
+// shorter ones. Chosen from the hardware, not the max_isa cap, so the plan (and the scratch size
+// asked for before a compute) cannot change while a compute runs.
 constexpr int64_t kMaxKBlockAvx512 = 256;
+constexpr size_t kMeasuredL1Avx512 = size_t(48) << 10;
+
+struct Blocking {
+    int64_t max_k_block, max_k_block_avx512, max_rows_multi_block;
+    size_t pack_budget;
+};
+
+// A measured value scaled by cache / measured cache, rounded down to a multiple of `step`.
+int64_t scaled(int64_t value, size_t cache, size_t measured, int64_t step, int64_t lo, int64_t hi) {
+    const int64_t v = int64_t(double(value) * double(cache) / double(measured)) / step * step;
+    return std::max(lo, std::min(hi, v));
+}
+
+const Blocking& blocking() {
+    static const Blocking b = [] {
+        const CacheSizes& c = host_cache_sizes();
+        Blocking out{};
+        out.max_k_block = scaled(kMaxKBlock, c.l1d, kMeasuredL1, 32, 128, 512);
+        out.max_k_block_avx512 = scaled(kMaxKBlockAvx512, c.l1d, kMeasuredL1Avx512, 32, 128, 512);
+        out.max_rows_multi_block = scaled(kMaxRowsMultiBlock, c.l2, kMeasuredL2, 16, 256, 2048);
+        // An eighth of L3 for the shared block (others use the rest), no less than the measured 4 MiB.
+        out.pack_budget = std::max(kPackBudgetBytes, std::min(c.l3 / 8, size_t(16) << 20));
+        return out;
+    }();
+    return b;
+}
 
 int64_t max_k_block(int64_t k) {
-    return k > kMaxKBlock && cpu_isa_hardware() == CpuIsa::Avx512 ? kMaxKBlockAvx512 : kMaxKBlock;
+    const Blocking& b = blocking();
+    return k > b.max_k_block && cpu_isa_hardware() == CpuIsa::Avx512 ? b.max_k_block_avx512 : b.max_k_block;
 }
 constexpr int64_t kTokensPerJob = 96;  // a multiple of kGemmMR
-constexpr size_t kPackBudgetBytes = size_t(4) << 20;
-constexpr int64_t kMaxRowsMultiBlock = 512;
 constexpr int64_t kJobsPerThread = 4;  // enough jobs for the shared counter to even out the threads
 constexpr size_t kAlign = 64;
 
@@ -116,8 +153,10 @@ struct Plan {
     // rows_per_job rows x b matrix).
     int64_t n_phases = 1, rblocks_per_amat = 1, rows_per_phase = 0;
     int64_t rows_per_job = 0, rsplits = 1, tokens_per_job = 0, n_tchunks = 1, jobs_per_phase = 0;
-    // Scratch: one job counter per phase (a cache line each), converted b, the shared packed weights
-    // (gemm), then per thread a tile of dequantised rows and the packed tokens of one k block (gemm).
+    // Scratch: job counters (a cache line each; gemm: one per phase; vec: activation rows claimed,
+    // activation rows done, then one per slot), converted b, the shared packed weights (gemm), then per
+    // thread a tile of dequantised rows and the packed tokens of one k block (gemm).
+    int64_t n_counters = 1;
     size_t conv_offset = 0, pack_offset = 0, pack_bytes = 0, thread_offset = 0, tmp_bytes = 0;
     size_t thread_bytes = 0, total = 0;
 };
@@ -149,10 +188,10 @@ Plan make_plan(const Tensor& dst, int nth) {
         // Multiples of 32 keep every k block whole in quantized blocks (K is then a multiple of 32).
         p.kc = round_up(ceil_div(s.k, p.n_kblocks), 32);
         const int64_t k_padded = p.kc * p.n_kblocks;
-        const int64_t budget_rows = int64_t(kPackBudgetBytes / (sizeof(float) * size_t(k_padded)));
+        const int64_t budget_rows = int64_t(blocking().pack_budget / (sizeof(float) * size_t(k_padded)));
         int64_t max_rows = std::max<int64_t>(kGemmNR, budget_rows / kGemmNR * kGemmNR);
         if (p.n_kblocks > 1) {
-            max_rows = std::min(max_rows, kMaxRowsMultiBlock);
+            max_rows = std::min(max_rows, blocking().max_rows_multi_block);
         }
         p.rblocks_per_amat = ceil_div(s.m, max_rows);
         p.rows_per_phase = round_up(ceil_div(s.m, p.rblocks_per_amat), kGemmNR);
@@ -179,13 +218,15 @@ Plan make_plan(const Tensor& dst, int nth) {
         p.thread_bytes = p.tmp_bytes + tokens_bytes;
     } else {
         p.tokens_per_job = s.n;
-        // Row blocks of 16 keep threads off each other's cache lines of dst.
+        // Blocks of whole dot tiles; a block boundary inside a cache line of dst costs one line
+        // shared between two threads, far less than uneven blocks would at 16 threads.
         const int64_t per_mat = std::max<int64_t>(1, ceil_div(want_jobs, n_bmat));
-        p.rows_per_job = round_up(ceil_div(s.m, per_mat), 16);
+        p.rows_per_job = round_up(ceil_div(s.m, per_mat), kVecDotRows);
         p.jobs_per_phase = n_bmat * ceil_div(s.m, p.rows_per_job);
     }
 
-    p.conv_offset = kAlign * size_t(p.n_phases);
+    p.n_counters = p.gemm ? p.n_phases : 2 + nth;
+    p.conv_offset = kAlign * size_t(p.n_counters);
     const size_t conv_bytes = p.convert_b ? p.conv_row_bytes * size_t(s.n * n_bmat) : 0;
     p.pack_offset = p.conv_offset + conv_bytes;
     p.thread_offset = p.pack_offset + p.pack_bytes;
@@ -248,18 +289,22 @@ const uint8_t* b_row(const Plan& p, const Shape& s, const Tensor& b, const uint8
     return host_data(b) + i1 * b.nb[1] + i2 * b.nb[2] + i3 * b.nb[3];
 }
 
-void convert_activations(const ComputeParams& cp, const Plan& p, const Shape& s, const Tensor& b, uint8_t* conv) {
+int64_t activation_rows(const Shape& s) { return s.n * s.n_amat * s.n_sub; }
+
+void convert_activation_row(const Plan& p, const Shape& s, const Tensor& b, uint8_t* conv, int64_t row) {
     const int64_t b2 = s.a2 * s.r2;
-    const int64_t n_rows = s.n * s.n_amat * s.n_sub;
+    const int64_t i1 = row % s.n;
+    const int64_t i2 = (row / s.n) % b2;
+    const int64_t i3 = row / (s.n * b2);
+    const uint8_t* x = host_data(b) + i1 * b.nb[1] + i2 * b.nb[2] + i3 * b.nb[3];
+    vec_prepare_row(p.conv_type, b.type, x, b.nb[0], s.k, conv + p.conv_row_bytes * size_t(row));
+}
+
+// gemm: this slot's share, by a static split (a barrier follows).
+void convert_activations(const ComputeParams& cp, const Plan& p, const Shape& s, const Tensor& b, uint8_t* conv) {
     int64_t begin, end;
-    split_range(n_rows, cp.ith, cp.nth, &begin, &end);
-    for (int64_t row = begin; row < end; ++row) {
-        const int64_t i1 = row % s.n;
-        const int64_t i2 = (row / s.n) % b2;
-        const int64_t i3 = row / (s.n * b2);
-        const uint8_t* x = host_data(b) + i1 * b.nb[1] + i2 * b.nb[2] + i3 * b.nb[3];
-        vec_prepare_row(p.conv_type, b.type, x, b.nb[0], s.k, conv + p.conv_row_bytes * size_t(row));
-    }
+    split_range(activation_rows(s), cp.ith, cp.nth, &begin, &end);
+    for (int64_t row = begin; row < end; ++row) convert_activation_row(p, s, b, conv, row);
 }
 
 // This thread's share of packing phase `phase`: the block's rows over every k block, as
@@ -352,7 +397,74 @@ void zero_dst(const ComputeParams& cp, Tensor& dst) {
     }
 }
 
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+}
+
+std::atomic<int64_t>* counter_at(uint8_t* base, int64_t i) {
+    return reinterpret_cast<std::atomic<int64_t>*>(base + kAlign * size_t(i));
+}
+
+uint8_t* scratch_base(const ComputeParams& cp) {
+    const uintptr_t raw = reinterpret_cast<uintptr_t>(cp.wdata);
+    return cp.wdata + (align_up(raw) - raw);
+}
+
+// The matrix-vector path, for slot cp.ith (see the top of the file). Counters 0 and 1 count the
+// activation rows claimed and converted; counter 2 + t counts the jobs taken from slot t's block.
+void run_vec(const ComputeParams& cp, const Plan& p, const Shape& s, const Tensor& a, const Tensor& b, Tensor& dst,
+             uint8_t* base, const uint8_t* conv) {
+    if (p.convert_b) {
+        const int64_t rows = activation_rows(s);
+        std::atomic<int64_t>* claimed = counter_at(base, 0);
+        std::atomic<int64_t>* converted = counter_at(base, 1);
+        uint8_t* out = base + p.conv_offset;
+        for (int64_t row = claimed->fetch_add(1); row < rows; row = claimed->fetch_add(1)) {
+            convert_activation_row(p, s, b, out, row);
+            converted->fetch_add(1, std::memory_order_release);
+        }
+        // Every row is claimed by a slot that is running, so this waits for work in progress only.
+        while (converted->load(std::memory_order_acquire) < rows) {
+            cpu_relax();
+        }
+    }
+    const VecDotFn dot = vec_dot_fn(a.type, p.conv_type);
+    const VecDotRowsFn dot_rows = vec_dot_rows_fn(a.type, p.conv_type);
+    for (int k = 0; k < cp.nth; ++k) {
+        const int t = (cp.ith + k) % cp.nth;
+        const int64_t first = p.jobs_per_phase * t / cp.nth;
+        const int64_t count = p.jobs_per_phase * (t + 1) / cp.nth - first;
+        std::atomic<int64_t>* taken = counter_at(base, 2 + t);
+        // A read first: a block already done costs no write to its owner's cache line.
+        if (t != cp.ith && taken->load(std::memory_order_relaxed) >= count) {
+            continue;
+        }
+        for (int64_t j = taken->fetch_add(1); j < count; j = taken->fetch_add(1)) {
+            run_vec_job(p, s, a, b, dst, conv, decode_vec(p, s, first + j), dot, dot_rows);
+        }
+    }
+}
+
 }  // namespace
+
+void mul_mat_prepare(const ComputeParams& cp, Tensor& dst) {
+    if (dst.is_empty() || dst.src[0]->ne[0] == 0 || cp.wdata == nullptr) {
+        return;
+    }
+    const Plan p = make_plan(dst, std::max(1, cp.nth));
+    if (cp.wsize < p.total) {
+        return;  // compute_mul_mat reports it
+    }
+    uint8_t* base = scratch_base(cp);
+    for (int64_t i = 0; i < p.n_counters; ++i) {
+        // gemm: each thread starts on job ith of a phase, then takes the next free one.
+        new (counter_at(base, i)) std::atomic<int64_t>(p.gemm ? cp.nth : 0);
+    }
+}
 
 bool mul_mat_supported(const Tensor& dst) {
     const Tensor* a = dst.src[0];
@@ -406,32 +518,17 @@ void compute_mul_mat(const ComputeParams& cp, Tensor& dst) {
         fail<Error>("compute_mul_mat", "scratch of ", cp.wsize, " bytes is smaller than the ", p.total,
                     " bytes mul_mat_work_size asks for with ", cp.nth, " threads");
     }
-    const uintptr_t raw = reinterpret_cast<uintptr_t>(cp.wdata);
-    uint8_t* base = cp.wdata + (align_up(raw) - raw);
-    auto counter = [&](int64_t phase) { return reinterpret_cast<std::atomic<int64_t>*>(base + kAlign * phase); };
+    uint8_t* base = scratch_base(cp);
     uint8_t* conv = base + p.conv_offset;
 
-    if (p.convert_b) {
-        convert_activations(cp, p, s, b, conv);
-    }
-    if (cp.ith == 0) {
-        // Each thread starts on job ith of a phase, then takes the next free one.
-        for (int64_t phase = 0; phase < p.n_phases; ++phase) {
-            new (counter(phase)) std::atomic<int64_t>(cp.nth);
-        }
-    }
-    if (cp.nth > 1) {
-        cp.barrier();
-    }
-
     if (!p.gemm) {
-        const VecDotFn dot = vec_dot_fn(a.type, p.conv_type);
-        const VecDotRowsFn dot_rows = vec_dot_rows_fn(a.type, p.conv_type);
-        for (int64_t job = cp.ith; job < p.jobs_per_phase; job = counter(0)->fetch_add(1)) {
-            run_vec_job(p, s, a, b, dst, conv, decode_vec(p, s, job), dot, dot_rows);
-        }
+        run_vec(cp, p, s, a, b, dst, base, conv);
         return;
     }
+    if (p.convert_b) {
+        convert_activations(cp, p, s, b, conv);  // the barrier after the first packing orders it too
+    }
+    auto counter = [&](int64_t phase) { return counter_at(base, phase); };
     float* pack = reinterpret_cast<float*>(base + p.pack_offset);
     float* tmp = reinterpret_cast<float*>(base + p.thread_offset + p.thread_bytes * size_t(cp.ith));
     float* tokens = reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(tmp) + p.tmp_bytes);

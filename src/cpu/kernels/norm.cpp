@@ -1,6 +1,8 @@
 // NORM and RMS_NORM over each row (ne[0]) of an f32 tensor with any strides. NORM takes the variance
 // around the mean in a second pass (not E[x^2] - E[x]^2, which cancels for rows far from zero).
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "core/errors.h"

@@ -1,5 +1,8 @@
 // SUM_ROWS, MEAN and ARGMAX over each row of an f32 tensor with any strides.
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/errors.h"

@@ -2,7 +2,11 @@
 // pairs (i, i + n_dims/2); dims past n_dims pass through. YaRN (ext_factor, attn_factor, beta_fast,
 // beta_slow) follows ggml's definition. Angles are computed in double: positions reach the thousands,
 // where an f32 angle would already be off by 1e-4 radians.
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "core/errors.h"

@@ -1,5 +1,7 @@
 // GET_ROWS (rows of any type gathered into f32) and SET_ROWS (f32 rows converted and scattered into a
 // tensor of any supported type). Indices are i32 and checked against the row count as they are read.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "core/errors.h"

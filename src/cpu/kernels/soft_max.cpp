@@ -2,7 +2,11 @@
 // mask broadcast over dims 2,3 by modulo, ALiBi slopes per head (dim 2) and optional per-head sinks.
 // A row makes three passes, all but the first over dst while it sits in L1: logits and max, exp and
 // sum, normalise.
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 

@@ -2,6 +2,8 @@
 // lanes at a time with AVX2 where the host has it; the transcendental ones go through vec.h's
 // polynomial exp (tanh, sigmoid and both GELUs are rational functions of one exp).
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "core/errors.h"
@@ -169,14 +171,14 @@ MB_AVX2 void map_avx2(const F& f, const float* x, float* y, int64_t n) {
 
 template <class F>
 void map(const F& f, const float* x, float* y, int64_t n) {
-#if defined(MB_VEC_AVX2)
     if constexpr (F::kVec) {
+#if defined(MB_VEC_AVX2)
         if (vec::use_avx2()) {
             map_avx2(f, x, y, n);
             return;
         }
-    }
 #endif
+    }
     map_portable(f, x, y, n);
 }
 

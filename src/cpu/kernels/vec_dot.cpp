@@ -1,6 +1,7 @@
 #include "cpu/kernels/vec_dot.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "core/errors.h"

@@ -3,6 +3,9 @@
 // call, horizontal sum and store as on the multiply-adds; a tile of four rows shares the activation
 // loads and scales and reduces four accumulators with one transposing sum, and a second token reuses
 // every weight vector once it is loaded and decoded.
+#include <cstddef>
+#include <cstdint>
+
 #include "cpu/kernels/vec_dot.h"
 
 #include "core/fp16.h"

@@ -5,15 +5,21 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <string_view>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "metal/sim/fiber.h"
 
@@ -369,7 +375,7 @@ private:
     [[gnu::cold, gnu::noinline]] void note_loop_sync(const char* what, const char* file, uint32_t line) {
         if (loop_error_.empty()) {
             loop_error_ = std::string("kernel was generated as free of synchronisation but called ") + what +
-                          " (" + site(file, line) + "); tools/metal_sim_gen.py missed it";
+                          " (" + site(file, line) + "); tools/metalsim/metal_sim_gen.py missed it";
         }
     }
 

@@ -1,5 +1,5 @@
 // The MSL executor: runs a kernel dispatch (compiled from .metal through
-// shaders/msl_shim.h) on the CPU with GPU semantics.
+// src/metal/sim/msl_shim.h) on the CPU with GPU semantics.
 //
 // Each threadgroup runs on one host thread; threadgroups are spread over a small pool.
 // A kernel that can never synchronise runs as a plain loop over its threads. Otherwise

@@ -1,5 +1,5 @@
-// The contract between kernels compiled from .metal files (shaders/msl_shim.h plus the
-// registration code tools/metal_sim_gen.py writes) and the executor that runs them.
+// The contract between kernels compiled from .metal files (src/metal/sim/msl_shim.h plus the
+// registration code tools/metalsim/metal_sim_gen.py writes) and the executor that runs them.
 // Plain C++17 without macros, so both the kernel side (where `device`, `thread`, ...
 // are macros) and the host side can include it.
 #pragma once

@@ -1,4 +1,4 @@
-// The subset of Apple's Metal framework that src/metal/runtime_metal.mm and metal_registry.mm call,
+// The subset of Apple's Metal framework that src/metal/apple/runtime_metal.mm and metal_registry.mm call,
 // declared as Apple's SDK declares it, so that tools/metal_syntax_check.sh can type-check those files
 // on Linux (clang, GNUstep Foundation). Declarations only; nothing here runs. Each line names the
 // Apple documentation symbol it mirrors. Adding a call to the runtime means adding its declaration

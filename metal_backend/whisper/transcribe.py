@@ -1,0 +1,262 @@
+"""Transcription of a whole recording: the long-form loop of openai-whisper and faster-whisper.
+
+The log-mel spectrogram of the whole audio (followed by 30 s of silence) is computed once; a
+window of 30 s starts at `seek` (a mel frame, 10 ms each). Each window is decoded with
+temperature fallback (decode again at the next temperature while the text's gzip compression
+ratio is above compression_ratio_threshold or its average log-probability below
+logprob_threshold; of all failed attempts the best one is kept). A window whose no-speech
+probability is above no_speech_threshold with an average log-probability below
+logprob_threshold is skipped as silence. Two more checks, beyond the peers' published rules, keep
+silence and noise from producing text (tiny.en says "you" over digital silence with a no-speech
+probability of 0.95 but an average log-probability of -0.7, and ". . ." over white noise): a window
+whose samples all lie within one 16-bit step of zero is not decoded at all, and a window with a
+no-speech probability above the threshold whose text has no letter or digit is skipped too.
+
+The window's tokens are cut into segments at consecutive timestamp pairs. When the window ends
+on a single timestamp (a segment closed and none opened) the rest of the window holds no speech
+and the next window starts at its end; otherwise the last, unfinished segment is dropped and the
+next window starts at the last closing timestamp, so a sentence cut by the window's end is
+decoded again, whole, at the start of the next window. Without any timestamp pair the window is
+one segment. The segments' text tokens (timestamps included) become the prompt of the next
+window when condition_on_previous_text is set; the prompt is reset after a window decoded at a
+temperature above 0.5.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from .audio import SAMPLE_RATE, load_audio
+from .compute import WhisperCompute
+from .decoding import DecodingResult, WindowDecoder, resolve_language
+from .errors import WhisperError
+from .language import detect_language
+from .logit_filters import TIME_PRECISION
+from .mel import HOP_LENGTH, N_FRAMES, log_mel_spectrogram, pad_or_trim
+from .model_data import WhisperModelData
+from .options import DecodingOptions
+from .tokenizer import Tokenizer
+from .transcript import Segment, Transcript
+
+Progress = Callable[[float, float], None]
+FRAMES_PER_SECOND = SAMPLE_RATE // HOP_LENGTH  # 100 mel frames per second
+INPUT_STRIDE = 2  # mel frames per encoder position: one timestamp step (20 ms) is 2 frames
+_PROMPT_RESET_TEMPERATURE = 0.5
+_DIGITAL_SILENCE = 1.0 / 32768  # one step of 16-bit audio
+
+
+def audio_samples(audio: str | os.PathLike | np.ndarray) -> np.ndarray:
+    """16 kHz mono float32 samples of a file path or an array; bad arrays raise WhisperError
+    naming the problem (integer or non-float dtype, not 1-D, empty, non-finite samples)."""
+    if isinstance(audio, np.ndarray):
+        if audio.dtype.kind != "f":
+            raise WhisperError(f"audio samples must be floating point in [-1, 1] (got dtype {audio.dtype}); "
+                               f"scale integer PCM first, e.g. samples / 32768.0")
+        if audio.ndim != 1:
+            raise WhisperError(f"audio samples must be a 1-D array of 16 kHz mono samples (got shape {audio.shape})")
+        if audio.size == 0:
+            raise WhisperError("audio is empty")
+        finite = np.isfinite(audio)
+        if not finite.all():
+            bad = int(audio.size - np.count_nonzero(finite))
+            first = int(np.argmin(finite))
+            raise WhisperError(f"audio has {bad} non-finite samples (NaN or infinity), the first at index {first}")
+        return np.asarray(audio, dtype=np.float32)
+    if isinstance(audio, (str, bytes, os.PathLike)):
+        return load_audio(audio)
+    raise WhisperError(f"audio must be a file path or a numpy array of samples (got {type(audio).__name__})")
+
+
+def transcribe(compute: WhisperCompute, model: WhisperModelData, audio: str | os.PathLike | np.ndarray,
+               options: DecodingOptions | None = None, progress: Progress | None = None) -> Transcript:
+    """Transcribes an audio file (or 16 kHz mono float samples) window by window.
+
+    progress(seconds_done, seconds_total) is called after each window. The result's timings
+    (seconds) hold load_audio, mel, encode, decode (language detection included), total and
+    tokens (text tokens produced).
+    """
+    options = options if options is not None else DecodingOptions()
+    if not isinstance(options, DecodingOptions):
+        raise WhisperError(f"options must be DecodingOptions (got {type(options).__name__})")
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    samples = audio_samples(audio)
+    t1 = time.perf_counter()
+    mel = log_mel_spectrogram(samples, model.hparams.n_mels, padding=N_FRAMES * HOP_LENGTH, filters=model.mel_filters)
+    t2 = time.perf_counter()
+    timings.update(load_audio=t1 - t0, mel=t2 - t1, encode=0.0, decode=0.0)
+    loop = _Loop(compute, model, options, mel, samples, timings, progress)
+    segments = loop.run()
+    timings["total"] = time.perf_counter() - t0
+    timings["tokens"] = float(sum(len(s.tokens) for s in segments))
+    text = "".join(s.text for s in segments).strip()
+    return Transcript(text=text, segments=segments, language=loop.language,
+                      language_probability=loop.language_probability, timings=timings)
+
+
+class _Loop:
+    """The state of one transcription: where the next window starts, the prompt, the segments."""
+
+    def __init__(self, compute: WhisperCompute, model: WhisperModelData, options: DecodingOptions, mel: np.ndarray,
+                 samples: np.ndarray, timings: dict[str, float], progress: Progress | None):
+        self.compute = compute
+        self.model = model
+        self.options = options
+        self.mel = mel
+        self.content_frames = mel.shape[-1] - N_FRAMES
+        self.samples = samples
+        self.duration = samples.size / SAMPLE_RATE
+        self.timings = timings
+        self.progress = progress
+        self.tokenizer = Tokenizer(model.vocab, model.special)
+        self.timestamp_begin = model.special.timestamp_begin
+        self.language = resolve_language(model, options.language)
+        self.language_probability = 1.0
+        self.rng = np.random.default_rng(0)
+
+    def run(self) -> list[Segment]:
+        options = self.options
+        all_tokens: list[int] = []
+        if options.initial_prompt:
+            all_tokens += self.tokenizer.encode(" " + options.initial_prompt.strip())
+        prompt_reset_since = 0
+        segments: list[Segment] = []
+        decoder: WindowDecoder | None = None
+        seek = 0
+        while seek < self.content_frames:
+            time_offset = seek / FRAMES_PER_SECOND
+            segment_size = min(N_FRAMES, self.content_frames - seek)
+            if self._is_digital_silence(seek, segment_size):
+                seek += segment_size
+                self._report(seek)
+                continue
+            window = np.ascontiguousarray(pad_or_trim(self.mel[:, seek:seek + N_FRAMES]))
+            t_enc = time.perf_counter()
+            features = self.compute.encode(window)
+            t_dec = time.perf_counter()
+            self.timings["encode"] += t_dec - t_enc
+            if decoder is None:
+                if self.language is None:
+                    self.language, self.language_probability, _ = detect_language(self.compute, self.model, features)
+                decoder = WindowDecoder(self.model, options, self.language)
+            # Without conditioning the prompt is reset after every window: only the initial prompt is used.
+            previous = all_tokens[prompt_reset_since:]
+            result = self._decode_with_fallback(decoder, features, previous)
+            self.timings["decode"] += time.perf_counter() - t_dec
+
+            if self._is_silence(result):
+                seek += segment_size
+                self._report(seek)
+                continue
+            window_segments, kept_tokens, next_seek, finished = self._split(result, seek, segment_size)
+            window_segments = [s for s in window_segments if s.text.strip() and s.end > s.start]
+            if options.word_timestamps and window_segments:
+                next_seek = self._add_words(features, window_segments, time_offset, segment_size, finished, next_seek,
+                                            decoder.language, segments[-1].end if segments else None)
+            for s in window_segments:
+                s.id = len(segments)
+                segments.append(s)
+            all_tokens += kept_tokens
+            if not options.condition_on_previous_text or result.temperature > _PROMPT_RESET_TEMPERATURE:
+                prompt_reset_since = len(all_tokens)
+            # Every window moves on (a timestamp pair at 0.00 s would otherwise stall the loop).
+            seek = next_seek if next_seek > seek else seek + segment_size
+            self._report(seek)
+        return segments
+
+    # ---------------------------------------------------------------- pieces
+
+    def _decode_with_fallback(self, decoder: WindowDecoder, features: Any, previous: list[int]) -> DecodingResult:
+        options = self.options
+        attempts: list[DecodingResult] = []
+        for temperature in options.temperatures:
+            result = decoder.decode(self.compute, features, previous, temperature, self.rng)
+            attempts.append(result)
+            too_repetitive = (options.compression_ratio_threshold is not None
+                              and result.compression_ratio > options.compression_ratio_threshold)
+            too_unlikely = options.logprob_threshold is not None and result.avg_logprob < options.logprob_threshold
+            if self._is_silence(result) or not (too_repetitive or too_unlikely):
+                return result
+        # Every temperature failed: the most likely text that is not repetitive, else the most likely.
+        threshold = options.compression_ratio_threshold
+        fine = [r for r in attempts if threshold is None or r.compression_ratio <= threshold]
+        return max(fine or attempts, key=lambda r: r.avg_logprob)
+
+    def _is_digital_silence(self, seek: int, segment_size: int) -> bool:
+        window = self.samples[seek * HOP_LENGTH:(seek + segment_size) * HOP_LENGTH]
+        return window.size == 0 or float(np.abs(window).max()) <= _DIGITAL_SILENCE
+
+    def _is_silence(self, result: DecodingResult) -> bool:
+        options = self.options
+        if options.no_speech_threshold is None or result.no_speech_prob <= options.no_speech_threshold:
+            return False
+        if not any(c.isalnum() for c in result.text):
+            return True
+        return options.logprob_threshold is None or result.avg_logprob < options.logprob_threshold
+
+    def _split(self, result: DecodingResult, seek: int,
+               segment_size: int) -> tuple[list[Segment], list[int], int, bool]:
+        """The window's segments, the tokens kept as prompt, where the next window starts, and
+        whether the window ended on a single timestamp."""
+        tokens = result.tokens
+        tb = self.timestamp_begin
+        time_offset = seek / FRAMES_PER_SECOND
+        is_timestamp = [t >= tb for t in tokens]
+        single_timestamp_ending = is_timestamp[-2:] == [False, True]
+        pairs = [i + 1 for i in range(len(tokens) - 1) if is_timestamp[i] and is_timestamp[i + 1]]
+        segments: list[Segment] = []
+        if pairs:
+            cuts = pairs + ([len(tokens)] if single_timestamp_ending else [])
+            last = 0
+            for cut in cuts:
+                piece = tokens[last:cut]
+                start = time_offset + (piece[0] - tb) * TIME_PRECISION
+                end = time_offset + (piece[-1] - tb) * TIME_PRECISION
+                segments.append(self._segment(seek, start, end, piece, result))
+                last = cut
+            kept = tokens[:last]
+            if single_timestamp_ending:
+                next_seek = seek + segment_size
+            else:
+                next_seek = seek + (tokens[last - 1] - tb) * INPUT_STRIDE
+        else:
+            end = time_offset + segment_size / FRAMES_PER_SECOND
+            stamps = [t for t in tokens if t >= tb]
+            if stamps and stamps[-1] != tb:
+                end = time_offset + (stamps[-1] - tb) * TIME_PRECISION
+            segments.append(self._segment(seek, time_offset, end, tokens, result))
+            kept = tokens
+            next_seek = seek + segment_size
+        return segments, kept, next_seek, single_timestamp_ending
+
+    def _segment(self, seek: int, start: float, end: float, tokens: list[int], result: DecodingResult) -> Segment:
+        text_tokens = [t for t in tokens if t < self.model.special.eot]
+        end = min(end, self.duration)
+        start = min(start, end)
+        return Segment(id=0, seek=seek, start=round(start, 3), end=round(end, 3),
+                       text=self.tokenizer.decode(text_tokens), tokens=text_tokens, temperature=result.temperature,
+                       avg_logprob=result.avg_logprob, compression_ratio=result.compression_ratio,
+                       no_speech_prob=result.no_speech_prob)
+
+    def _add_words(self, features: Any, segments: list[Segment], time_offset: float, segment_size: int,
+                   single_timestamp_ending: bool, next_seek: int, language: str, last_speech_time: float | None) -> int:
+        """Word timestamps for the window's segments (alignment.py); with words, an unfinished
+        window continues after its last word."""
+        try:
+            from .alignment import add_word_timestamps
+        except ImportError as exc:
+            raise WhisperError(f"word timestamps are not available: {exc}") from None
+        add_word_timestamps(self.compute, self.model, self.tokenizer, features, segments, time_offset, segment_size,
+                            self.options, language=language, last_speech_time=last_speech_time)
+        ends = [w.end for s in segments for w in (s.words or [])]
+        if not single_timestamp_ending and ends and ends[-1] > time_offset:
+            return int(round(ends[-1] * FRAMES_PER_SECOND))
+        return next_seek
+
+    def _report(self, seek: int) -> None:
+        if self.progress is not None:
+            self.progress(min(seek, self.content_frames) / FRAMES_PER_SECOND, self.content_frames / FRAMES_PER_SECOND)

@@ -1,0 +1,25 @@
+// Host access to buffer memory that queued device work may still be using (see core/pending_access.h).
+// The rule: a zero-copy view or a host read of bytes that queued work writes raises PendingWorkError
+// naming that work; a view of bytes that queued work only reads is handed out read-only.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "bindings/bindings.h"
+
+namespace mb {
+class Buffer;
+}
+
+namespace mb::bindings {
+
+// Raises PendingWorkError when queued work writes any byte of [offset, offset + n) of `buf` and the host
+// can see that memory (device-private memory is read through copies ordered after queued work).
+void check_host_read(const Buffer& buf, const char* who, const std::string& what, size_t offset, size_t n);
+// Whether queued work reads any byte of [offset, offset + n): views are then handed out read-only.
+bool pending_read(const Buffer& buf, size_t offset, size_t n);
+
+void init_host_view(py::module_& m);
+
+}  // namespace mb::bindings

@@ -1,0 +1,116 @@
+// DUP, CPY and CONT on the Metal device (shaders/cpy.metal). Conversions: f32 -> f32, f16, bf16, i32
+// and every quantized type; f16 -> f32, f16; bf16 -> f32, bf16; i32 -> f32, i32; quantized -> f32,
+// f16 and the same type. Both sides may have any strides and shapes with the same element count; a
+// quantized side needs packed blocks and rows as long as the other side's (blocks cannot be split).
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "metal/ops/ops.h"
+#include "metal/ops/row_threads.h"
+#include "kargs.h"
+
+namespace mb::metal {
+
+namespace {
+
+bool conversion(Type from, Type to) {
+    if (from == to) return true;
+    switch (from) {
+        case Type::F32:
+            return true;
+        case Type::F16:
+        case Type::BF16:
+        case Type::I32:
+            return to == Type::F32;
+        case Type::Q4_0:
+        case Type::Q4_1:
+        case Type::Q5_0:
+        case Type::Q5_1:
+        case Type::Q8_0:
+            return to == Type::F32 || to == Type::F16;
+    }
+    return false;
+}
+
+// Typed loads and stores need natural alignment: 4 bytes for f32/i32, 2 for f16/bf16 and blocks.
+size_t alignment(Type t) {
+    return t == Type::F32 || t == Type::I32 ? 4 : 2;
+}
+
+bool aligned_view(const Tensor& t) {
+    const size_t a = alignment(t.type);
+    return t.view_offs % a == 0 && t.nb[0] % a == 0 && t.nb[1] % a == 0 && t.nb[2] % a == 0 && t.nb[3] % a == 0;
+}
+
+bool fits_i32(const Tensor& t) {
+    for (int i = 0; i < kMaxDims; ++i) {
+        if (t.ne[i] > INT32_MAX) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+bool supports_cpy(const RuntimeProps& props, const Tensor& node) {
+    (void)props;
+    const Tensor* a = node.src[0];
+    if ((node.op != Op::DUP && node.op != Op::CPY && node.op != Op::CONT) || !a) return false;
+    if (a->nelements() != node.nelements() || (node.op != Op::CPY && a->type != node.type)) return false;
+    if (!conversion(a->type, node.type)) return false;
+    if (!aligned_view(*a) || !aligned_view(node) || !fits_i32(*a) || !fits_i32(node)) return false;
+    const TypeTraits& at = type_traits(a->type);
+    const TypeTraits& dt = type_traits(node.type);
+    if (at.is_quantized || dt.is_quantized) {
+        if (a->ne[0] != node.ne[0]) return false;
+        if ((at.is_quantized && a->nb[0] != at.type_size) || (dt.is_quantized && node.nb[0] != dt.type_size)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+size_t encode_cpy(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
+    const Tensor& dst = *nodes[i];
+    const Tensor& src = *dst.src[0];
+    if (dst.is_empty()) return 1;
+
+    mb_kargs_cpy args{};
+    args.nb00 = src.nb[0];
+    args.nb01 = src.nb[1];
+    args.nb02 = src.nb[2];
+    args.nb03 = src.nb[3];
+    args.nb0 = dst.nb[0];
+    args.nb1 = dst.nb[1];
+    args.nb2 = dst.nb[2];
+    args.nb3 = dst.nb[3];
+    args.ne00 = int32_t(src.ne[0]);
+    args.ne01 = int32_t(src.ne[1]);
+    args.ne02 = int32_t(src.ne[2]);
+    args.ne0 = int32_t(dst.ne[0]);
+    args.ne1 = int32_t(dst.ne[1]);
+    args.ne2 = int32_t(dst.ne[2]);
+    args.same_rows = src.ne[0] == dst.ne[0] ? 1 : 0;
+
+    // Work units per row: elements; blocks when quantizing or copying blocks; halves of blocks when
+    // dequantizing.
+    int64_t units = src.ne[0];
+    if (type_traits(dst.type).is_quantized) {
+        units = src.ne[0] / 32;
+    } else if (type_traits(src.type).is_quantized) {
+        units = src.ne[0] / 16;
+    }
+    const Pipeline& p =
+        enc.use(std::string("kernel_cpy_") + type_traits(src.type).name + "_" + type_traits(dst.type).name);
+    enc.args(args);
+    enc.input(src, 1);
+    enc.output(dst, 2);
+    enc.dispatch({uint32_t(src.ne[1]), uint32_t(src.ne[2]), uint32_t(src.ne[3])},
+                 {row_threads(units, p.max_threads_per_threadgroup()), 1, 1});
+    return 1;
+}
+
+}  // namespace mb::metal

@@ -1,0 +1,143 @@
+// CONCAT, REPEAT and PAD on the Metal device (shaders/layout.metal): one threadgroup per dst row,
+// any strides, element types of 4 bytes (f32, i32) and 2 bytes (f16, bf16); the kernels only move
+// bits, so each element size has one kernel per op.
+#include <algorithm>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "kargs.h"
+#include "metal/ops/ops.h"
+
+namespace mb::metal {
+
+namespace {
+
+const char* suffix(Type t) {
+    switch (t) {
+        case Type::F32: return "f32";
+        case Type::F16: return "f16";
+        case Type::I32: return "i32";
+        case Type::BF16: return "bf16";
+        default: return nullptr;
+    }
+}
+
+bool dims_ok(const Tensor& t) {
+    for (int i = 0; i < kMaxDims; ++i) {
+        if (t.ne[i] < 0 || t.ne[i] > INT_MAX) return false;
+    }
+    return true;
+}
+
+bool shapes_ok(const Tensor& node) {
+    const Tensor& a = *node.src[0];
+    switch (node.op) {
+        case Op::CONCAT: {
+            const Tensor* b = node.src[1];
+            const int dim = node.op_params[0];
+            if (b == nullptr || b->type != node.type || !dims_ok(*b) || dim < 0 || dim >= kMaxDims) return false;
+            for (int i = 0; i < kMaxDims; ++i) {
+                const int64_t want = i == dim ? a.ne[i] + b->ne[i] : a.ne[i];
+                if (node.ne[i] != want || (i != dim && b->ne[i] != a.ne[i])) return false;
+            }
+            return true;
+        }
+        case Op::REPEAT:
+            for (int i = 0; i < kMaxDims; ++i) {
+                if (a.ne[i] == 0 ? node.ne[i] != 0 : node.ne[i] % a.ne[i] != 0) return false;
+            }
+            return true;
+        case Op::PAD:
+            for (int i = 0; i < kMaxDims; ++i) {
+                if (node.op_params[i] < 0 || node.ne[i] != a.ne[i] + node.op_params[i]) return false;
+            }
+            return true;
+        default:
+            return false;
+    }
+}
+
+template <typename Args>
+void set_src0_dst(Args& k, const Tensor& a, const Tensor& dst) {
+    k.ne00 = int32_t(a.ne[0]);
+    k.ne01 = int32_t(a.ne[1]);
+    k.ne02 = int32_t(a.ne[2]);
+    k.ne03 = int32_t(a.ne[3]);
+    k.nb00 = a.nb[0];
+    k.nb01 = a.nb[1];
+    k.nb02 = a.nb[2];
+    k.nb03 = a.nb[3];
+    k.ne0 = int32_t(dst.ne[0]);
+    k.ne1 = int32_t(dst.ne[1]);
+    k.ne2 = int32_t(dst.ne[2]);
+    k.ne3 = int32_t(dst.ne[3]);
+    k.nb0 = dst.nb[0];
+    k.nb1 = dst.nb[1];
+    k.nb2 = dst.nb[2];
+    k.nb3 = dst.nb[3];
+}
+
+}  // namespace
+
+bool supports_layout(const RuntimeProps&, const Tensor& node) {
+    const Tensor* a = node.src[0];
+    if (a == nullptr || a->type != node.type || suffix(node.type) == nullptr) return false;
+    if (!dims_ok(*a) || !dims_ok(node)) return false;
+    return shapes_ok(node);
+}
+
+size_t encode_layout(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
+    const Tensor& dst = *nodes[i];
+    const Tensor& a = *dst.src[0];
+    if (dst.is_empty()) return 1;
+    const std::string type = suffix(dst.type);
+    const Pipeline* p = nullptr;
+    switch (dst.op) {
+        case Op::CONCAT: {
+            const Tensor& b = *dst.src[1];
+            mb_kargs_concat k{};
+            set_src0_dst(k, a, dst);
+            k.nb10 = b.nb[0];
+            k.nb11 = b.nb[1];
+            k.nb12 = b.nb[2];
+            k.nb13 = b.nb[3];
+            k.dim = dst.op_params[0];
+            p = &enc.use("kernel_concat_" + type);
+            enc.args(k);
+            // An empty operand is never read; dst stands in for it so that every slot is bound.
+            enc.input(a.is_empty() ? dst : a, 1);
+            enc.input(b.is_empty() ? dst : b, 2);
+            enc.output(dst, 3);
+            break;
+        }
+        case Op::REPEAT: {
+            mb_kargs_repeat k{};
+            set_src0_dst(k, a, dst);
+            p = &enc.use("kernel_repeat_" + type);
+            enc.args(k);
+            enc.input(a, 1);
+            enc.output(dst, 2);
+            break;
+        }
+        case Op::PAD: {
+            mb_kargs_pad k{};
+            set_src0_dst(k, a, dst);
+            p = &enc.use("kernel_pad_" + type);
+            enc.args(k);
+            enc.input(a.is_empty() ? dst : a, 1);
+            enc.output(dst, 2);
+            break;
+        }
+        default:
+            fail<UnsupportedOpError>("metal::encode_layout", "not a layout op: ", op_name(dst.op));
+    }
+    const uint32_t nth = uint32_t(std::min<int64_t>({dst.ne[0], 256, int64_t(p->max_threads_per_threadgroup())}));
+    enc.dispatch({uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), uint32_t(dst.ne[3])}, {nth, 1, 1});
+    return 1;
+}
+
+}  // namespace mb::metal

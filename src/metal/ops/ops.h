@@ -1,0 +1,62 @@
+// The Metal device's ops: which nodes it supports (METAL-SPEC's supports_op, widened where our
+// kernels do more) and how each is encoded. One family per ops/<family>.cpp and shaders/<family>.metal.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "core/tensor.h"
+#include "metal/ops/op_encoder.h"
+#include "metal/runtime.h"
+
+namespace mb::metal {
+
+bool supports_op(const RuntimeProps& props, const Tensor& node);
+
+// Encodes nodes[i] (and, when fusion is on, following nodes it can fuse with); returns how many
+// nodes it consumed (>= 1). Throws UnsupportedOpError for a node supports_op refuses.
+size_t encode_node(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+
+// Scratch bytes a node keeps behind its result (buffer types add it in alloc_size).
+size_t extra_alloc_size(const Tensor& node);
+
+// --- one pair per family: supports_<family>(props, node) and encode_<family>(enc, nodes, i) ---
+// ADD SUB MUL DIV (+ ADD chains)
+bool supports_binary(const RuntimeProps& props, const Tensor& node);
+size_t encode_binary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// SCALE CLAMP SQR SQRT LOG SIN COS GELU GELU_ERF GELU_QUICK SILU RELU TANH SIGMOID NEG ABS EXP
+bool supports_unary(const RuntimeProps& props, const Tensor& node);
+size_t encode_unary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// NORM RMS_NORM (+ fused MUL, ADD)
+bool supports_norm(const RuntimeProps& props, const Tensor& node);
+size_t encode_norm(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// SOFT_MAX
+bool supports_soft_max(const RuntimeProps& props, const Tensor& node);
+size_t encode_soft_max(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// SUM_ROWS MEAN ARGMAX
+bool supports_reduce(const RuntimeProps& props, const Tensor& node);
+size_t encode_reduce(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// MUL_MAT
+bool supports_mul_mat(const RuntimeProps& props, const Tensor& node);
+size_t encode_mul_mat(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// GET_ROWS SET_ROWS
+bool supports_rows(const RuntimeProps& props, const Tensor& node);
+size_t encode_rows(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// DUP CPY CONT
+bool supports_cpy(const RuntimeProps& props, const Tensor& node);
+size_t encode_cpy(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// IM2COL
+bool supports_im2col(const RuntimeProps& props, const Tensor& node);
+size_t encode_im2col(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// FLASH_ATTN_EXT
+bool supports_flash_attn_ext(const RuntimeProps& props, const Tensor& node);
+size_t encode_flash_attn_ext(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+size_t flash_attn_ext_extra_size(const Tensor& node);
+// ROPE
+bool supports_rope(const RuntimeProps& props, const Tensor& node);
+size_t encode_rope(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// CONCAT REPEAT PAD
+bool supports_layout(const RuntimeProps& props, const Tensor& node);
+size_t encode_layout(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+
+}  // namespace mb::metal

@@ -1,0 +1,99 @@
+// SCALE CLAMP and the unary activations on the Metal device (shaders/unary.metal): f32 in and out.
+// Contiguous: one thread per element, or per float4 when the count is a multiple of 4 and both ends
+// are 16-byte aligned. Other strides (views): one threadgroup per row.
+#include <algorithm>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "metal/ops/ops.h"
+#include "kargs.h"
+
+namespace mb::metal {
+
+namespace {
+
+int unary_op(Op op) {
+    switch (op) {
+        case Op::SCALE: return MB_UNARY_SCALE;
+        case Op::CLAMP: return MB_UNARY_CLAMP;
+        case Op::SQR: return MB_UNARY_SQR;
+        case Op::SQRT: return MB_UNARY_SQRT;
+        case Op::LOG: return MB_UNARY_LOG;
+        case Op::SIN: return MB_UNARY_SIN;
+        case Op::COS: return MB_UNARY_COS;
+        case Op::GELU: return MB_UNARY_GELU;
+        case Op::GELU_ERF: return MB_UNARY_GELU_ERF;
+        case Op::GELU_QUICK: return MB_UNARY_GELU_QUICK;
+        case Op::SILU: return MB_UNARY_SILU;
+        case Op::RELU: return MB_UNARY_RELU;
+        case Op::TANH: return MB_UNARY_TANH;
+        case Op::SIGMOID: return MB_UNARY_SIGMOID;
+        case Op::NEG: return MB_UNARY_NEG;
+        case Op::ABS: return MB_UNARY_ABS;
+        case Op::EXP: return MB_UNARY_EXP;
+        default: return -1;
+    }
+}
+
+}  // namespace
+
+bool supports_unary(const RuntimeProps& props, const Tensor& node) {
+    (void)props;
+    const Tensor* a = node.src[0];
+    if (unary_op(node.op) < 0 || !a || a->type != Type::F32 || node.type != Type::F32) return false;
+    for (int d = 0; d < kMaxDims; ++d) {
+        if (a->ne[d] != node.ne[d]) return false;
+    }
+    for (int d = 0; d < kMaxDims; ++d) {
+        if (node.ne[d] > INT32_MAX) return false;
+    }
+    return true;
+}
+
+size_t encode_unary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
+    const Tensor& dst = *nodes[i];
+    const Tensor& src0 = *dst.src[0];
+    if (dst.is_empty()) return 1;
+
+    const int64_t n = dst.nelements();
+    // One thread per element: the grid counts threads in 32 bits.
+    const bool flat = src0.is_contiguous() && dst.is_contiguous() && n <= int64_t(UINT32_MAX);
+    const bool vec4 = flat && n % 4 == 0 && device_ref(src0).offset % 16 == 0 && device_ref(dst).offset % 16 == 0;
+    mb_kargs_unary args{};
+    args.n = uint32_t(vec4 ? n / 4 : n);
+    if (dst.op == Op::SCALE || dst.op == Op::CLAMP) {
+        args.p0 = dst.param_f(0);
+        args.p1 = dst.param_f(1);
+    }
+    args.ne00 = int32_t(src0.ne[0]);
+    args.ne01 = int32_t(src0.ne[1]);
+    args.ne02 = int32_t(src0.ne[2]);
+    args.ne03 = int32_t(src0.ne[3]);
+    args.nb00 = src0.nb[0];
+    args.nb01 = src0.nb[1];
+    args.nb02 = src0.nb[2];
+    args.nb03 = src0.nb[3];
+    args.nb0 = dst.nb[0];
+    args.nb1 = dst.nb[1];
+    args.nb2 = dst.nb[2];
+    args.nb3 = dst.nb[3];
+    const char* name = flat ? (vec4 ? "kernel_unary_f32_4" : "kernel_unary_f32") : "kernel_unary_f32_rows";
+    const Pipeline& p = enc.use(name, {FunctionConstant::int32(200, unary_op(dst.op))});
+    enc.args(args);
+    enc.input(src0, 1);
+    enc.output(dst, 2);
+    const uint32_t max_nth = std::min<uint32_t>(256, p.max_threads_per_threadgroup());
+    if (flat) {
+        enc.dispatch({uint32_t((uint64_t(args.n) + max_nth - 1) / max_nth), 1, 1}, {max_nth, 1, 1});
+    } else {
+        // 32 threads, doubled while the row is longer.
+        uint32_t nth = 32;
+        while (nth < dst.ne[0] && 2 * nth <= max_nth) nth *= 2;
+        enc.dispatch({uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), uint32_t(dst.ne[3])}, {nth, 1, 1});
+    }
+    return 1;
+}
+
+}  // namespace mb::metal

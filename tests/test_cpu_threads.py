@@ -1,0 +1,134 @@
+"""The CPU backend's thread pool as a user meets it: results that do not depend on the thread count
+or on when the workers wake (parked after a pause, busy with other threads, late), and errors and
+aborts that leave the pool usable.
+
+Slots of a node may run on any thread, and the calling thread runs the slots of workers that have
+not woken yet, so these tests compute the same graphs with every worker in a different state and
+require bit-identical results: each output element's arithmetic does not depend on which thread
+computes it.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import metal_backend as mb
+
+CPU = mb.device("CPU")
+
+
+def _graph(w_type, n_tokens, k=256, m=200, seed=0):
+    """mul_mat(w, x) + softmax + add: a mat-vec or GEMM node, a row op and an element-wise op."""
+    rng = np.random.default_rng(seed)
+    ctx = mb.Context()
+    w = ctx.tensor(w_type, (m, k), name="w")
+    x = ctx.tensor(mb.f32, (n_tokens, k), name="x")
+    bias = ctx.tensor(mb.f32, (n_tokens, m), name="bias")
+    y = mb.ops.add(mb.ops.soft_max(mb.ops.mul_mat(w, x)), bias)
+    buf = mb.alloc_ctx_tensors(ctx, CPU)
+    w_vals = rng.standard_normal((m, k)).astype(np.float32)
+    w.set(w_vals)
+    x_vals = rng.standard_normal((n_tokens, k)).astype(np.float32)
+    x.set(x_vals)
+    b_vals = rng.standard_normal((n_tokens, m)).astype(np.float32)
+    bias.set(b_vals)
+    return ctx, buf, y, (w_vals, x_vals, b_vals)
+
+
+@pytest.mark.parametrize("w_type,n_tokens", [(mb.q4_0, 1), (mb.q8_0, 3), (mb.f16, 1), (mb.f32, 2), (mb.f32, 40)])
+def test_results_identical_across_thread_counts_and_wake_states(w_type, n_tokens):
+    ctx, buf, y, (w_vals, x_vals, b_vals) = _graph(w_type, n_tokens)
+    graph = mb.Graph(y)
+    reference = None
+    for n_threads in (1, 2, 3, 7, 16):
+        backend = CPU.init_backend(f"n_threads={n_threads}")
+        runs = []
+        for state in ("fresh", "hot", "hot", "parked", "busy"):
+            if state == "parked":
+                time.sleep(0.05)  # past the workers' spin: they park
+            if state == "busy":
+                # Numpy work in another Python thread keeps a core busy while we compute.
+                stop = threading.Event()
+                def hog_work():
+                    while not stop.is_set():
+                        np.linalg.svd(np.ones((64, 64)))
+
+                hog = threading.Thread(target=hog_work)
+                hog.start()
+                try:
+                    backend.graph_compute(graph)
+                finally:
+                    stop.set()
+                    hog.join()
+            else:
+                backend.graph_compute(graph)
+            runs.append(y.get())
+        for r in runs:
+            np.testing.assert_array_equal(r, runs[0])
+        if reference is None:
+            reference = runs[0]
+        np.testing.assert_array_equal(runs[0], reference, err_msg=f"{n_threads} threads vs 1")
+    # And the values themselves, against numpy (quantized weights: against their stored values).
+    stored = mb.dequantize(mb.quantize(w_vals, w_type), w_type, w_vals.shape).astype(np.float64)
+    logits = x_vals.astype(np.float64) @ stored.T
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    expect = e / e.sum(axis=-1, keepdims=True) + b_vals
+    tol = 5e-3 if w_type in (mb.q4_0, mb.q8_0) else 1e-4  # q8 activations for quantized weights
+    np.testing.assert_allclose(reference, expect, rtol=tol, atol=tol)
+
+
+def test_many_short_computes_with_pauses_between():
+    """A decoder's pattern: short graphs, host work and pauses between them, on every thread count."""
+    ctx, buf, y, _ = _graph(mb.q4_0, 1, k=384, m=1536)
+    graph = mb.Graph(y)
+    ref_backend = CPU.init_backend("n_threads=1")
+    ref_backend.graph_compute(graph)
+    expect = y.get()
+    backend = CPU.init_backend("n_threads=4")
+    for i in range(60):
+        if i % 10 == 9:
+            time.sleep(0.01)
+        backend.graph_compute(graph)
+        np.testing.assert_array_equal(y.get(), expect)
+
+
+def test_thread_count_change_between_computes():
+    ctx, buf, y, _ = _graph(mb.f32, 30)
+    graph = mb.Graph(y)
+    backend = CPU.init_backend("n_threads=1")
+    backend.graph_compute(graph)
+    expect = y.get()
+    for n in (5, 2, 16, 1, 3):
+        backend.options = {"n_threads": n}
+        backend.graph_compute(graph)
+        np.testing.assert_array_equal(y.get(), expect)
+
+
+def test_abort_mid_graph_leaves_the_pool_usable():
+    ctx = mb.Context()
+    a = ctx.tensor(mb.f32, (512, 300), name="a")
+    node = a
+    for _ in range(8):
+        node = mb.ops.gelu(node)
+    mb.alloc_ctx_tensors(ctx, CPU)
+    a.set(np.full((512, 300), 0.5, dtype=np.float32))
+    backend = CPU.init_backend("n_threads=4")
+    calls = []
+
+    def abort_after_two_nodes():
+        calls.append(1)
+        return len(calls) > 2
+
+    backend.set_abort_callback(abort_after_two_nodes)
+    graph = mb.Graph(node)
+    status = backend.graph_compute(graph)
+    assert status == mb.Status.ABORTED
+    backend.set_abort_callback(None)
+    assert backend.graph_compute(graph) == mb.Status.SUCCESS
+    expect = np.full((512, 300), 0.5, dtype=np.float64)
+    for _ in range(8):
+        expect = 0.5 * expect * (1 + np.tanh(np.sqrt(2 / np.pi) * (expect + 0.044715 * expect**3)))
+    np.testing.assert_allclose(node.get(), expect, rtol=1e-5, atol=1e-6)
