@@ -103,3 +103,15 @@ def test_i32_set_from_out_of_range_ints():
     np.testing.assert_array_equal(t.get(), [7, 9])
     t.set(np.array([True, False]))
     np.testing.assert_array_equal(t.get(), [1, 0])
+
+
+def test_tensor_permute_huge_axis():
+    a = mb.Context().tensor(mb.f32, (2, 3))
+    with pytest.raises(mb.OutOfRangeError, match=r"\[ops.permute\] axis 9223372036854775808"):
+        a.permute(2**63, 0)
+    with pytest.raises(mb.InvalidArgumentError, match=r"\[ops.permute\] axis 7 is out of range"):
+        a.permute(7, 0)
+    with pytest.raises(TypeError, match=r"\[ops.permute\] axis must be an int"):
+        a.permute(1.0, 0)
+    assert a.permute(1, 0).shape == (3, 2)
+    assert a.permute([1, 0]).shape == (3, 2)

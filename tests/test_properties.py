@@ -138,7 +138,8 @@ class Input:
 
 @dataclass
 class Step:
-    """One op: `build(*src tensors)` makes the node; `check(*src values)` gives its reference."""
+    """One op: `build(*src tensors)` makes the node; `ref(*src values)` gives (reference, magnitude),
+    magnitude None for ops that must be exact; `tol` bounds the error against the magnitude."""
     label: str
     srcs: tuple  # pool indices
     build: Callable

@@ -8,6 +8,10 @@
 
 #include <pybind11/stl.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "bindings/tensor.h"
 #include "core/errors.h"
 #include "core/ops.h"
@@ -177,7 +181,18 @@ void init_ops(py::module_& root) {
                                         py::arg("strides") = py::none(), py::arg("offset") = 0, "See ops.view.");
     cls.attr("permute") = py::cpp_function([](T a, py::args axes) {
         py::object list = axes.size() == 1 && !PyLong_Check(axes[0].ptr()) ? py::object(axes[0]) : py::object(axes);
-        return permute_axes(a, list.cast<std::vector<int>>());
+        if (!PySequence_Check(list.ptr())) {
+            throw py::type_error("[ops.permute] axes must be ints or one sequence of ints, got " + std::string(py::repr(list)));
+        }
+        std::vector<int> ax;
+        for (py::handle v : list) {
+            const int64_t axis = to_int64(v, "ops.permute", "axis");
+            if (axis < -kMaxDims || axis >= kMaxDims) {
+                fail<InvalidArgumentError>("ops.permute", "axis ", axis, " is out of range for ", a->describe());
+            }
+            ax.push_back(static_cast<int>(axis));
+        }
+        return permute_axes(a, ax);
     }, py::is_method(cls), py::name("permute"), "a.permute(*axes) or a.permute(axes): like numpy.transpose.");
     cls.attr("transpose") = py::cpp_function([](T a) { return handle(ops::transpose(ptr(a))); }, py::is_method(cls),
                                              py::name("transpose"), "Swaps the last two axes (a view).");
