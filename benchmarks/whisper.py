@@ -43,12 +43,17 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import numpy as np  # noqa: E402
 
 import metal_backend as mb  # noqa: E402
-from metal_backend.whisper import GreedyDecoder, Whisper, load_audio, load_model_data, mel_windows  # noqa: E402
+from metal_backend.whisper import (DecodingOptions, GreedyDecoder, Whisper, load_audio, load_model_data,  # noqa: E402
+                                   mel_windows)
 from metal_backend.whisper.convert import convert  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_AUDIO = REPO / "tests" / "assets" / "generated" / "jfk.wav"
 _VIEW_OPS = {"NONE", "RESHAPE", "VIEW", "PERMUTE", "TRANSPOSE"}
+# What every engine runs here: greedy, English, no timestamps (benchmarks/whisper_longform.py
+# measures the long-form defaults).
+GREEDY = DecodingOptions(language="en", beam_size=None, temperature=0.0, without_timestamps=True,
+                         condition_on_previous_text=False)
 
 
 def normalize(text: str) -> str:
@@ -121,7 +126,7 @@ class Ours(Engine):
         self.note = f"CPU device, f16 weights, encoder attention {self.model.compute.encoder_attention}"
 
     def transcribe(self, samples):
-        return self.model.transcribe(samples).text
+        return self.model.transcribe(samples, GREEDY).text
 
 
 class FasterWhisper(Engine):
@@ -248,13 +253,13 @@ def profile(model: Whisper, samples: np.ndarray, clock: Callable[[], float]) -> 
         compute.encode(mel)
         encoder = timer.run(compute.encoder_graph, lambda: compute.encode(mel))
         features = compute.encode(mel)
-        decoder = GreedyDecoder(model.data)
+        decoder = GreedyDecoder(model.data, GREEDY)
         tokens = decoder.decode(compute, features)
         steps: list[tuple[str, float]] = []
         feeds = [(decoder.prompt, 0)] + [([t], len(decoder.prompt) + i) for i, t in enumerate(tokens)]
         prompt: list[tuple[str, float]] = []
         for feed, offset in feeds:
-            graph = compute.decoder_graph(len(feed), offset).graph
+            graph = compute.decoder_graph(1, len(feed), offset).graph
             records = timer.run(graph, lambda: compute.decode(features, feed, offset))
             (prompt if offset == 0 else steps).extend(records)
     finally:

@@ -27,11 +27,11 @@ TIME_PRECISION = 0.02  # seconds per timestamp token
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
-    """Row-wise log-softmax in float64 (rows may hold -inf, not all of them)."""
-    x = np.asarray(logits, dtype=np.float64)
-    top = x.max(axis=-1, keepdims=True)
-    shifted = x - top
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    """Row-wise log-softmax in float32, sums in float64 (rows may hold -inf, not all of them)."""
+    x = np.asarray(logits, dtype=np.float32)
+    shifted = x - x.max(axis=-1, keepdims=True)
+    total = np.exp(shifted).sum(axis=-1, keepdims=True, dtype=np.float64)
+    return shifted - np.log(total).astype(np.float32)
 
 
 def logsumexp(x: np.ndarray) -> np.ndarray:
