@@ -3,7 +3,7 @@ openai-whisper, which faster-whisper and whisper.cpp also follow).
 
 For one decoded window:
 
-1. the alignment pass (WhisperCompute.align) runs the decoder once over
+1. the alignment pass (compute.align: BackendWhisper.align, or the numpy reference's) runs the decoder once over
    [start of transcript ..., <|notimestamps|>, text tokens ..., <|endoftext|>] and returns the
    chosen heads' cross-attention probabilities over the encoder positions that hold audio
    (n_frames // 2 of them, 20 ms each) and the logits at every position;
