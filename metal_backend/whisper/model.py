@@ -37,6 +37,7 @@ class Whisper:
     Threads: one model may be used from several threads. transcribe() holds a lock for the whole
     call, so calls from different threads run one after the other (the network's key/value
     caches and graphs exist once per model); for parallel transcription load one model per thread.
+    A call from inside another on the same thread (from a progress callback) raises WhisperError.
     """
 
     def __init__(self, data: WhisperModelData, compute: BackendWhisper, load_seconds: float = 0.0):
@@ -44,6 +45,7 @@ class Whisper:
         self.compute = compute
         self.load_seconds = load_seconds
         self._lock = threading.Lock()
+        self._owner: int | None = None
 
     @classmethod
     def load(cls, path: str | os.PathLike, device: mb.Device | str | None = None, threads: int | None = None,
@@ -91,8 +93,15 @@ class Whisper:
             if unknown:
                 raise WhisperError(f"unknown decoding option {unknown[0]!r}; expected DecodingOptions fields")
             options = replace(options, **overrides)
+        if self._owner == threading.get_ident():
+            raise WhisperError("transcribe() called from inside a transcribe() of the same model (a progress "
+                               "callback?); the model runs one transcription at a time")
         with self._lock:
-            result = transcribe(self.compute, self.data, audio, options, progress=progress)
+            self._owner = threading.get_ident()
+            try:
+                result = transcribe(self.compute, self.data, audio, options, progress=progress)
+            finally:
+                self._owner = None
         timings = result.timings
         timings["load"] = self.load_seconds
         timings["decode_per_token"] = timings["decode"] / max(timings["tokens"], 1.0)

@@ -6,7 +6,11 @@ temperature fallback (decode again at the next temperature while the text's gzip
 ratio is above compression_ratio_threshold or its average log-probability below
 logprob_threshold; of all failed attempts the best one is kept). A window whose no-speech
 probability is above no_speech_threshold with an average log-probability below
-logprob_threshold is skipped as silence.
+logprob_threshold is skipped as silence. Two more checks, beyond the peers' published rules, keep
+silence and noise from producing text (tiny.en says "you" over digital silence with a no-speech
+probability of 0.95 but an average log-probability of -0.7, and ". . ." over white noise): a window
+whose samples all lie within one 16-bit step of zero is not decoded at all, and a window with a
+no-speech probability above the threshold whose text has no letter or digit is skipped too.
 
 The window's tokens are cut into segments at consecutive timestamp pairs. When the window ends
 on a single timestamp (a segment closed and none opened) the rest of the window holds no speech
@@ -42,6 +46,7 @@ Progress = Callable[[float, float], None]
 FRAMES_PER_SECOND = SAMPLE_RATE // HOP_LENGTH  # 100 mel frames per second
 INPUT_STRIDE = 2  # mel frames per encoder position: one timestamp step (20 ms) is 2 frames
 _PROMPT_RESET_TEMPERATURE = 0.5
+_DIGITAL_SILENCE = 1.0 / 32768  # one step of 16-bit audio
 
 
 def audio_samples(audio: str | os.PathLike | np.ndarray) -> np.ndarray:
@@ -84,7 +89,7 @@ def transcribe(compute: WhisperCompute, model: WhisperModelData, audio: str | os
     mel = log_mel_spectrogram(samples, model.hparams.n_mels, padding=N_FRAMES * HOP_LENGTH, filters=model.mel_filters)
     t2 = time.perf_counter()
     timings.update(load_audio=t1 - t0, mel=t2 - t1, encode=0.0, decode=0.0)
-    loop = _Loop(compute, model, options, mel, samples.size / SAMPLE_RATE, timings, progress)
+    loop = _Loop(compute, model, options, mel, samples, timings, progress)
     segments = loop.run()
     timings["total"] = time.perf_counter() - t0
     timings["tokens"] = float(sum(len(s.tokens) for s in segments))
@@ -97,13 +102,14 @@ class _Loop:
     """The state of one transcription: where the next window starts, the prompt, the segments."""
 
     def __init__(self, compute: WhisperCompute, model: WhisperModelData, options: DecodingOptions, mel: np.ndarray,
-                 duration: float, timings: dict[str, float], progress: Progress | None):
+                 samples: np.ndarray, timings: dict[str, float], progress: Progress | None):
         self.compute = compute
         self.model = model
         self.options = options
         self.mel = mel
         self.content_frames = mel.shape[-1] - N_FRAMES
-        self.duration = duration
+        self.samples = samples
+        self.duration = samples.size / SAMPLE_RATE
         self.timings = timings
         self.progress = progress
         self.tokenizer = Tokenizer(model.vocab, model.special)
@@ -124,6 +130,10 @@ class _Loop:
         while seek < self.content_frames:
             time_offset = seek / FRAMES_PER_SECOND
             segment_size = min(N_FRAMES, self.content_frames - seek)
+            if self._is_digital_silence(seek, segment_size):
+                seek += segment_size
+                self._report(seek)
+                continue
             window = np.ascontiguousarray(pad_or_trim(self.mel[:, seek:seek + N_FRAMES]))
             t_enc = time.perf_counter()
             features = self.compute.encode(window)
@@ -145,7 +155,8 @@ class _Loop:
             window_segments, kept_tokens, next_seek, finished = self._split(result, seek, segment_size)
             window_segments = [s for s in window_segments if s.text.strip() and s.end > s.start]
             if options.word_timestamps and window_segments:
-                next_seek = self._add_words(features, window_segments, time_offset, segment_size, finished, next_seek)
+                next_seek = self._add_words(features, window_segments, time_offset, segment_size, finished, next_seek,
+                                            decoder.language, segments[-1].end if segments else None)
             for s in window_segments:
                 s.id = len(segments)
                 segments.append(s)
@@ -175,10 +186,16 @@ class _Loop:
         fine = [r for r in attempts if threshold is None or r.compression_ratio <= threshold]
         return max(fine or attempts, key=lambda r: r.avg_logprob)
 
+    def _is_digital_silence(self, seek: int, segment_size: int) -> bool:
+        window = self.samples[seek * HOP_LENGTH:(seek + segment_size) * HOP_LENGTH]
+        return window.size == 0 or float(np.abs(window).max()) <= _DIGITAL_SILENCE
+
     def _is_silence(self, result: DecodingResult) -> bool:
         options = self.options
         if options.no_speech_threshold is None or result.no_speech_prob <= options.no_speech_threshold:
             return False
+        if not any(c.isalnum() for c in result.text):
+            return True
         return options.logprob_threshold is None or result.avg_logprob < options.logprob_threshold
 
     def _split(self, result: DecodingResult, seek: int,
@@ -226,7 +243,7 @@ class _Loop:
                        no_speech_prob=result.no_speech_prob)
 
     def _add_words(self, features: Any, segments: list[Segment], time_offset: float, segment_size: int,
-                   single_timestamp_ending: bool, next_seek: int) -> int:
+                   single_timestamp_ending: bool, next_seek: int, language: str, last_speech_time: float | None) -> int:
         """Word timestamps for the window's segments (alignment.py); with words, an unfinished
         window continues after its last word."""
         try:
@@ -234,7 +251,7 @@ class _Loop:
         except ImportError as exc:
             raise WhisperError(f"word timestamps are not available: {exc}") from None
         add_word_timestamps(self.compute, self.model, self.tokenizer, features, segments, time_offset, segment_size,
-                            self.options)
+                            self.options, language=language, last_speech_time=last_speech_time)
         ends = [w.end for s in segments for w in (s.words or [])]
         if not single_timestamp_ending and ends and ends[-1] > time_offset:
             return int(round(ends[-1] * FRAMES_PER_SECOND))

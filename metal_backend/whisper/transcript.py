@@ -43,10 +43,11 @@ class Segment:
 @dataclass
 class Transcript:
     """Result of transcribe(): the whole text, the segments, the language (detected or given) with
-    its probability (1.0 when it was given or the model is English-only), and timings in seconds."""
+    its probability (1.0 when it was given or the model is English-only; language None when it was
+    to be detected but the audio was silent throughout), and timings in seconds."""
 
     text: str
     segments: list[Segment]
-    language: str = "en"
+    language: str | None = "en"
     language_probability: float = 1.0
     timings: dict[str, float] = field(default_factory=dict)

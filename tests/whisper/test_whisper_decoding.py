@@ -403,3 +403,32 @@ def test_transcribe_rejects_bad_audio():
         transcribe(compute, model, np.zeros(100), {"beam_size": 1})
     # float64 is fine.
     transcribe(ScriptedCompute(EN.n_vocab, [[0], [50256]]), model, np.zeros(1600, np.float64))
+
+
+def test_digital_silence_is_not_decoded():
+    compute = ScriptedCompute(EN.n_vocab, [[0], [1000], [50256]])
+    audio = np.concatenate([np.zeros(16000 * 31, np.float32), np.full(16000 * 2, 1e-5, np.float32)])
+    progress = []
+    result = transcribe(compute, fake_model(EN), audio, DecodingOptions(beam_size=None, **NO_TS),
+                        progress=lambda done, total: progress.append(done))
+    assert result.segments == [] and compute.encoded == 0
+    assert progress == [30.0, 33.0]
+
+
+def test_punctuation_only_window_with_likely_no_speech_is_skipped():
+    # Likely text (avg log-probability near 0) but only punctuation, and <|nocaptions|> dominant at
+    # <|startoftranscript|>: white noise as tiny.en hears it.
+    class Noise(ScriptedCompute):
+        def logits_for(self, prefs):
+            logits = np.zeros(self.n_vocab, np.float32)
+            logits[prefs[0]] = 30.0
+            if prefs[0] == 50361:
+                logits[1002] = 28.0
+            return logits
+
+    compute = Noise(EN.n_vocab, [[50361], [1002], [50256]])
+    result = transcribe(compute, fake_model(EN), _audio(5.0), DecodingOptions(beam_size=None, **NO_TS))
+    assert result.segments == []
+    compute = Noise(EN.n_vocab, [[50361], [1000], [50256]])
+    result = transcribe(compute, fake_model(EN), _audio(5.0), DecodingOptions(beam_size=None, **NO_TS))
+    assert result.text == "hello"

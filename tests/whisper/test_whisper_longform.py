@@ -118,6 +118,18 @@ def test_one_model_from_two_threads(tiny_en_model, asset):
     assert {clip: normalize(text) for clip, text in results.items()} == {c: normalize(t) for c, t in clips.items()}
 
 
+def test_transcribe_inside_transcribe_is_an_error(tiny_en_model, asset):
+    from metal_backend.whisper import WhisperError
+
+    def nested(done, total):
+        tiny_en_model.transcribe(asset("door_light.wav"))
+
+    with pytest.raises(WhisperError, match="inside a transcribe"):
+        tiny_en_model.transcribe(asset("door_light.wav"), beam_size=None, progress=nested)
+    # The model is usable afterwards.
+    assert normalize(tiny_en_model.transcribe(asset("door_light.wav"), beam_size=None).text) == normalize(DOOR_TEXT)
+
+
 def test_overrides_and_bad_options(tiny_en_model, asset):
     from metal_backend.whisper import WhisperError
 

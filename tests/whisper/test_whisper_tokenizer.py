@@ -60,3 +60,21 @@ def test_special_tokens_english_and_multilingual():
 def test_out_of_range_token():
     with pytest.raises(WhisperError, match="token id 99999 is outside the vocabulary"):
         make_tokenizer({}).decode([99999])
+
+
+@pytest.mark.parametrize("which", ["tiny_en", "base"])
+def test_encode_is_bpe_by_id_rank(request, which):
+    model = request.getfixturevalue(which)
+    tokenizer = Tokenizer(model.vocab, model.special)
+    # GPT-2's ids: " hello" 23748, " world" 995 (the multilingual vocabulary has its own).
+    if which == "tiny_en":
+        assert tokenizer.encode(" hello world") == [23748, 995]
+    for text in [" And so my fellow Americans, ask not.", " Señor, ¿qué tal? 1234 it's  spaced\n", " 日本語 ✓",
+                 "_under_score__ x"]:
+        ids = tokenizer.encode(text)
+        assert tokenizer.decode(ids) == text
+        assert all(0 <= t < model.special.eot for t in ids)
+    # Common words are single tokens, not spelled out byte by byte.
+    assert len(tokenizer.encode(" the country")) == 2
+    with pytest.raises(WhisperError, match="can only encode text"):
+        tokenizer.encode(b"bytes")
