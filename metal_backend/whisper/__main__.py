@@ -6,6 +6,7 @@
         [--temperature T] [--temperature_increment_on_fallback D] [--word_timestamps True|False]
         [--initial_prompt TEXT] [--condition_on_previous_text True|False]
         [--compression_ratio_threshold R] [--logprob_threshold L] [--no_speech_threshold P]
+        [--profile]
 
 AUDIO: WAV, or with the audio extra (pip install "metal_backend[audio]") FLAC, OGG, MP3 and the
 other formats libsndfile reads; any rate and channel count. PATH is a whisper.cpp ggml .bin file
@@ -22,6 +23,8 @@ Output:
   tokens and a timing breakdown in seconds: load (the model, not counted in total), load_audio,
   mel, encode, decode, decode_per_token and total; for several files, a list of such objects,
   each with its audio path.
+- --profile prints, after the files, a per-node profile of the encoder graph (its last window run
+  again node by node on the model's device backend: metal_backend.Profile) on stderr.
 A progress bar is drawn on stderr for audio longer than one 30 s window, when stderr is a
 terminal and --quiet is not given.
 
@@ -103,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true",
                    help="print text, language, segments and timings as JSON on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--profile", action="store_true",
+                   help="print a per-node profile of the encoder (last window, device backend) on stderr")
     d = p.add_argument_group("decoding (openai-whisper's names and defaults)")
     d.add_argument("--language", help="language code, or auto (default) to detect it on multilingual models")
     d.add_argument("--task", default="transcribe", choices=["transcribe", "translate"])
@@ -177,12 +182,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     status = 0
+    transcribed = False  # whether the encoder graph holds a real window (for --profile)
     documents = []
     for audio in args.audio:
         bar = _LongAudioBar(Path(audio).name, enabled=False if args.quiet else None)
         try:
             try:
                 result = model.transcribe(audio, options, progress=bar)
+                transcribed = True
             finally:
                 bar.close()
             if args.output_format is not None:
@@ -197,6 +204,14 @@ def main(argv: list[str] | None = None) -> int:
             print(result.text, flush=True)
     if args.json and documents:
         print(json.dumps(documents[0] if len(args.audio) == 1 else documents, indent=2, ensure_ascii=False))
+    if args.profile and transcribed:
+        try:
+            # The encoder graph's inputs still hold the last window encoded.
+            profile = model.compute.backend.profile(model.compute.encoder_graph)
+        except mb.MetalBackendError as exc:
+            print(f"error: --profile: {exc}", file=sys.stderr)
+            return 1
+        print(profile.summary(), file=sys.stderr)
     return status
 
 

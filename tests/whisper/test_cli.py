@@ -297,3 +297,12 @@ def test_progress_bar_on_a_terminal(tiny_en_dir, asset, tmp_path):
     assert normalize(proc.stdout).startswith(normalize(JFK_TEXT))
     text = drawn.decode()
     assert "long.wav [" in text and "100% 41.0/41.0 s" in text and text.endswith("\n")
+
+
+def test_profile_prints_the_encoder_nodes(tiny_en_dir, asset):
+    """--profile: after the transcript, the encoder's per-node profile on stderr, every op it runs named."""
+    proc = run_cli(str(asset("good_morning.wav")), "--model", str(tiny_en_dir), *FAST, "--profile")
+    assert proc.returncode == 0, proc.stderr
+    assert normalize(proc.stdout) == normalize("Good morning. How are you today?")
+    for op in ("MUL_MAT", "SOFT_MAX", "NORM", "GELU_ERF", "IM2COL"):
+        assert op in proc.stderr, (op, proc.stderr)
