@@ -6,8 +6,12 @@
 // The structs below are the DLPack ABI (dlpack.h v1.0), declared here from the specification.
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bindings/host_view.h"

@@ -1,6 +1,7 @@
 // The exception classes of the API. Each derives from MetalBackendError and from the Python built-in
 // a caller would naturally catch, so `except MemoryError` works as well as `except mb.OutOfMemoryError`.
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <initializer_list>
 #include <limits>

@@ -1,6 +1,9 @@
 #include "bindings/host_view.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <exception>
+#include <string>
 
 #include "core/buffer.h"
 #include "core/errors.h"

@@ -1,5 +1,7 @@
 // Backend._profile: the per-node timings of core/profile.h as plain tuples; metal_backend/profile.py
 // turns them into a Profile (tables, Chrome trace) and makes Backend.profile.
+#include <memory>
+
 #include <pybind11/stl.h>
 
 #include "bindings/tensor.h"

@@ -1,6 +1,12 @@
 #include "core/pending_access.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/storage.h"
 

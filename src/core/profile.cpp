@@ -1,6 +1,10 @@
 #include "core/profile.h"
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/backend.h"
 #include "core/device.h"
