@@ -25,13 +25,6 @@ int bin_op(Op op) {
     }
 }
 
-bool fits_i32(const Tensor& t) {
-    for (int i = 0; i < kMaxDims; ++i) {
-        if (t.ne[i] > INT32_MAX) return false;
-    }
-    return true;
-}
-
 // How many ADD nodes from nodes[i] on one kernel computes: those the graph's shape allows
 // (fusion.h), while each intermediate is needed by nothing else and the last result does not overlap
 // what is read.

@@ -46,13 +46,6 @@ bool aligned_view(const Tensor& t) {
     return t.view_offs % a == 0 && t.nb[0] % a == 0 && t.nb[1] % a == 0 && t.nb[2] % a == 0 && t.nb[3] % a == 0;
 }
 
-bool fits_i32(const Tensor& t) {
-    for (int i = 0; i < kMaxDims; ++i) {
-        if (t.ne[i] > INT32_MAX) return false;
-    }
-    return true;
-}
-
 }  // namespace
 
 bool supports_cpy(const RuntimeProps& props, const Tensor& node) {

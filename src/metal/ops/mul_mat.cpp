@@ -44,13 +44,6 @@ bool weight_type(Type t) {
     return false;
 }
 
-bool fits_i32(const Tensor& t) {
-    for (int i = 0; i < kMaxDims; ++i) {
-        if (t.ne[i] > INT32_MAX) return false;
-    }
-    return true;
-}
-
 int64_t ceil_div(int64_t a, int64_t b) {
     return (a + b - 1) / b;
 }

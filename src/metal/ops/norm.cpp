@@ -16,13 +16,6 @@ namespace mb::metal {
 
 namespace {
 
-bool fits_i32(const Tensor& t) {
-    for (int i = 0; i < kMaxDims; ++i) {
-        if (t.ne[i] > INT32_MAX) return false;
-    }
-    return true;
-}
-
 // How many of MUL, ADD after nodes[i] to fold: 0, 1 or 2, as the graph's shape allows (fusion.h) and
 // while each intermediate is needed by nothing else. The result must not overlap an input it is
 // computed from unless it is that input's very memory.

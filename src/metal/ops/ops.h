@@ -21,6 +21,14 @@
 
 namespace mb::metal {
 
+// Whether every size of t fits the int32 fields the kernels index with.
+inline bool fits_i32(const Tensor& t) {
+    for (int i = 0; i < kMaxDims; ++i) {
+        if (t.ne[i] > INT32_MAX) return false;
+    }
+    return true;
+}
+
 bool supports_op(const RuntimeProps& props, const Tensor& node);
 
 // Encodes nodes[i] (and, when fusion is on, following nodes it can fuse with); returns how many

@@ -11,17 +11,6 @@
 
 namespace mb::metal {
 
-namespace {
-
-bool fits_i32(const Tensor& t) {
-    for (int i = 0; i < kMaxDims; ++i) {
-        if (t.ne[i] > INT32_MAX) return false;
-    }
-    return true;
-}
-
-}  // namespace
-
 bool supports_reduce(const RuntimeProps& props, const Tensor& node) {
     const Tensor* a = node.src[0];
     if (!props.has_simdgroup_reduction || !a || a->type != Type::F32 || !fits_i32(*a)) return false;

@@ -33,13 +33,6 @@ bool packed_if_quantized(const Tensor& t) {
     return !tr.is_quantized || t.nb[0] == tr.type_size;
 }
 
-bool fits_i32(const Tensor& t) {
-    for (int i = 0; i < kMaxDims; ++i) {
-        if (t.ne[i] > INT32_MAX) return false;
-    }
-    return true;
-}
-
 bool supports_get_rows(const Tensor& dst, const Tensor& a, const Tensor& idx) {
     if (dst.type != Type::F32) return false;
     return dst.ne[0] == a.ne[0] && dst.ne[1] == idx.ne[0] && dst.ne[2] == idx.ne[1] && dst.ne[3] == idx.ne[2] &&

@@ -15,13 +15,6 @@ namespace mb::metal {
 
 namespace {
 
-bool fits_i32(const Tensor& t) {
-    for (int i = 0; i < kMaxDims; ++i) {
-        if (t.ne[i] > INT32_MAX) return false;
-    }
-    return true;
-}
-
 bool aligned(const Tensor& t, size_t a) {
     return device_ref(t).offset % a == 0 && t.nb[1] % a == 0 && t.nb[2] % a == 0 && t.nb[3] % a == 0;
 }
