@@ -316,6 +316,18 @@ def wake_ratios(ours, hot, samples=5):
     return float(np.median(after_pause)) / hot, float(np.median(after_numpy)) / hot
 
 
+def pause_ratio(fn, hot, samples=5):
+    """Median time of fn's first call after a PAUSE_S pause over its hot time: the same wake-up ratio
+    for a peer (torch's OpenMP workers park too), so that ours has a yardstick."""
+    after_pause = []
+    for _ in range(samples):
+        time.sleep(PAUSE_S)
+        t0 = time.perf_counter()
+        fn()
+        after_pause.append(time.perf_counter() - t0)
+    return float(np.median(after_pause)) / hot
+
+
 def host_pause_cost(samples=5):
     """Extra time, in seconds, of the first small numpy call after a PAUSE_S pause over a hot one: what
     any library pays after sleeping here (cold caches, a core woken from idle), the floor under our
@@ -372,7 +384,8 @@ def main():
     print("ratios are peer time / our time (above 1: metal_backend faster); times are best of bursts run in "
           "turn (see time_bursts)")
     print("GB/s: weight bytes per second of our mat-vec; pause/hot and np/hot: our first call after a "
-          f"{PAUSE_S} s pause / right after a numpy matmul, over our hot time (medians of 5)")
+          f"{PAUSE_S} s pause / right after a numpy matmul, over our hot time (medians of 5); torch p/h: "
+          "torch's first call after the same pause over torch's hot time")
     for nth in args.threads:
         run_table(nth, args)
     print(f"\nload average at end {os.getloadavg()[0]:.2f}")
@@ -395,8 +408,8 @@ def run_table(nth, args):
         print(f"  torch {torch.__version__}, {torch.get_num_threads()} threads")
 
     header = ("op", "shape (NxKxM)", "ours ms", "GFLOP/s", "GB/s", "numpy ms", "np/ours", "ggml ms",
-              "ggml/ours", "torch ms", "torch/ours", "pause/hot", "np/hot", "note")
-    widths = (12, 15, 9, 8, 6, 9, 8, 9, 9, 9, 10, 9, 7, 0)
+              "ggml/ours", "torch ms", "torch/ours", "pause/hot", "np/hot", "torch p/h", "note")
+    widths = (12, 15, 9, 8, 6, 9, 8, 9, 9, 9, 10, 9, 7, 9, 0)
     print(" ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
 
     rng = np.random.default_rng(0)
@@ -431,7 +444,7 @@ def run_table(nth, args):
             note = f"ours: {type(e).__name__}: {str(e)[:60]}"
             ours = None
         t_ours = times.get("ours")
-        pause = after_np = None
+        pause = after_np = torch_pause = None
         if ours is not None:
             ref = np.asarray(row.numpy_fn(), dtype=np.float64)
             got = np.asarray(ours.result(), dtype=np.float64).reshape(ref.shape)
@@ -440,6 +453,8 @@ def run_table(nth, args):
                 note = f"CHECK: relative error {rel:.2g} vs numpy"
             if row.weight_bytes:
                 pause, after_np = wake_ratios(ours, t_ours)
+        if row.weight_bytes and row.torch_fn is not None and times.get("torch"):
+            torch_pause = pause_ratio(row.torch_fn, times["torch"])
         if g is not None:
             g.close()
         gflops = f"{row.flops / t_ours * 1e-9:.1f}" if (row.flops and t_ours) else "-"
@@ -448,7 +463,8 @@ def run_table(nth, args):
                  fmt_ratio(times.get("numpy"), t_ours), fmt_ms(times.get("ggml")),
                  fmt_ratio(times.get("ggml"), t_ours), fmt_ms(times.get("torch")),
                  fmt_ratio(times.get("torch"), t_ours), "-" if pause is None else f"{pause:.2f}",
-                 "-" if after_np is None else f"{after_np:.2f}", note)
+                 "-" if after_np is None else f"{after_np:.2f}",
+                 "-" if torch_pause is None else f"{torch_pause:.2f}", note)
         print(" ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip(), flush=True)
     if limiter is not None:
         limiter.restore_original_limits()
