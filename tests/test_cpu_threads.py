@@ -12,6 +12,11 @@ from __future__ import annotations
 import threading
 import time
 
+try:
+    import resource
+except ImportError:  # not on Windows
+    resource = None
+
 import numpy as np
 import pytest
 
@@ -132,3 +137,40 @@ def test_abort_mid_graph_leaves_the_pool_usable():
     for _ in range(8):
         expect = 0.5 * expect * (1 + np.tanh(np.sqrt(2 / np.pi) * (expect + 0.044715 * expect**3)))
     np.testing.assert_allclose(node.get(), expect, rtol=1e-5, atol=1e-6)
+
+
+def _cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@pytest.mark.skipif(resource is None, reason="needs the resource module (POSIX)")
+def test_spin_us_keeps_workers_awake_after_a_compute_only_when_asked():
+    """spin_us is how long the idle workers spin after a compute: with 0 they sleep at once (no CPU
+    burnt while the caller sleeps), with 300 ms they burn CPU through a 0.3 s sleep. CPU time, not
+    speed, and margins of several times the expected values."""
+    ctx, buf, y, _ = _graph(mb.q4_0, 1, k=384, m=1536)
+    graph = mb.Graph(y)
+    backend = CPU.init_backend("n_threads=2")
+    backend.graph_compute(graph)
+    expect = y.get()
+    burnt = {}
+    for spin_us in (0, 300_000, 0):
+        backend.options["spin_us"] = spin_us
+        backend.graph_compute(graph)
+        np.testing.assert_array_equal(y.get(), expect)
+        before = _cpu_seconds()
+        time.sleep(0.3)
+        burnt[spin_us] = _cpu_seconds() - before
+    assert burnt[300_000] > 0.1, burnt
+    assert burnt[0] < 0.05, burnt
+
+
+def test_spin_us_range_is_checked():
+    backend = CPU.init_backend("n_threads=2")
+    assert backend.options["spin_us"] == 500
+    for bad in (-1, 1_000_001):
+        with pytest.raises(mb.InvalidArgumentError, match=str(bad)):
+            backend.options["spin_us"] = bad
+    assert backend.options["spin_us"] == 500
+    assert CPU.init_backend("spin_us=0").options["spin_us"] == 0

@@ -54,6 +54,10 @@ private:
 
 CpuBackend::CpuBackend(std::shared_ptr<CpuDevice> device) : device_(std::move(device)) {
     declare_option("n_threads", host_core_count(), 1, 512);
+    // Microseconds the idle workers spin after a compute before they sleep (up to 1 s), OpenMP's
+    // wait policy as a number: a loop of short computes separated by host work finds them awake if
+    // it comes back within this time.
+    declare_option("spin_us", ThreadPool::kDefaultSpinAfterBurstUs, 0, 1000000);
 }
 
 std::shared_ptr<Device> CpuBackend::device() const { return device_; }
@@ -76,6 +80,7 @@ Status CpuBackend::graph_compute_async(Graph& graph) {
     // effect at the next one.
     const int nth = n_threads();
     if (!pool_ || pool_->size() != nth) pool_ = std::make_unique<ThreadPool>(nth);
+    pool_->set_spin_after_burst_us(option("spin_us"));
     Burst burst(*pool_);  // wakes the workers now; they spin until the compute ends
 
     for (Tensor* node : nodes) {

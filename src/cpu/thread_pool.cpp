@@ -24,11 +24,11 @@ using Clock = std::chrono::steady_clock;
 // How long an idle worker spins before parking. Inside a graph compute the next node follows within
 // microseconds, and a node that runs on one thread (small element-wise work) leaves the others
 // waiting a little longer. After a compute, a caller that alternates short graphs with host work (a
-// decoder step) finds the workers still spinning if it comes back within kSpinAfterBurst. Waking a
-// parked worker costs tens of microseconds to milliseconds (more in VMs), against a few
-// microseconds of work per thread in a small mat-vec.
+// decoder step) finds the workers still spinning if it comes back within the after-burst spin
+// (set_spin_after_burst_us; the CPU backend's `spin_us` option). Waking a parked worker costs tens
+// of microseconds to milliseconds (more in VMs), against a few microseconds of work per thread in a
+// small mat-vec: a call that finds the workers parked runs mostly on the calling thread.
 constexpr auto kSpinInBurst = std::chrono::microseconds(2000);
-constexpr auto kSpinAfterBurst = std::chrono::microseconds(500);
 // Past this much spinning, an idle worker also yields its core now and then, so that on a machine
 // with more runnable threads than cores the threads that do have work get to run.
 constexpr auto kSpinBeforeYield = std::chrono::microseconds(100);
@@ -91,7 +91,10 @@ uint64_t ThreadPool::await_run(uint64_t seen) {
             cpu_relax();
             if (spin % 64 == 0) {
                 const auto idle = Clock::now() - start;
-                if (idle > (in_burst_.load(std::memory_order_relaxed) ? kSpinInBurst : kSpinAfterBurst)) break;
+                const auto limit = in_burst_.load(std::memory_order_relaxed)
+                                       ? kSpinInBurst
+                                       : std::chrono::microseconds(spin_after_burst_us_.load(std::memory_order_relaxed));
+                if (idle > limit) break;
                 if (idle > kSpinBeforeYield && spin % 1024 == 0) std::this_thread::yield();
             }
         }

@@ -3,10 +3,11 @@
 //
 // Slots are claimed, not assigned: worker w claims slot w (so a node's static split lands on the
 // same cores call after call and their caches stay warm), then helps with slots still open; the
-// calling thread, once done with slot 0, runs every slot no worker has claimed yet. A run therefore never waits for a worker that
-// is parked or not scheduled (a busy machine, another library's spinning threads): it waits only for
-// slots already running. Workers spin between runs, longer inside a burst (a graph compute), then
-// park on a futex; begin_burst() wakes them ahead of a graph's first node.
+// calling thread, once done with slot 0, runs every slot no worker has claimed yet. A run therefore
+// never waits for a worker that is parked or not scheduled (a busy machine, another library's
+// spinning threads): it waits only for slots already running. Workers spin between runs, longer
+// inside a burst (a graph compute), then park on a futex; begin_burst() wakes them ahead of a graph's
+// first node.
 #pragma once
 
 #include <atomic>
@@ -38,6 +39,11 @@ public:
     // spinning by the first run, and keeps them spinning longer between runs until end_burst().
     void begin_burst();
     void end_burst();
+    // How long an idle worker spins after a burst before it parks (default kDefaultSpinAfterBurstUs).
+    // Longer keeps a caller that alternates computes with host work on warm workers, at the cost of
+    // cores kept busy for that long after every compute. Takes effect at the workers' next wait.
+    static constexpr int64_t kDefaultSpinAfterBurstUs = 500;
+    void set_spin_after_burst_us(int64_t us) { spin_after_burst_us_.store(us, std::memory_order_relaxed); }
 
 private:
     struct alignas(64) Slot {
@@ -62,6 +68,7 @@ private:
     alignas(64) std::atomic<int> parked_{0};
     std::atomic<uint32_t> wake_seq_{0};  // the futex word parked workers sleep on
     std::atomic<bool> in_burst_{false};
+    std::atomic<int64_t> spin_after_burst_us_{kDefaultSpinAfterBurstUs};
     std::atomic<bool> stop_{false};
     alignas(64) std::atomic<int> barrier_count_{0};
     std::atomic<uint64_t> barrier_phase_{0};
