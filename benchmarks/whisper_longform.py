@@ -2,7 +2,7 @@
 
     python benchmarks/whisper_longform.py [--threads 2] [--models tiny.en base] [--repeats 1 5]
         [--audio A.wav ...] [--settings greedy beam5] [--engines ours faster-whisper whisper.cpp]
-        [--work DIR] [--json OUT]
+        [--work DIR] [--json OUT] [--spin-us US]
 
 The audio is an espeak-ng passage built by scripts/make_passage.py (25 sentences, about 132 s;
 needs espeak-ng and sox), once and repeated 5 times (about 11 minutes); its JSON lists where each
@@ -66,8 +66,10 @@ SETTINGS = {"greedy": 1, "beam5": 5}
 class Ours:
     name = "ours"
 
-    def __init__(self, ct2: Path, work: Path, threads: int):
+    def __init__(self, ct2: Path, work: Path, threads: int, spin_us: int | None = None):
         self.model = Whisper.load(ct2, device="CPU", threads=threads)
+        if spin_us is not None:
+            self.model.compute.backend.options["spin_us"] = spin_us
 
     def transcribe(self, samples: np.ndarray, beam: int) -> tuple[str, list[float]]:
         result = self.model.transcribe(samples, language="en", beam_size=None if beam == 1 else beam)
@@ -141,6 +143,7 @@ def main() -> None:
     parser.add_argument("--engines", nargs="+", default=list(ENGINES), choices=list(ENGINES))
     parser.add_argument("--work", type=Path, help="directory for the passages and converted models (default: temp)")
     parser.add_argument("--json", type=Path, help="also write every row as JSON here")
+    parser.add_argument("--spin-us", type=int, help="ours: the CPU backend's spin_us option (default: its own)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -173,7 +176,7 @@ def run(args: argparse.Namespace, work: Path) -> list[dict]:
             if module is not None and importlib.util.find_spec(module) is None:
                 print(f"{name}: package {module} not installed, skipped", flush=True)
                 continue
-            engines.append(make(ct2, work, args.threads))
+            engines.append(make(ct2, work, args.threads, args.spin_us) if name == "ours" else make(ct2, work, args.threads))
         for audio_name, (samples, reference) in audios.items():
             ref_text = " ".join(s["text"] for s in reference["sentences"])
             ref_starts = [s["start"] for s in reference["sentences"]]
