@@ -167,11 +167,14 @@ def test_profile_bad_input_on_device_clock():
     assert prof.clock == "MetalSim executor time per dispatch" and len(prof.nodes) == 4
 
 
-def test_profile_stops_when_aborted():
-    dev = mb.device("CPU")
-    graph, *_ = _graph(dev)
-    backend = dev.init_backend()
+def test_profile_stops_when_aborted(device):
+    graph, *_ = _graph(device)
+    backend = device.init_backend()
     calls = []
     backend.set_abort_callback(lambda: len(calls) > 0 or calls.append(1) or False)
     prof = backend.profile(graph)
     assert 1 <= len(prof.nodes) < 4
+    # The nodes timed before the stop keep the device's clock; the aborted one ran nothing.
+    assert prof.nodes[0].time_us > 0
+    want = {"CPU": "host wall time", "MetalSim": "MetalSim executor time per dispatch"}
+    assert prof.clock == want[device.name] if device.name in want else prof.clock.startswith("Metal GPU time per")
