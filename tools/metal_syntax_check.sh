@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 
 # clang-19 where installed (Debian 12, Ubuntu 24.04), else the default clang; CLANG=... overrides.
 CLANG="${CLANG:-$(command -v clang-19 || command -v clang || echo clang-19)}"
-FILES=(src/metal/apple/runtime_metal.mm src/metal/apple/metal_registry.mm)
+FILES=(src/metal/apple/runtime_metal.mm src/metal/apple/metal_registry.mm src/metal/apple/residency.mm
+       src/metal/apple/capture.mm src/metal/apple/gpu_timing.mm src/metal/apple/shader_library.mm)
 
 missing=()
 command -v "$CLANG" >/dev/null || missing+=("$CLANG (apt-get install clang-19)")

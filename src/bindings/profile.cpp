@@ -21,11 +21,11 @@ void init_profile(py::module_& m) {
         }
         py::list nodes;
         for (const NodeProfile& n : p.nodes) {
-            nodes.append(py::make_tuple(handle(n.node), n.start_us, n.time_us, n.bytes, n.flops));
+            nodes.append(py::make_tuple(handle(n.node), n.start_us, n.time_us, n.host_us, n.bytes, n.flops));
         }
         return py::make_tuple(p.backend, p.clock, p.wall_us, nodes);
     }, py::arg("graph"), py::arg("repeat") = 1,
-       "(backend, clock, wall_us, [(node, start_us, time_us, bytes, flops)]): see Backend.profile.");
+       "(backend, clock, wall_us, [(node, start_us, time_us, host_us, bytes, flops)]): see Backend.profile.");
 }
 
 }  // namespace mb::bindings

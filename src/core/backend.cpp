@@ -143,6 +143,11 @@ Status Backend::graph_compute(Graph& graph) {
     return s;
 }
 
+Status Backend::graph_compute_timed(Graph& graph, DeviceTime& time) {
+    time = DeviceTime{};
+    return graph_compute(graph);
+}
+
 static Buffer& tensor_buffer(const Tensor& t, const char* who, size_t offset, size_t n) {
     const auto& buf = t.data_buffer();
     if (!buf) fail<InvalidArgumentError>(who, "tensor ", t.describe(), " is not allocated");

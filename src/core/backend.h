@@ -23,6 +23,12 @@ enum class Status : int32_t { SUCCESS = 0, ABORTED = 1, FAILED = -1, ALLOC_FAILE
 // Asked between units of work (nodes on the CPU, command buffers on Metal); true stops the compute.
 using AbortCallback = std::function<bool()>;
 
+// The device's own time of one compute (per-node profiles).
+struct DeviceTime {
+    std::string clock;  // which clock, in words; empty: the backend has none
+    double us = 0;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -37,6 +43,10 @@ public:
     Status graph_compute(Graph& graph);
     // Queues the graph; synchronize() waits. Backends without async compute run it here.
     virtual Status graph_compute_async(Graph& graph) = 0;
+    // graph_compute that also measures the device's own time of the work, where the backend has a
+    // device clock (Metal: the GPU's; MetalSim: the executor's). The default has none and leaves
+    // `time` empty, so profiles fall back to the host's wall time.
+    virtual Status graph_compute_timed(Graph& graph, DeviceTime& time);
     // Copies into/out of a tensor's bytes [offset, offset + n), ordered after queued work; complete
     // at synchronize(). The defaults are synchronous.
     virtual void set_tensor_async(Tensor& t, const void* src, size_t offset, size_t n);

@@ -1,5 +1,6 @@
 #include "core/profile.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -56,35 +57,49 @@ GraphProfile profile_graph(Backend& backend, Graph& graph, int repeat) {
     using Clock = std::chrono::steady_clock;
     GraphProfile out;
     out.backend = backend.name();
-    out.clock = "host wall time per node, each node computed and waited for alone" +
-                std::string(backend.device()->name() == "CPU"
-                                ? ""
-                                : " (one command buffer per node: dispatch + commit + wait; no fusion or concurrency)");
+    std::vector<std::string> clocks;  // the device clocks the computes reported, each once
+    bool device_timed = true;         // every compute reported a device time
     std::vector<Tensor*> nodes;
     for (Tensor* n : graph.nodes()) {
         if (!op_is_view(n->op) && !n->is_empty()) nodes.push_back(n);
     }
     out.nodes.reserve(nodes.size());
-    for (Tensor* n : nodes) out.nodes.push_back({n, 0.0, 0.0, node_bytes(*n), node_flops(*n)});
+    for (Tensor* n : nodes) out.nodes.push_back({n, 0.0, 0.0, 0.0, node_bytes(*n), node_flops(*n)});
+    std::vector<double> device_us(nodes.size(), 0.0);
     const Clock::time_point t0 = Clock::now();
+    // Keeps the nodes timed so far, each on the device clock where every compute had one.
+    auto finish = [&](size_t n_timed) {
+        out.nodes.resize(n_timed);
+        out.wall_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+        device_timed = device_timed && !clocks.empty();
+        if (!device_timed) out.clock = "host wall time";
+        for (size_t c = 0; device_timed && c < clocks.size(); ++c) out.clock += (c ? "; " : "") + clocks[c];
+        for (size_t i = 0; i < out.nodes.size(); ++i) {
+            out.nodes[i].time_us = device_timed ? device_us[i] : out.nodes[i].host_us;
+        }
+        return out;
+    };
     for (int r = 0; r < repeat; ++r) {
         for (size_t i = 0; i < nodes.size(); ++i) {
             // The node's sources are computed (earlier nodes) or leafs; a one-node graph computes just it.
             Graph one({nodes[i]}, {}, {nodes[i]});
+            DeviceTime device;
             const Clock::time_point a = Clock::now();
-            Status s = backend.graph_compute(one);
+            Status s = backend.graph_compute_timed(one, device);
             const Clock::time_point b = Clock::now();
             if (r == 0) out.nodes[i].start_us = std::chrono::duration<double, std::micro>(a - t0).count();
-            out.nodes[i].time_us += std::chrono::duration<double, std::micro>(b - a).count() / repeat;
-            if (s == Status::ABORTED) {
-                out.nodes.resize(i + 1);
-                out.wall_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-                return out;
+            out.nodes[i].host_us += std::chrono::duration<double, std::micro>(b - a).count() / repeat;
+            device_us[i] += device.us / repeat;
+            // An aborted compute ran nothing on the device to time; it is the last node kept anyway.
+            if (device.clock.empty()) {
+                device_timed = device_timed && s == Status::ABORTED;
+            } else if (std::find(clocks.begin(), clocks.end(), device.clock) == clocks.end()) {
+                clocks.push_back(device.clock);
             }
+            if (s == Status::ABORTED) return finish(i + 1);
         }
     }
-    out.wall_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-    return out;
+    return finish(nodes.size());
 }
 
 }  // namespace mb

@@ -1,10 +1,10 @@
 // Per-node profile of a graph on a backend (ggml's perf print, as data): each computing node is run
-// alone, as a one-node graph computed and waited for, and timed on the host clock. That works the same
-// on every backend without hooks in their compute loops: on the CPU it is the node's wall time; on
-// Metal and MetalSim each node becomes its own command buffer (so the time is one dispatch plus its
-// commit and wait, and fusion and concurrency are off). GPU-side time per dispatch would come from
-// Metal counter sample buffers at dispatch boundaries (or GPUStartTime/GPUEndTime per command buffer);
-// that is not measured here, and the profile's `clock` says what was.
+// alone, as a one-node graph computed and waited for (Backend::graph_compute_timed), and timed twice:
+// on the host clock around the compute, and on the backend's device clock where it has one (Metal:
+// GPU time per dispatch from counter samples, else per command buffer; MetalSim: the executor's time
+// per dispatch). A node's time is the device's when every node got one, else the host's; the
+// profile's `clock` says which. On Metal and MetalSim each node becomes its own command buffer, so
+// fusion and concurrency are off and the host time holds the commit and wait too.
 #pragma once
 
 #include <cstdint>
@@ -20,14 +20,15 @@ struct Tensor;
 struct NodeProfile {
     Tensor* node;
     double start_us;  // when its first run began, from the profile's start
-    double time_us;   // mean over the repeats
+    double time_us;   // mean over the repeats, on the profile's clock
+    double host_us;   // mean over the repeats, host wall time of the node's compute (commit and wait too)
     uint64_t bytes;   // bytes of the node's sources and result (0: none)
     uint64_t flops;   // floating-point operations where known (0: unknown)
 };
 
 struct GraphProfile {
     std::string backend;
-    std::string clock;
+    std::string clock;  // what time_us measures: the device clock's name, or "host wall time"
     double wall_us = 0;  // the whole profiled run, all repeats
     std::vector<NodeProfile> nodes;
 };

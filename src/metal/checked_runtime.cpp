@@ -122,6 +122,9 @@ public:
         return inner_->status();
     }
     std::string error() const override { return invalid_.empty() ? inner_->error() : invalid_; }
+    void time_dispatches() override { inner_->time_dispatches(); }
+    // Dispatches of an empty grid were not passed on: the runtime's entries are those it ran.
+    DeviceTiming timing() const override { return invalid_.empty() ? inner_->timing() : DeviceTiming{}; }
 
 private:
     void require_open(const char* what) const {

@@ -64,7 +64,23 @@ void MetalBackend::commit(std::unique_ptr<CommandBuffer> cb) {
     in_flight_.push_back(std::move(cb));
 }
 
-Status MetalBackend::graph_compute_async(Graph& graph) {
+Status MetalBackend::graph_compute_async(Graph& graph) { return encode_graph(graph, false); }
+
+Status MetalBackend::graph_compute_timed(Graph& graph, DeviceTime& time) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        timed_ = DeviceTime{};
+        timed_clocks_.clear();
+    }
+    Status s = encode_graph(graph, true);
+    synchronize();
+    std::lock_guard<std::mutex> lock(mutex_);
+    time = timed_;
+    for (const std::string& c : timed_clocks_) time.clock += (time.clock.empty() ? "" : "; ") + c;
+    return s;
+}
+
+Status MetalBackend::encode_graph(Graph& graph, bool timed) {
     static const char* who = "MetalBackend::graph_compute";
     reject_reentry(who);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -131,6 +147,7 @@ Status MetalBackend::graph_compute_async(Graph& graph) {
     size_t i = 0;
     for (size_t k = 0; k + 1 < bounds.size() && i < nodes.size(); ++k) {
         auto cb = device_->runtime().command_buffer(runtime_options());
+        if (timed) cb->time_dispatches();
         op_enc.begin(cb->compute(concurrent));
         while (i < nodes.size() && (i < bounds[k + 1] || k + 2 == bounds.size())) i += op_enc.encode(i);
         // Asked before every commit: on stop nothing of this graph is committed from here on.
@@ -154,6 +171,13 @@ void MetalBackend::synchronize() {
     std::string errors;
     for (size_t k = 0; k < in_flight_.size(); ++k) {
         in_flight_[k]->wait();
+        const DeviceTiming t = in_flight_[k]->timing();
+        if (!t.clock.empty()) {
+            for (double ns : t.ns) timed_.us += ns / 1e3;
+            if (std::find(timed_clocks_.begin(), timed_clocks_.end(), t.clock) == timed_clocks_.end()) {
+                timed_clocks_.push_back(t.clock);
+            }
+        }
         if (in_flight_[k]->status() == CommandStatus::Error) {
             errors += (errors.empty() ? "" : "; ") + std::string("command buffer ") + std::to_string(k) + ": " +
                       in_flight_[k]->error();

@@ -30,6 +30,7 @@ public:
     std::shared_ptr<Device> device() const override;
 
     Status graph_compute_async(Graph& graph) override;
+    Status graph_compute_timed(Graph& graph, DeviceTime& time) override;
     void synchronize() override;
     void set_tensor_async(Tensor& t, const void* src, size_t offset, size_t n) override;
     void get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t n) override;
@@ -45,6 +46,7 @@ private:
         size_t n;
     };
     void commit(std::unique_ptr<CommandBuffer> cb);
+    Status encode_graph(Graph& graph, bool timed);
     OptionValues runtime_options() const;  // the runtime's own switches, as set on this backend
 
     std::shared_ptr<MetalDevice> device_;
@@ -55,6 +57,9 @@ private:
     std::vector<PendingRead> reads_;
     std::vector<std::shared_ptr<RtBuffer>> error_records_;  // one per compute, read at synchronize
     bool capture_next_ = false;
+    // The runtime's times of the timed command buffers waited for since graph_compute_timed began.
+    DeviceTime timed_;
+    std::vector<std::string> timed_clocks_;
     PendingMarks marks_{this};  // what queued work reads and writes, lifted at synchronize
 };
 

@@ -68,6 +68,14 @@ public:
 
 enum class CommandStatus { NotCommitted, Committed, Completed, Error };
 
+// The device's own time for a command buffer's work (profiles): per dispatch where the runtime can
+// tell dispatches apart, else one time for the whole command buffer.
+struct DeviceTiming {
+    std::string clock;          // what was measured, in words; empty when nothing was
+    bool per_dispatch = false;  // ns: one entry per dispatch run, in encoding order; else one entry
+    std::vector<double> ns;
+};
+
 // Work for the GPU: compute passes and blits, committed in order to the device's one queue.
 class CommandBuffer {
 public:
@@ -85,6 +93,10 @@ public:
     virtual CommandStatus status() const = 0;
     // The runtime's own message when status() is Error.
     virtual std::string error() const = 0;
+    // Asks for the device's own time of this command buffer's work; before anything is encoded.
+    virtual void time_dispatches() {}
+    // After wait() of a completed command buffer that was asked: what time_dispatches() measured.
+    virtual DeviceTiming timing() const { return {}; }
 };
 
 struct RuntimeProps {

@@ -97,6 +97,7 @@ void test_add() {
             d.buffers = {bind(args), bind(a), bind(b), bind(dst)};
             auto r = sim::run(d, s, threads);
             CHECK(r.ok, "%s", r.error.c_str());
+            CHECK(r.run_ns > 0, "no run time for a dispatch that ran (%g ns)", r.run_ns);
             int bad = 0;
             for (int i = 0; i < n; ++i) bad += dst[i] != a[i] + b[i] * 0.5f;
             for (int i = n; i < n + 24; ++i) bad += dst[i] != -7.f;
@@ -185,6 +186,7 @@ void test_function_constants() {
 
     auto r = sim::run(d, sim::Schedule::Lockstep, 1);
     CHECK(!r.ok && contains(r.error, "function constant 100 (FC_test_square) is not set"), "%s", r.error.c_str());
+    CHECK(r.run_ns == 0, "a dispatch refused before it ran took %g ns", r.run_ns);
 
     d.constants = {sim::FunctionConstant::boolean(100, true)};
     r = sim::run(d, sim::Schedule::Lockstep, 1);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -700,7 +701,7 @@ private:
 // ---------------------------------------------------------------- validation
 
 Result failure(const KernelInfo* k, const std::string& what) {
-    return Result{false, "[mb::sim::run] " + std::string(k ? k->name : "(no kernel)") + ": " + what};
+    return Result{false, "[mb::sim::run] " + std::string(k ? k->name : "(no kernel)") + ": " + what, 0.0};
 }
 
 size_t fc_size(abi::FcType t) {
@@ -953,9 +954,11 @@ Result run(const Dispatch& dispatch, Schedule schedule, int n_threads) {
         Pool& pool = Pool::instance();
         std::lock_guard<std::mutex> lock(pool.dispatch_mutex());
         apply_constants(dispatch);
+        const auto start = std::chrono::steady_clock::now();
         pool.run(job, n_threads);
-        if (job.error_group != UINT64_MAX) return Result{false, job.error};
-        return Result{};
+        const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+        if (job.error_group != UINT64_MAX) return Result{false, job.error, ns};
+        return Result{true, std::string(), ns};
     } catch (const std::exception& e) {
         return failure(dispatch.kernel, std::string("host failure: ") + e.what());
     }

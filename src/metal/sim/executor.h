@@ -75,6 +75,9 @@ struct Dispatch {
 struct Result {
     bool ok = true;
     std::string error;  // "[mb::sim::run] kernel_x: ..." when !ok
+    // Time the threadgroups took to run, from the first start to the last end (not the validation
+    // before, nor the wait for another dispatch's turn); 0 when nothing ran.
+    double run_ns = 0;
 };
 
 // Kernels of every linked generated source, by host name; nullptr when unknown.

@@ -100,6 +100,8 @@ struct Work {
     std::condition_variable done_cv;
     CommandStatus status = CommandStatus::NotCommitted;
     std::string error;
+    bool timed = false;               // time_dispatches() was asked
+    std::vector<double> dispatch_ns;  // the executor's time per dispatch, in encoding order
 };
 
 class SimRuntime;
@@ -186,6 +188,12 @@ public:
     std::string error() const override {
         std::lock_guard<std::mutex> lock(work_->mutex);
         return work_->error;
+    }
+    void time_dispatches() override { work_->timed = true; }
+    DeviceTiming timing() const override {
+        std::lock_guard<std::mutex> lock(work_->mutex);
+        if (!work_->timed || work_->status != CommandStatus::Completed) return {};
+        return {"MetalSim executor time per dispatch", true, work_->dispatch_ns};
     }
 
 private:
@@ -294,10 +302,17 @@ private:
         }
     }
 
-    // Runs a command buffer; "" on success, else the error of the first failing command.
-    std::string execute(const Work& work) {
+    // Runs a command buffer; "" on success, else the error of the first failing command. The
+    // executor's time of each dispatch goes to work.dispatch_ns when timed (the queue thread alone
+    // writes it before the work is marked done).
+    std::string execute(Work& work) {
         const auto& cmds = work.commands;
-        size_t i = 0;
+        if (work.timed) {
+            work.dispatch_ns.assign(std::count_if(cmds.begin(), cmds.end(),
+                                                  [](const Command& c) { return c.kind == Command::Kind::Dispatch; }),
+                                    0.0);
+        }
+        size_t i = 0, ordinal = 0;  // ordinal: dispatches before cmds[i]
         while (i < cmds.size()) {
             // Dispatches of a concurrent pass up to the next barrier may run in any order on a GPU:
             // run them last to first, so a missing barrier shows as a wrong result here.
@@ -305,16 +320,17 @@ private:
             while (j < cmds.size() && cmds[j].kind == Command::Kind::Dispatch && cmds[j].concurrent) ++j;
             if (j > i) {
                 for (size_t k = j; k-- > i;) {
-                    std::string e = run_dispatch(cmds[k], work.schedule);
+                    std::string e = run_dispatch(cmds[k], work, ordinal + (k - i));
                     if (!e.empty()) return e;
                 }
+                ordinal += j - i;
                 i = j;
                 continue;
             }
             const Command& c = cmds[i++];
             switch (c.kind) {
                 case Command::Kind::Dispatch: {
-                    std::string e = run_dispatch(c, work.schedule);
+                    std::string e = run_dispatch(c, work, ordinal++);
                     if (!e.empty()) return e;
                     break;
                 }
@@ -330,7 +346,7 @@ private:
         return {};
     }
 
-    std::string run_dispatch(const Command& c, int schedule) {
+    std::string run_dispatch(const Command& c, Work& work, size_t ordinal) {
         sim::Dispatch d;
         d.kernel = c.pipeline->kernel();
         d.grid = {c.groups.x, c.groups.y, c.groups.z};
@@ -344,7 +360,9 @@ private:
         }
         d.threadgroup_memory = c.threadgroup_memory;
         d.constants = c.pipeline->constants();
-        sim::Result r = sim::run(d, schedule == 1 ? sim::Schedule::RunAhead : sim::Schedule::Lockstep, host_core_count());
+        sim::Result r = sim::run(d, work.schedule == 1 ? sim::Schedule::RunAhead : sim::Schedule::Lockstep,
+                                 host_core_count());
+        if (work.timed) work.dispatch_ns[ordinal] = r.run_ns;
         return r.ok ? std::string() : r.error;
     }
 

@@ -1,4 +1,4 @@
-// The subset of Apple's Metal framework that src/metal/apple/runtime_metal.mm and metal_registry.mm call,
+// The subset of Apple's Metal framework that the files of src/metal/apple/ call,
 // declared as Apple's SDK declares it, so that tools/metal_syntax_check.sh can type-check those files
 // on Linux (clang, GNUstep Foundation). Declarations only; nothing here runs. Each line names the
 // Apple documentation symbol it mirrors. Adding a call to the runtime means adding its declaration
@@ -26,6 +26,11 @@
 #ifndef NS_RETURNS_INNER_POINTER
 #define NS_RETURNS_INNER_POINTER __attribute__((objc_returns_inner_pointer))
 #endif
+#ifndef NS_TYPED_ENUM
+#define NS_TYPED_ENUM
+#endif
+// CoreFoundation's CFTimeInterval (CFDate.h), which Metal.h brings in on Apple; GNUstep has none.
+typedef double CFTimeInterval;
 
 NS_ASSUME_NONNULL_BEGIN
 
@@ -38,6 +43,9 @@ NS_ASSUME_NONNULL_BEGIN
 @protocol MTLCommandBuffer;
 @protocol MTLComputeCommandEncoder;
 @protocol MTLBlitCommandEncoder;
+@protocol MTLCounterSet;
+@protocol MTLCounterSampleBuffer;
+@class MTLCounterSampleBufferDescriptor;
 @class MTLCompileOptions;
 @class MTLFunctionConstantValues;
 
@@ -108,6 +116,18 @@ typedef NS_ENUM(NSUInteger, MTLCommandBufferStatus) {
     MTLCommandBufferStatusError = 5,
 };
 
+// doc: MTLCounterSamplingPoint
+typedef NS_ENUM(NSUInteger, MTLCounterSamplingPoint) {
+    MTLCounterSamplingPointAtStageBoundary,
+    MTLCounterSamplingPointAtDrawBoundary,
+    MTLCounterSamplingPointAtDispatchBoundary,
+    MTLCounterSamplingPointAtTileDispatchBoundary,
+    MTLCounterSamplingPointAtBlitBoundary
+} API_AVAILABLE(macos(11.0), ios(14.0));
+
+// doc: MTLTimestamp
+typedef uint64_t MTLTimestamp;
+
 // doc: MTLCaptureDestination
 typedef NS_ENUM(NSInteger, MTLCaptureDestination) {
     MTLCaptureDestinationDeveloperTools = 1,
@@ -160,6 +180,51 @@ API_AVAILABLE(macos(15.0))
 - (void)commit;
 @end
 #endif
+
+// ------------------------------------------------------------------ counters (MTLCounters.h)
+
+// doc: MTLCounterErrorValue
+#define MTLCounterErrorValue ((uint64_t)~0ULL)
+
+// doc: MTLCommonCounterSet
+typedef NSString * const MTLCommonCounterSet NS_TYPED_ENUM API_AVAILABLE(macos(10.15), ios(14.0));
+// doc: MTLCommonCounterSetTimestamp
+#ifdef __cplusplus
+extern "C"
+#endif
+MTLCommonCounterSet MTLCommonCounterSetTimestamp API_AVAILABLE(macos(10.15), ios(14.0));
+
+// doc: MTLCounterResultTimestamp
+typedef struct {
+    uint64_t timestamp;
+} MTLCounterResultTimestamp API_AVAILABLE(macos(10.15), ios(14.0));
+
+// doc: MTLCounterSet
+API_AVAILABLE(macos(10.15), ios(14.0))
+@protocol MTLCounterSet <NSObject>
+// doc: MTLCounterSet/name
+@property (readonly, copy) NSString *name API_AVAILABLE(macos(10.15), ios(14.0));
+@end
+
+// doc: MTLCounterSampleBufferDescriptor
+API_AVAILABLE(macos(10.15), ios(14.0))
+@interface MTLCounterSampleBufferDescriptor : NSObject <NSCopying>
+// doc: MTLCounterSampleBufferDescriptor/counterSet
+@property (nullable, readwrite, retain) id<MTLCounterSet> counterSet API_AVAILABLE(macos(10.15), ios(14.0));
+// doc: MTLCounterSampleBufferDescriptor/label
+@property (readwrite, copy) NSString *label API_AVAILABLE(macos(10.15), ios(14.0));
+// doc: MTLCounterSampleBufferDescriptor/storageMode
+@property (readwrite) MTLStorageMode storageMode API_AVAILABLE(macos(10.15), ios(14.0));
+// doc: MTLCounterSampleBufferDescriptor/sampleCount
+@property (readwrite) NSUInteger sampleCount API_AVAILABLE(macos(10.15), ios(14.0));
+@end
+
+// doc: MTLCounterSampleBuffer
+API_AVAILABLE(macos(10.15), ios(14.0))
+@protocol MTLCounterSampleBuffer <NSObject>
+// doc: MTLCounterSampleBuffer/resolveCounterRange(_:)
+- (nullable NSData *)resolveCounterRange:(NSRange)range API_AVAILABLE(macos(10.15), ios(14.0));
+@end
 
 // ------------------------------------------------------------------ library and pipelines
 
@@ -219,6 +284,10 @@ API_AVAILABLE(macos(15.0))
 - (void)dispatchThreadgroups:(MTLSize)threadgroupsPerGrid threadsPerThreadgroup:(MTLSize)threadsPerThreadgroup;
 // doc: MTLComputeCommandEncoder/memoryBarrier(scope:)
 - (void)memoryBarrierWithScope:(MTLBarrierScope)scope;
+// doc: MTLComputeCommandEncoder/sampleCounters(sampleBuffer:sampleIndex:barrier:)
+- (void)sampleCountersInBuffer:(id<MTLCounterSampleBuffer>)sampleBuffer
+                 atSampleIndex:(NSUInteger)sampleIndex
+                   withBarrier:(BOOL)barrier API_AVAILABLE(macos(10.15), ios(14.0));
 @end
 
 // doc: MTLBlitCommandEncoder
@@ -239,6 +308,10 @@ API_AVAILABLE(macos(15.0))
 @property (readonly) MTLCommandBufferStatus status;
 // doc: MTLCommandBuffer/error
 @property (nullable, readonly) NSError *error;
+// doc: MTLCommandBuffer/gpuStartTime
+@property (readonly) CFTimeInterval GPUStartTime API_AVAILABLE(macos(10.15), macCatalyst(13.0), ios(10.3));
+// doc: MTLCommandBuffer/gpuEndTime
+@property (readonly) CFTimeInterval GPUEndTime API_AVAILABLE(macos(10.15), macCatalyst(13.0), ios(10.3));
 // doc: MTLCommandBuffer/commit()
 - (void)commit;
 // doc: MTLCommandBuffer/waitUntilCompleted()
@@ -279,6 +352,17 @@ API_AVAILABLE(macos(15.0))
 @property (readonly) NSUInteger maxBufferLength;
 // doc: MTLDevice/supportsFamily(_:)
 - (BOOL)supportsFamily:(MTLGPUFamily)gpuFamily;
+// doc: MTLDevice/counterSets
+@property (readonly, nullable) NSArray<id<MTLCounterSet>> *counterSets API_AVAILABLE(macos(10.15), ios(14.0));
+// doc: MTLDevice/supportsCounterSampling(_:)
+- (BOOL)supportsCounterSampling:(MTLCounterSamplingPoint)samplingPoint API_AVAILABLE(macos(11.0), ios(14.0));
+// doc: MTLDevice/makeCounterSampleBuffer(descriptor:)
+- (nullable id<MTLCounterSampleBuffer>)newCounterSampleBufferWithDescriptor:(MTLCounterSampleBufferDescriptor *)descriptor
+                                                                      error:(NSError **)error
+    API_AVAILABLE(macos(10.15), ios(14.0));
+// doc: MTLDevice/sampleTimestamps(_:gpuTimestamp:)
+- (void)sampleTimestamps:(MTLTimestamp *)cpuTimestamp
+            gpuTimestamp:(MTLTimestamp *)gpuTimestamp API_AVAILABLE(macos(10.15), ios(14.0));
 // doc: MTLDevice/makeCommandQueue()
 - (nullable id<MTLCommandQueue>)newCommandQueue;
 // doc: MTLDevice/makeBuffer(length:options:)
