@@ -285,18 +285,20 @@ class BackendWhisper:
     # ---------------------------------------------------------------- graph pieces
 
     def _linear(self, x: mb.Tensor, name: str) -> mb.Tensor:
-        return ops.add(ops.mul_mat(self.w[f"{name}.weight"], x), self.w[f"{name}.bias"])
+        return _named(ops.add(_named(ops.mul_mat(self.w[f"{name}.weight"], x), name), self.w[f"{name}.bias"]),
+                      f"{name}.bias")
 
     def _layer_norm(self, x: mb.Tensor, name: str) -> mb.Tensor:
-        return ops.add(ops.mul(ops.norm(x, _LN_EPS), self.w[f"{name}.weight"]), self.w[f"{name}.bias"])
+        normed = _named(ops.norm(x, _LN_EPS), f"{name}.norm")
+        return _named(ops.add(ops.mul(normed, self.w[f"{name}.weight"]), self.w[f"{name}.bias"]), name)
 
     def _conv(self, data: mb.Tensor, name: str, stride: int) -> mb.Tensor:
         """Kernel-3, padding-1 convolution of data (1, c_in, t) -> time-major (1, t_out, c_out)."""
         kernel = self.w[f"{name}.weight"]
         c_out, c_in, width = kernel.shape
-        cols = ops.im2col(kernel, data, stride, 0, 1, 0, 1, 0, False, mb.f32)
-        y = ops.mul_mat(ops.reshape(kernel, (c_out, c_in * width)), cols)
-        return ops.add(y, self.w[f"{name}.bias"])
+        cols = _named(ops.im2col(kernel, data, stride, 0, 1, 0, 1, 0, False, mb.f32), f"{name}.im2col")
+        y = _named(ops.mul_mat(ops.reshape(kernel, (c_out, c_in * width)), cols), name)
+        return _named(ops.add(y, self.w[f"{name}.bias"]), f"{name}.bias")
 
     def _heads(self, x: mb.Tensor, n: int, row_elems: int, offset_elems: int) -> mb.Tensor:
         """(1, H, n, head_dim) view of the columns [offset, offset + d) of the rows of x."""
@@ -315,26 +317,30 @@ class BackendWhisper:
                         strides=(sequence_rows * row_elems * es, hd * es, row_elems * es, es),
                         offset=offset_elems * es)
 
-    def _flash_attention(self, q: mb.Tensor, k: mb.Tensor, v: mb.Tensor, mask: mb.Tensor | None) -> mb.Tensor:
+    def _flash_attention(self, q: mb.Tensor, k: mb.Tensor, v: mb.Tensor, mask: mb.Tensor | None,
+                         name: str) -> mb.Tensor:
         """Attention of q (1, H, n, hd) over k, v (1, H, m, hd) -> (n, d)."""
-        out = ops.flash_attn_ext(q, k, v, mask, self.scale)  # (1, n, H, hd)
+        out = _named(ops.flash_attn_ext(q, k, v, mask, self.scale), f"{name}.flash")  # (1, n, H, hd)
         return ops.reshape(out, (q.shape[2], self.n_head * self.head_dim))
 
-    def _matmul_attention(self, q: mb.Tensor, k: mb.Tensor, v_t: mb.Tensor) -> mb.Tensor:
+    def _matmul_attention(self, q: mb.Tensor, k: mb.Tensor, v_t: mb.Tensor, name: str) -> mb.Tensor:
         """Attention of q (1, H, n, hd) over k (1, H, m, hd) and transposed values v_t (1, H, hd, m)."""
-        probs = ops.soft_max_ext(ops.mul_mat(k, q), None, self.scale, 0.0)  # (1, H, n, m)
-        out = ops.mul_mat(v_t, probs)  # (1, H, n, hd)
+        probs = _named(ops.soft_max_ext(_named(ops.mul_mat(k, q), f"{name}.kq"), None, self.scale, 0.0),
+                       f"{name}.softmax")  # (1, H, n, m)
+        out = _named(ops.mul_mat(v_t, probs), f"{name}.kqv")  # (1, H, n, hd)
         return ops.reshape(ops.cont(ops.permute(out, [0, 2, 1, 3])), (q.shape[2], self.n_head * self.head_dim))
 
     def _mlp(self, x: mb.Tensor, prefix: str) -> mb.Tensor:
         h = self._layer_norm(x, f"{prefix}.mlp_ln")
-        return self._linear(ops.gelu_erf(self._linear(h, f"{prefix}.mlp.0")), f"{prefix}.mlp.2")
+        return self._linear(_named(ops.gelu_erf(self._linear(h, f"{prefix}.mlp.0")), f"{prefix}.mlp.gelu"),
+                            f"{prefix}.mlp.2")
 
     def _build_encoder(self) -> tuple[mb.Graph, mb.Tensor]:
         hp = self.hp
         n, d = hp.n_audio_ctx, hp.n_audio_state
-        x = ops.gelu_erf(self._conv(self.mel, "encoder.conv1", stride=1))  # (1, 2n, d)
-        x = ops.gelu_erf(self._conv(ops.permute(x, [0, 2, 1]), "encoder.conv2", stride=2))  # (1, n, d)
+        x = _named(ops.gelu_erf(self._conv(self.mel, "encoder.conv1", stride=1)), "encoder.conv1.gelu")  # (1, 2n, d)
+        x = _named(ops.gelu_erf(self._conv(ops.permute(x, [0, 2, 1]), "encoder.conv2", stride=2)),
+                   "encoder.conv2.gelu")  # (1, n, d)
         x = ops.add(ops.reshape(x, (n, d)), self.w["encoder.positional_embedding"])
         for i in range(hp.n_audio_layer):
             p = f"encoder.blocks.{i}"
@@ -342,19 +348,21 @@ class BackendWhisper:
             q = self._heads(qkv, n, 3 * d, 0)
             if self.encoder_attention == "flash":
                 kv = ops.cpy(ops.view(qkv, (n, 2 * d), strides=(3 * d * 4, 4), offset=d * 4), self.encoder_kv[i])
-                a = self._flash_attention(q, self._heads(kv, n, 2 * d, 0), self._heads(kv, n, 2 * d, d), None)
+                a = self._flash_attention(q, self._heads(kv, n, 2 * d, 0), self._heads(kv, n, 2 * d, d), None,
+                                          f"{p}.attn")
             else:
                 v_t = ops.cont(ops.permute(self._heads(qkv, n, 3 * d, 2 * d), [0, 1, 3, 2]))
-                a = self._matmul_attention(q, self._heads(qkv, n, 3 * d, d), v_t)
-            x = ops.add(x, self._linear(a, f"{p}.attn.out"))
-            x = ops.add(x, self._mlp(x, p))
+                a = self._matmul_attention(q, self._heads(qkv, n, 3 * d, d), v_t, f"{p}.attn")
+            x = _named(ops.add(x, self._linear(a, f"{p}.attn.out")), f"{p}.attn.residual")
+            x = _named(ops.add(x, self._mlp(x, p)), f"{p}.mlp.residual")
         encoded = self._layer_norm(x, "encoder.ln_post")
         outputs = [encoded]
         for i in range(hp.n_text_layer):
             p = f"decoder.blocks.{i}.cross_attn"
-            k = ops.mul_mat(self.w[f"{p}.key.weight"], encoded)  # (n, d)
+            k = _named(ops.mul_mat(self.w[f"{p}.key.weight"], encoded), f"{p}.key")  # (n, d)
             outputs.append(ops.cpy(self._heads(k, n, d, 0), self.cross_k[i]))
-            v_t = ops.add(ops.mul_mat(encoded, self.w[f"{p}.value.weight"]), self.w[f"{p}.value.bias"])  # (d, n)
+            v_t = _named(ops.add(_named(ops.mul_mat(encoded, self.w[f"{p}.value.weight"]), f"{p}.value"),
+                                 self.w[f"{p}.value.bias"]), f"{p}.value.bias")  # (d, n)
             outputs.append(ops.cpy(v_t, self.cross_v_t[i]))
         return mb.Graph(*outputs), encoded
 
@@ -550,6 +558,12 @@ class BackendWhisper:
         if self._alignment is None:
             self._alignment = AlignmentGraphs(self)
         return self._alignment.run(tokens, heads, n_audio)
+
+
+def _named(t: mb.Tensor, name: str) -> mb.Tensor:
+    """t, named after the model part it computes (profiles and graph dumps show the name)."""
+    t.name = name
+    return t
 
 
 def _check(status: mb.Status, graph: str) -> None:

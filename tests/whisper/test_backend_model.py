@@ -124,6 +124,18 @@ def test_scheduler_places_every_node_on_the_device(tiny_en, tiny_en_backend, jfk
         assert set(counts) == {tiny_en_backend.backend.name}, graph
 
 
+def test_encoder_nodes_are_named_after_model_parts(tiny_en_backend):
+    """Profiles and graph dumps name each computing node after the weight or block it belongs to."""
+    computing = [n for n in tiny_en_backend.encoder_graph.nodes
+                 if n.op in ("MUL_MAT", "FLASH_ATTN_EXT", "SOFT_MAX", "NORM", "GELU_ERF", "IM2COL")]
+    assert computing
+    unnamed = [(n.op, n.shape) for n in computing if not n.name]
+    assert not unnamed, unnamed
+    names = {n.name for n in computing}
+    assert {"encoder.conv1", "encoder.blocks.0.attn.qkv", "encoder.blocks.3.mlp.2"} <= names
+    assert any(name.startswith("encoder.blocks.0.attn.") and name.endswith(("flash", "kq")) for name in names)
+
+
 def test_decode_checks_its_arguments(tiny_en, tiny_en_backend, jfk_mel):
     features = tiny_en_backend.encode(jfk_mel)
     prompt = GreedyDecoder(tiny_en).prompt
