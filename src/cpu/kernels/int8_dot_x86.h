@@ -67,10 +67,8 @@ MB_TARGET_AVX2 inline __m256 scale_add(__m256i lanes, float scale, __m256 acc) {
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(lanes), _mm256_set1_ps(scale), acc);
 }
 
-// fma(a, b, c) in one rounding (the scalar offset sums).
-MB_TARGET_AVX2 inline float fma1(float a, float b, float c) {
-    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
-}
+// fma(a, b, c) in one rounding (the scalar offset sums): one vfmadd in a function with the FMA target.
+MB_TARGET_AVX2 inline float fma1(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 
 // ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)) for each of a0..a3: the canonical lane sum of four
 // accumulators at once.
