@@ -12,7 +12,7 @@ product at baseline x86-64), so it is checked against the float64 reference only
 
 Self-contained (numpy, pytest, metal_backend) so that it can run from any directory on a host with
 other SIMD sets: `python3 -m pytest -q path/to/tests/test_cpu_isa_bits.py`. Results are read as raw
-bytes (Tensor.get_bytes), never formatted.
+bytes from the buffer, never formatted.
 """
 from __future__ import annotations
 
@@ -74,7 +74,10 @@ class MulMat:
             self.backend.graph_compute(self.graph)
         finally:
             CPU.set_prop("max_isa", before)
-        return np.frombuffer(self.out.get_bytes(), dtype=np.uint32).reshape(self.shape).copy()
+        # Through the buffer: Tensor.get_bytes formats the tensor's description, which crashed on a
+        # host whose static libstdc++ breaks number formatting.
+        raw = self.out.buffer.get(self.out.offset, 4 * self.shape[0] * self.shape[1])
+        return np.frombuffer(raw, dtype=np.uint32).reshape(self.shape).copy()
 
 
 def _weights(rng, wtype: str, m: int, k: int):
