@@ -101,9 +101,10 @@ MB_TARGET_AVX2 void tile_quant(int64_t k, const uint8_t* a, size_t stride, const
     for (int r = 0; r < 4; ++r) rows[r] = reinterpret_cast<const Block*>(a + size_t(r) * stride);
     for (int t = 0; t < NT; ++t) b[t] = static_cast<const BlockQ8Act*>(vb[t]);
     __m256 acc[4][NT];
-    float off[NT][4] = {};
+    __m128 off[NT];  // lane r: row r's m * S sum, one fused multiply-add per block as fma1 does it
     for (auto& row : acc)
         for (auto& v : row) v = _mm256_setzero_ps();
+    for (auto& v : off) v = _mm_setzero_ps();
     for (int64_t i = 0; i < k / kBlock; ++i) {
         __m256i bq[NT], zq[NT];
         float bd[NT];
@@ -113,6 +114,12 @@ MB_TARGET_AVX2 void tile_quant(int64_t k, const uint8_t* a, size_t stride, const
             bd[t] = b[t][i].d;
             zq[t] = zero_point_lanes<Dot, kZero>(bq[t]);
         }
+        if constexpr (kZero == 0) {
+            const __m128 m4 = _mm_cvtph_ps(_mm_setr_epi16(short(rows[0][i].m), short(rows[1][i].m),
+                                                          short(rows[2][i].m), short(rows[3][i].m), 0, 0, 0, 0));
+#pragma GCC unroll 2
+            for (int t = 0; t < NT; ++t) off[t] = _mm_fmadd_ps(m4, _mm_set1_ps(b[t][i].s), off[t]);
+        }
 #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
             const Block& x = rows[r][i];
@@ -121,13 +128,12 @@ MB_TARGET_AVX2 void tile_quant(int64_t k, const uint8_t* a, size_t stride, const
 #pragma GCC unroll 2
             for (int t = 0; t < NT; ++t) {
                 acc[r][t] = scale_add(Dot::lanes(zq[t], codes, bq[t]), d * bd[t], acc[r][t]);
-                if constexpr (kZero == 0) off[t][r] = fma1(block_m(x), b[t][i].s, off[t][r]);
             }
         }
     }
     for (int t = 0; t < NT; ++t) {
         const __m128 s = lane_sums4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]);
-        _mm_storeu_ps(out + 4 * t, kZero == 0 ? _mm_add_ps(s, _mm_loadu_ps(off[t])) : s);
+        _mm_storeu_ps(out + 4 * t, kZero == 0 ? _mm_add_ps(s, off[t]) : s);
     }
 }
 
