@@ -38,6 +38,12 @@ const char* isa_name(CpuIsa isa) {
 #endif
 }
 
+// What the quantized-weight dot products use now for their byte products.
+const char* q8_dot_name() {
+    if (cpu_has_avx512_vnni()) return "avx512vnni";
+    return cpu_isa_in_use() == CpuIsa::Portable ? isa_name(CpuIsa::Portable) : isa_name(CpuIsa::Avx2);
+}
+
 size_t page_size() {
     long p = sysconf(_SC_PAGESIZE);
     return p > 0 ? static_cast<size_t>(p) : 4096;
@@ -95,7 +101,8 @@ bool CpuDevice::supports_op(const Tensor& node) const { return cpu_supports_op(n
 std::map<std::string, std::string> CpuDevice::extra_props() const {
     return {{"isa", isa_name(cpu_isa_in_use())},
             {"isa_hardware", isa_name(cpu_isa_hardware())},
-            {"max_isa", std::to_string(int(cpu_isa_cap()))}};
+            {"max_isa", std::to_string(int(cpu_isa_cap()))},
+            {"q8_dot", q8_dot_name()}};
 }
 
 void CpuDevice::set_prop(const std::string& key, int64_t value) {

@@ -1,6 +1,6 @@
 // AVX2 accessors of ggml's quantized weight blocks, shared by the one-row and the multi-row dot
 // products (vec_dot.cpp, vec_dot_rows.cpp): a block's codes as 32 unsigned bytes in element order,
-// and the per-block offset that turns codes into values (d * (c - 8), d * (c - 16), d * c + m).
+// and the m that the _1 types add to d * c.
 #pragma once
 
 #include <cstdint>
@@ -25,11 +25,10 @@ MB_TARGET_AVX2 inline __m256i block_codes(const BlockQ5_1& x) {
     return _mm256_or_si256(unpack_nibbles32(x.qs), fifth_bits32(load_qh(x.qh)));
 }
 
-// What multiplies the activation block's sum: -8 d, -16 d, or m (d is the block's scale as float).
-MB_TARGET_AVX2 inline float block_offset(const BlockQ4_0&, float d) { return -8.0f * d; }
-MB_TARGET_AVX2 inline float block_offset(const BlockQ5_0&, float d) { return -16.0f * d; }
-MB_TARGET_AVX2 inline float block_offset(const BlockQ4_1& x, float) { return _cvtsh_ss(x.m); }
-MB_TARGET_AVX2 inline float block_offset(const BlockQ5_1& x, float) { return _cvtsh_ss(x.m); }
+// What multiplies the activation block's sum in the _1 types: m (their values are d * c + m). The
+// _0 types' zero points are taken off in integers instead (int8_dot_x86.h).
+MB_TARGET_AVX2 inline float block_m(const BlockQ4_1& x) { return _cvtsh_ss(x.m); }
+MB_TARGET_AVX2 inline float block_m(const BlockQ5_1& x) { return _cvtsh_ss(x.m); }
 
 }  // namespace mb
 

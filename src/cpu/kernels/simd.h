@@ -64,11 +64,30 @@ inline CpuIsa cpu_isa_hardware() {
 // What the kernels use now: the hardware's set within the cap.
 inline CpuIsa cpu_isa_in_use() { return std::min(cpu_isa_hardware(), cpu_isa_cap()); }
 
+// Whether the CPU has AVX512-VNNI with 256-bit forms (AVX512VL): vpdpbusd, the one-instruction byte
+// dot product of the quantized-weight kernels (int8_dot_x86.h). It belongs to the Avx512 level, so
+// the cap of 1 (avx2) runs the same kernels through AVX2's two-instruction form. Like avx512f above,
+// __builtin_cpu_supports reports AVX-512 features only where the OS saves the AVX-512 register state
+// (libgcc and compiler-rt check XCR0 through xgetbv), so a kernel never faults on a CPU whose OS
+// leaves the state off.
+inline bool cpu_hardware_has_avx512_vnni() {
+#if defined(MB_SIMD_X86)
+    static const bool has = cpu_isa_hardware() == CpuIsa::Avx512 && __builtin_cpu_supports("avx512vnni") &&
+                            __builtin_cpu_supports("avx512vl");
+    return has;
+#else
+    return false;
+#endif
+}
+
 // AVX2 with FMA and F16C, for kernels marked MB_TARGET_AVX2.
 inline bool cpu_has_avx2_fma_f16c() { return cpu_isa_in_use() >= CpuIsa::Avx2; }
 
 // AVX-512 Foundation (with AVX2, FMA and F16C), for kernels marked MB_TARGET_AVX512.
 inline bool cpu_has_avx512f() { return cpu_isa_in_use() >= CpuIsa::Avx512; }
+
+// AVX512-VNNI and AVX512VL, within the cap, for the kernels instantiated with DotVnni.
+inline bool cpu_has_avx512_vnni() { return cpu_has_avx512f() && cpu_hardware_has_avx512_vnni(); }
 
 #if defined(MB_SIMD_X86)
 

@@ -6,6 +6,7 @@
 
 #include "core/errors.h"
 #include "core/fp16.h"
+#include "cpu/kernels/int8_dot_x86.h"
 #include "cpu/kernels/quant_blocks_avx2.h"
 #include "cpu/kernels/simd.h"
 
@@ -118,15 +119,6 @@ float dot_float_portable(int64_t k, const void* va, const void* vb) {
     return s;
 }
 
-// Integer dot of a block's unsigned codes (element order) with the activation codes.
-inline int32_t dot_codes(const uint8_t* u, const int8_t* s) {
-    int32_t sum = 0;
-    for (int j = 0; j < kQ8Block; ++j) {
-        sum += int32_t(u[j]) * int32_t(s[j]);
-    }
-    return sum;
-}
-
 inline void nibbles(const uint8_t* qs, uint8_t* u) {
     for (int j = 0; j < 16; ++j) {
         u[j] = qs[j] & 0x0F;
@@ -141,12 +133,9 @@ inline void add_fifth_bits(const uint8_t* qh, uint8_t* u) {
     }
 }
 
-// The 4- and 5-bit blocks, for the portable and NEON dot products: value = d*c + offset, where the
-// offset is -8 d or -16 d for the _0 types and m for the _1 types.
-inline float scalar_offset(const BlockQ4_0&, float d) { return -8.0f * d; }
-inline float scalar_offset(const BlockQ5_0&, float d) { return -16.0f * d; }
-inline float scalar_offset(const BlockQ4_1& x, float) { return fp16_to_fp32(x.m); }
-inline float scalar_offset(const BlockQ5_1& x, float) { return fp16_to_fp32(x.m); }
+// The m that the _1 types add to d * c.
+inline float scalar_m(const BlockQ4_1& x) { return fp16_to_fp32(x.m); }
+inline float scalar_m(const BlockQ5_1& x) { return fp16_to_fp32(x.m); }
 
 // A block's unsigned codes in element order.
 inline void scalar_codes(const BlockQ4_0& x, uint8_t* u) { nibbles(x.qs, u); }
@@ -160,33 +149,58 @@ inline void scalar_codes(const BlockQ5_1& x, uint8_t* u) {
     add_fifth_bits(x.qh, u);
 }
 
-// Codes c with scale d and offset o against activations (D, S = D*sum(q)): d*D*sum(c*q) + o*S.
+// What q4_0 and q5_0 take off every code (their values are d * (c - zero)); the _1 types add m instead.
+template <typename Block> constexpr int kZeroPoint = 0;
+template <> constexpr int kZeroPoint<BlockQ4_0> = 8;
+template <> constexpr int kZeroPoint<BlockQ5_0> = 16;
+
+// The portable twin of the x86 kernels, in their order (int8_dot_x86.h): 8 lanes of four products
+// per block, each scaled into its own accumulator with a fused multiply-add, then the pairwise lane
+// sum. std::fma keeps the portable path bit-identical to the SIMD ones (a library call on CPUs
+// without an FMA unit, which only pre-2013 x86 CPUs lack).
+struct LaneSums {
+    float acc[8] = {};
+
+    void add(const int32_t* w, const int8_t* q, float scale) {
+        for (int j = 0; j < 8; ++j) {
+            const int32_t lane = w[4 * j] * q[4 * j] + w[4 * j + 1] * q[4 * j + 1] + w[4 * j + 2] * q[4 * j + 2] +
+                                 w[4 * j + 3] * q[4 * j + 3];
+            acc[j] = std::fma(float(lane), scale, acc[j]);
+        }
+    }
+
+    float total() const { return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])); }
+};
+
 template <typename Block>
 float dot_quant_portable(int64_t k, const void* va, const void* vb) {
     const auto* a = static_cast<const Block*>(va);
     const auto* b = static_cast<const BlockQ8Act*>(vb);
-    float sum = 0.0f;
+    constexpr int kZero = kZeroPoint<Block>;
+    LaneSums sums;
+    float off = 0.0f;
     for (int64_t i = 0; i < k / kQ8Block; ++i) {
         uint8_t u[kQ8Block];
         scalar_codes(a[i], u);
+        int32_t w[kQ8Block];
+        for (int j = 0; j < kQ8Block; ++j) w[j] = int32_t(u[j]) - kZero;
         const float d = fp16_to_fp32(a[i].d);
-        sum += d * b[i].d * float(dot_codes(u, b[i].qs)) + scalar_offset(a[i], d) * b[i].s;
+        sums.add(w, b[i].qs, d * b[i].d);
+        if constexpr (kZero == 0) off = std::fma(scalar_m(a[i]), b[i].s, off);
     }
-    return sum;
+    return kZero == 0 ? sums.total() + off : sums.total();
 }
 
 float dot_q8_0_portable(int64_t k, const void* va, const void* vb) {
     const auto* a = static_cast<const BlockQ8_0*>(va);
     const auto* b = static_cast<const BlockQ8Act*>(vb);
-    float sum = 0.0f;
+    LaneSums sums;
     for (int64_t i = 0; i < k / kQ8Block; ++i) {
-        int32_t isum = 0;
-        for (int j = 0; j < kQ8Block; ++j) {
-            isum += int32_t(a[i].qs[j]) * int32_t(b[i].qs[j]);
-        }
-        sum += fp16_to_fp32(a[i].d) * b[i].d * float(isum);
+        int32_t w[kQ8Block];
+        for (int j = 0; j < kQ8Block; ++j) w[j] = a[i].qs[j];
+        sums.add(w, b[i].qs, fp16_to_fp32(a[i].d) * b[i].d);
     }
-    return sum;
+    return sums.total();
 }
 
 // ---- AVX2 dot products ---------------------------------------------------------------------------
@@ -226,57 +240,41 @@ MB_DOT_FLOAT_AVX2(dot_f16_f16_avx2, uint16_t, uint16_t, load_f16x8, load_f16x8, 
 
 #undef MB_DOT_FLOAT_AVX2
 
-// The 4- and 5-bit types: unsigned codes times activation codes, scaled by d*D per block, plus the
-// offset term (-8 d S, -16 d S, or m S) summed separately. Two accumulators cover the FMA latency.
-template <typename Block>
-MB_TARGET_AVX2 float dot_quant_avx2(int64_t k, const void* va, const void* vb) {
+// The 4- and 5-bit types in the order of int8_dot_x86.h, the lanes through Dot (AVX2 or VNNI). One
+// accumulator chain: the multi-row kernels (vec_dot_rows.cpp) carry one per row and token, and every
+// path has to add the blocks in the same order.
+template <typename Dot, typename Block>
+MB_TARGET_AVX2 float dot_quant_x86(int64_t k, const void* va, const void* vb) {
     const auto* a = static_cast<const Block*>(va);
     const auto* b = static_cast<const BlockQ8Act*>(vb);
-    const int64_t nb = k / kQ8Block;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    constexpr int kZero = kZeroPoint<Block>;
+    __m256 acc = _mm256_setzero_ps();
     float off = 0.0f;
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2) {
-        const Block& x0 = a[i];
-        const Block& x1 = a[i + 1];
-        const float d0 = _cvtsh_ss(x0.d), d1 = _cvtsh_ss(x1.d);
-        const __m256i p0 = dot_u8_i8(block_codes(x0), load_codes32(b[i].qs));
-        const __m256i p1 = dot_u8_i8(block_codes(x1), load_codes32(b[i + 1].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d0 * b[i].d), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(d1 * b[i + 1].d), acc1);
-        off += block_offset(x0, d0) * b[i].s + block_offset(x1, d1) * b[i + 1].s;
+    for (int64_t i = 0; i < k / kQ8Block; ++i) {
+        const Block& x = a[i];
+        const __m256i q = load_codes32(b[i].qs);
+        const __m256i lanes = Dot::lanes(zero_point_lanes<Dot, kZero>(q), block_codes(x), q);
+        const float d = _cvtsh_ss(x.d);
+        acc = scale_add(lanes, d * b[i].d, acc);
+        if constexpr (kZero == 0) off = fma1(block_m(x), b[i].s, off);
     }
-    for (; i < nb; ++i) {
-        const Block& x0 = a[i];
-        const float d0 = _cvtsh_ss(x0.d);
-        const __m256i p0 = dot_u8_i8(block_codes(x0), load_codes32(b[i].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(d0 * b[i].d), acc0);
-        off += block_offset(x0, d0) * b[i].s;
-    }
-    return hsum256(_mm256_add_ps(acc0, acc1)) + off;
+    return kZero == 0 ? lane_sum(acc) + off : lane_sum(acc);
 }
 
 // Signed weight codes: |a| times b with a's sign moved onto b, so the unsigned-by-signed byte product
 // applies (|-128| reads as 128 unsigned, which is still exact).
-MB_TARGET_AVX2 float dot_q8_0_avx2(int64_t k, const void* va, const void* vb) {
+template <typename Dot>
+MB_TARGET_AVX2 float dot_q8_0_x86(int64_t k, const void* va, const void* vb) {
     const auto* a = static_cast<const BlockQ8_0*>(va);
     const auto* b = static_cast<const BlockQ8Act*>(vb);
-    const int64_t nb = k / kQ8Block;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 2 <= nb; i += 2) {
-        const __m256i x0 = load_codes32(a[i].qs), x1 = load_codes32(a[i + 1].qs);
-        const __m256i p0 = dot_u8_i8(_mm256_sign_epi8(x0, x0), _mm256_sign_epi8(load_codes32(b[i].qs), x0));
-        const __m256i p1 = dot_u8_i8(_mm256_sign_epi8(x1, x1), _mm256_sign_epi8(load_codes32(b[i + 1].qs), x1));
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(a[i].d) * b[i].d), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(_cvtsh_ss(a[i + 1].d) * b[i + 1].d), acc1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < k / kQ8Block; ++i) {
+        const __m256i x = load_codes32(a[i].qs);
+        const __m256i lanes =
+            Dot::lanes(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(load_codes32(b[i].qs), x));
+        acc = scale_add(lanes, _cvtsh_ss(a[i].d) * b[i].d, acc);
     }
-    for (; i < nb; ++i) {
-        const __m256i x0 = load_codes32(a[i].qs);
-        const __m256i p0 = dot_u8_i8(_mm256_sign_epi8(x0, x0), _mm256_sign_epi8(load_codes32(b[i].qs), x0));
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(a[i].d) * b[i].d), acc0);
-    }
-    return hsum256(_mm256_add_ps(acc0, acc1));
+    return lane_sum(acc);
 }
 
 #endif  // MB_SIMD_X86
@@ -352,6 +350,12 @@ inline void neon_codes5(const Block5& x, int8x16_t& lo, int8x16_t& hi) {
 inline void neon_codes(const BlockQ5_0& x, int8x16_t& lo, int8x16_t& hi) { neon_codes5(x, lo, hi); }
 inline void neon_codes(const BlockQ5_1& x, int8x16_t& lo, int8x16_t& hi) { neon_codes5(x, lo, hi); }
 
+// value = d*c + offset: -8 d or -16 d for the _0 types, m for the _1 types.
+inline float scalar_offset(const BlockQ4_0&, float d) { return -8.0f * d; }
+inline float scalar_offset(const BlockQ5_0&, float d) { return -16.0f * d; }
+inline float scalar_offset(const BlockQ4_1& x, float) { return fp16_to_fp32(x.m); }
+inline float scalar_offset(const BlockQ5_1& x, float) { return fp16_to_fp32(x.m); }
+
 template <typename Block>
 float dot_quant_neon(int64_t k, const void* va, const void* vb) {
     const auto* a = static_cast<const Block*>(va);
@@ -382,6 +386,7 @@ float dot_q8_0_neon(int64_t k, const void* va, const void* vb) {
 struct DotPair {
     VecDotFn portable;
     VecDotFn simd;  // AVX2 (used when the CPU has it) or NEON; null where neither is built
+    VecDotFn vnni;  // the AVX2 kernel with AVX512-VNNI byte dot products; null where there is none
 };
 
 bool simd_usable() {
@@ -396,11 +401,14 @@ bool simd_usable() {
 
 DotPair dot_pair(Type a, VecType vt) {
 #if defined(MB_SIMD_X86)
-#define MB_PAIR(P, A, N) DotPair{P, A}
+#define MB_PAIR(P, A, N) DotPair{P, A, nullptr}
+#define MB_QUANT(P, AVX2, VNNI, N) DotPair{P, AVX2, VNNI}
 #elif defined(MB_SIMD_NEON)
-#define MB_PAIR(P, A, N) DotPair{P, N}
+#define MB_PAIR(P, A, N) DotPair{P, N, nullptr}
+#define MB_QUANT(P, AVX2, VNNI, N) DotPair{P, N, nullptr}
 #else
-#define MB_PAIR(P, A, N) DotPair{P, nullptr}
+#define MB_PAIR(P, A, N) DotPair{P, nullptr, nullptr}
+#define MB_QUANT(P, AVX2, VNNI, N) DotPair{P, nullptr, nullptr}
 #endif
     if (vt == VecType::F32) {
         switch (a) {
@@ -423,16 +431,26 @@ DotPair dot_pair(Type a, VecType vt) {
         }
     } else {
         switch (a) {
-            case Type::Q4_0: return MB_PAIR(dot_quant_portable<BlockQ4_0>, dot_quant_avx2<BlockQ4_0>, dot_quant_neon<BlockQ4_0>);
-            case Type::Q4_1: return MB_PAIR(dot_quant_portable<BlockQ4_1>, dot_quant_avx2<BlockQ4_1>, dot_quant_neon<BlockQ4_1>);
-            case Type::Q5_0: return MB_PAIR(dot_quant_portable<BlockQ5_0>, dot_quant_avx2<BlockQ5_0>, dot_quant_neon<BlockQ5_0>);
-            case Type::Q5_1: return MB_PAIR(dot_quant_portable<BlockQ5_1>, dot_quant_avx2<BlockQ5_1>, dot_quant_neon<BlockQ5_1>);
-            case Type::Q8_0: return MB_PAIR(dot_q8_0_portable, dot_q8_0_avx2, dot_q8_0_neon);
+            case Type::Q4_0:
+                return MB_QUANT(dot_quant_portable<BlockQ4_0>, (dot_quant_x86<DotAvx2, BlockQ4_0>),
+                                (dot_quant_x86<DotVnni, BlockQ4_0>), dot_quant_neon<BlockQ4_0>);
+            case Type::Q4_1:
+                return MB_QUANT(dot_quant_portable<BlockQ4_1>, (dot_quant_x86<DotAvx2, BlockQ4_1>),
+                                (dot_quant_x86<DotVnni, BlockQ4_1>), dot_quant_neon<BlockQ4_1>);
+            case Type::Q5_0:
+                return MB_QUANT(dot_quant_portable<BlockQ5_0>, (dot_quant_x86<DotAvx2, BlockQ5_0>),
+                                (dot_quant_x86<DotVnni, BlockQ5_0>), dot_quant_neon<BlockQ5_0>);
+            case Type::Q5_1:
+                return MB_QUANT(dot_quant_portable<BlockQ5_1>, (dot_quant_x86<DotAvx2, BlockQ5_1>),
+                                (dot_quant_x86<DotVnni, BlockQ5_1>), dot_quant_neon<BlockQ5_1>);
+            case Type::Q8_0:
+                return MB_QUANT(dot_q8_0_portable, dot_q8_0_x86<DotAvx2>, dot_q8_0_x86<DotVnni>, dot_q8_0_neon);
             default:
                 break;
         }
     }
 #undef MB_PAIR
+#undef MB_QUANT
     fail<UnsupportedOpError>("vec_dot_fn", "no dot product for ", type_traits(a).name,
                              " weights with this activation form");
 }
@@ -512,6 +530,11 @@ void vec_prepare_row(VecType vt, Type src, const uint8_t* x, size_t stride, int6
 
 VecDotFn vec_dot_fn(Type a, VecType vt) {
     const DotPair p = dot_pair(a, vt);
+#if defined(MB_SIMD_X86)
+    if (p.vnni != nullptr && cpu_has_avx512_vnni()) {
+        return p.vnni;
+    }
+#endif
     if (p.simd != nullptr && simd_usable()) {
         return p.simd;
     }

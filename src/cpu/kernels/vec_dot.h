@@ -47,8 +47,9 @@ VecDotFn vec_dot_fn(Type a, VecType vt);
 
 // Dots of kVecDotRows weight rows, row r at a + r * a_stride, with nt (1 .. kVecDotTokens) prepared
 // activation rows b[0 .. nt-1]: out[t * kVecDotRows + r] = the dot product vec_dot_fn gives for row r
-// and token t (summed in another order). nullptr where this build or CPU has no multi-row kernel for
-// the pairing; callers then use vec_dot_fn per row and token.
+// and token t (bit for bit for the quantized weights, whose kernels share one order: int8_dot_x86.h;
+// summed in another order for the float ones). nullptr where this build or CPU has no multi-row
+// kernel for the pairing; callers then use vec_dot_fn per row and token.
 constexpr int kVecDotRows = 4;
 constexpr int kVecDotTokens = 2;
 using VecDotRowsFn = void (*)(int64_t k, const uint8_t* a, size_t a_stride, const void* const* b, int nt, float* out);

@@ -2,13 +2,15 @@
 // (AVX2). A matrix-vector product with short rows (K of a few hundred) spends as much time per row on
 // call, horizontal sum and store as on the multiply-adds; a tile of four rows shares the activation
 // loads and scales and reduces four accumulators with one transposing sum, and a second token reuses
-// every weight vector once it is loaded and decoded.
+// every weight vector once it is loaded and decoded. The quantized kernels come twice, with AVX2's and
+// with AVX512-VNNI's byte dot products, and give the one-row kernels' results bit for bit.
 #include <cstddef>
 #include <cstdint>
 
 #include "cpu/kernels/vec_dot.h"
 
 #include "core/fp16.h"
+#include "cpu/kernels/int8_dot_x86.h"
 #include "cpu/kernels/quant_blocks_avx2.h"
 #include "cpu/kernels/simd.h"
 
@@ -21,12 +23,6 @@ namespace {
 static_assert(kVecDotRows == 4 && kVecDotTokens == 2, "the kernels below keep four rows and up to two tokens in registers");
 
 constexpr int64_t kBlock = 32;
-
-// (sum of a0, sum of a1, sum of a2, sum of a3).
-MB_TARGET_AVX2 inline __m128 hsum4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
-    const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
-}
 
 MB_TARGET_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 MB_TARGET_AVX2 inline __m256 load8(const uint16_t* p) { return load_f16x8(p); }
@@ -89,25 +85,26 @@ MB_TARGET_AVX2 void tile_float(int64_t k, const uint8_t* a, size_t stride, const
             const float bj = load1(b[t] + j);
             for (int r = 0; r < 4; ++r) tail[r] += load1(rows[r] + j) * bj;
         }
-        _mm_storeu_ps(out + 4 * t, _mm_add_ps(hsum4(sum[0], sum[1], sum[2], sum[3]), _mm_load_ps(tail)));
+        _mm_storeu_ps(out + 4 * t, _mm_add_ps(lane_sums4(sum[0], sum[1], sum[2], sum[3]), _mm_load_ps(tail)));
     }
 }
 
-// The 4- and 5-bit types, NT tokens: unsigned codes c times the activation codes q, scaled by d*D per
-// block; a block's codes and scale are decoded once for all tokens. q4_0 and q5_0 values are
-// d * (c - kZero): kZero * q is subtracted per lane in integers (once per activation block for the
-// four rows). q4_1 and q5_1 values are d * c + m: the m * S term (S the activation block's sum,
-// BlockQ8Act::s) is summed per row and token apart.
-template <typename Block, int kZero, int NT>
+// The 4- and 5-bit types, NT tokens, in the order of int8_dot_x86.h (so each result is bit for bit the
+// one-row kernel's), the lanes through Dot (AVX2 or VNNI). A block's codes and scale are decoded once
+// for all tokens; q4_0's and q5_0's zero point is taken off in the lanes (its lanes per activation
+// block are computed once for the four rows); q4_1's and q5_1's m * S terms are summed per row and
+// token apart.
+template <typename Dot, typename Block, int kZero, int NT>
 MB_TARGET_AVX2 void tile_quant(int64_t k, const uint8_t* a, size_t stride, const void* const* vb, float* out) {
     const Block* rows[4];
     const BlockQ8Act* b[NT];
     for (int r = 0; r < 4; ++r) rows[r] = reinterpret_cast<const Block*>(a + size_t(r) * stride);
     for (int t = 0; t < NT; ++t) b[t] = static_cast<const BlockQ8Act*>(vb[t]);
     __m256 acc[4][NT];
-    float off[NT][4] = {};
+    __m128 off[NT];  // lane r: row r's m * S sum, one fused multiply-add per block as fma1 does it
     for (auto& row : acc)
         for (auto& v : row) v = _mm256_setzero_ps();
+    for (auto& v : off) v = _mm_setzero_ps();
     for (int64_t i = 0; i < k / kBlock; ++i) {
         __m256i bq[NT], zq[NT];
         float bd[NT];
@@ -115,7 +112,13 @@ MB_TARGET_AVX2 void tile_quant(int64_t k, const uint8_t* a, size_t stride, const
         for (int t = 0; t < NT; ++t) {
             bq[t] = load_codes32(b[t][i].qs);
             bd[t] = b[t][i].d;
-            zq[t] = kZero != 0 ? dot_u8_i8(_mm256_set1_epi8(kZero), bq[t]) : _mm256_setzero_si256();
+            zq[t] = zero_point_lanes<Dot, kZero>(bq[t]);
+        }
+        if constexpr (kZero == 0) {
+            const __m128 m4 = _mm_cvtph_ps(_mm_setr_epi16(short(rows[0][i].m), short(rows[1][i].m),
+                                                          short(rows[2][i].m), short(rows[3][i].m), 0, 0, 0, 0));
+#pragma GCC unroll 2
+            for (int t = 0; t < NT; ++t) off[t] = _mm_fmadd_ps(m4, _mm_set1_ps(b[t][i].s), off[t]);
         }
 #pragma GCC unroll 4
         for (int r = 0; r < 4; ++r) {
@@ -124,24 +127,18 @@ MB_TARGET_AVX2 void tile_quant(int64_t k, const uint8_t* a, size_t stride, const
             const __m256i codes = block_codes(x);
 #pragma GCC unroll 2
             for (int t = 0; t < NT; ++t) {
-                __m256i p = dot_u8_i8(codes, bq[t]);
-                if (kZero != 0) {
-                    p = _mm256_sub_epi32(p, zq[t]);
-                } else {
-                    off[t][r] += block_offset(x, d) * b[t][i].s;
-                }
-                acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * bd[t]), acc[r][t]);
+                acc[r][t] = scale_add(Dot::lanes(zq[t], codes, bq[t]), d * bd[t], acc[r][t]);
             }
         }
     }
     for (int t = 0; t < NT; ++t) {
-        const __m128 s = hsum4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]);
-        _mm_storeu_ps(out + 4 * t, _mm_add_ps(s, _mm_loadu_ps(off[t])));
+        const __m128 s = lane_sums4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]);
+        _mm_storeu_ps(out + 4 * t, kZero == 0 ? _mm_add_ps(s, off[t]) : s);
     }
 }
 
-// q8_0, NT tokens: signed codes; |a| times b with a's sign moved onto b (as dot_q8_0_avx2 does).
-template <int NT>
+// q8_0, NT tokens: signed codes; |a| times b with a's sign moved onto b (as dot_q8_0_x86 does).
+template <typename Dot, int NT>
 MB_TARGET_AVX2 void tile_q8_0(int64_t k, const uint8_t* a, size_t stride, const void* const* vb, float* out) {
     const BlockQ8_0* rows[4];
     const BlockQ8Act* b[NT];
@@ -166,12 +163,12 @@ MB_TARGET_AVX2 void tile_q8_0(int64_t k, const uint8_t* a, size_t stride, const 
             const float d = _cvtsh_ss(x.d);
 #pragma GCC unroll 2
             for (int t = 0; t < NT; ++t) {
-                const __m256i p = dot_u8_i8(abs_q, _mm256_sign_epi8(bq[t], q));
-                acc[r][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * bd[t]), acc[r][t]);
+                const __m256i lanes = Dot::lanes(_mm256_setzero_si256(), abs_q, _mm256_sign_epi8(bq[t], q));
+                acc[r][t] = scale_add(lanes, d * bd[t], acc[r][t]);
             }
         }
     }
-    for (int t = 0; t < NT; ++t) _mm_storeu_ps(out + 4 * t, hsum4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
+    for (int t = 0; t < NT; ++t) _mm_storeu_ps(out + 4 * t, lane_sums4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
 }
 
 using TileFn = void (*)(int64_t k, const uint8_t* a, size_t stride, const void* const* b, float* out);
@@ -184,9 +181,23 @@ void by_tokens(int64_t k, const uint8_t* a, size_t stride, const void* const* b,
 
 template <typename TA, typename TB>
 constexpr VecDotRowsFn rows_float = by_tokens<tile_float<TA, TB, 1>, tile_float<TA, TB, 2>>;
-template <typename Block, int kZero>
-constexpr VecDotRowsFn rows_quant = by_tokens<tile_quant<Block, kZero, 1>, tile_quant<Block, kZero, 2>>;
-constexpr VecDotRowsFn rows_q8_0 = by_tokens<tile_q8_0<1>, tile_q8_0<2>>;
+template <typename Dot, typename Block, int kZero>
+constexpr VecDotRowsFn rows_quant = by_tokens<tile_quant<Dot, Block, kZero, 1>, tile_quant<Dot, Block, kZero, 2>>;
+template <typename Dot>
+constexpr VecDotRowsFn rows_q8_0 = by_tokens<tile_q8_0<Dot, 1>, tile_q8_0<Dot, 2>>;
+
+// The quantized pairings with the byte dot products of Dot.
+template <typename Dot>
+VecDotRowsFn rows_for_quant(Type a) {
+    switch (a) {
+        case Type::Q4_0: return rows_quant<Dot, BlockQ4_0, 8>;
+        case Type::Q4_1: return rows_quant<Dot, BlockQ4_1, 0>;
+        case Type::Q5_0: return rows_quant<Dot, BlockQ5_0, 16>;
+        case Type::Q5_1: return rows_quant<Dot, BlockQ5_1, 0>;
+        case Type::Q8_0: return rows_q8_0<Dot>;
+        default: return nullptr;
+    }
+}
 
 #endif  // MB_SIMD_X86
 
@@ -208,14 +219,7 @@ VecDotRowsFn vec_dot_rows_fn(Type a, VecType vt) {
     if (vt == VecType::F16) {
         return a == Type::F16 ? rows_float<uint16_t, uint16_t> : nullptr;
     }
-    switch (a) {
-        case Type::Q4_0: return rows_quant<BlockQ4_0, 8>;
-        case Type::Q4_1: return rows_quant<BlockQ4_1, 0>;
-        case Type::Q5_0: return rows_quant<BlockQ5_0, 16>;
-        case Type::Q5_1: return rows_quant<BlockQ5_1, 0>;
-        case Type::Q8_0: return rows_q8_0;
-        default: return nullptr;
-    }
+    return cpu_has_avx512_vnni() ? rows_for_quant<DotVnni>(a) : rows_for_quant<DotAvx2>(a);
 #else
     (void)a;
     (void)vt;

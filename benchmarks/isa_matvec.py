@@ -1,0 +1,101 @@
+"""Quantized-weight mat-vec under each instruction-set cap of the CPU device, side by side.
+
+    python benchmarks/isa_matvec.py [--threads 1 16] [--tokens 1 2] [--min-time 0.3] [--only q4_0]
+
+For q4_0 q4_1 q5_0 q5_1 q8_0 weights, times mul_mat of a few weight shapes with 1 or 2 tokens under
+max_isa 0 (portable), 1 (avx2) and 2 (avx512: AVX512-VNNI byte dot products where the CPU has them),
+as many as the machine offers. Every cap computes the same bits (tests/test_cpu_isa_bits.py), so the
+columns differ only in speed. Prints ns per weight row and the ratio of each cap's time to the
+widest's (above 1: the widest is faster). Caps take turns in rounds and the best time is kept, so a
+burst of load elsewhere on the machine shows in one round only.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import metal_backend as mb
+
+CPU = mb.device("CPU")
+ISA_NAMES = {0: "portable", 1: "avx2", 2: "avx512"}
+TYPES = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0"]
+SHAPES = [(384, 1536), (1536, 384), (4096, 4096)]  # (K, weight rows)
+
+
+def caps() -> list[int]:
+    hw = {v: k for k, v in ISA_NAMES.items()}.get(CPU.props.extra["isa_hardware"])
+    return [] if hw is None else list(range(hw + 1))
+
+
+class Case:
+    def __init__(self, wtype: str, k: int, m: int, n: int, threads: int, rng):
+        t = getattr(mb, wtype)
+        self.ctx = mb.Context()
+        tw = self.ctx.tensor(t, (m, k))
+        tx = self.ctx.tensor(mb.f32, (n, k))
+        self.graph = mb.Graph(mb.ops.mul_mat(tw, tx))
+        self.backend = CPU.init_backend(f"n_threads={threads}")
+        self.buffer = mb.alloc_ctx_tensors(self.ctx, self.backend)
+        tw.set(mb.quantize(rng.standard_normal((m, k)).astype(np.float32), t))
+        tx.set(rng.standard_normal((n, k)).astype(np.float32))
+        self.rows = m
+
+    def best(self, cap: int, min_time: float) -> float:
+        """Best seconds per call over bursts of at least min_time under max_isa = cap."""
+        CPU.set_prop("max_isa", cap)
+        for _ in range(3):
+            self.backend.graph_compute(self.graph)
+        best = float("inf")
+        end = time.perf_counter() + min_time
+        while time.perf_counter() < end:
+            t0 = time.perf_counter()
+            for _ in range(10):
+                self.backend.graph_compute(self.graph)
+            best = min(best, (time.perf_counter() - t0) / 10)
+        return best
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, nargs="+", default=[1])
+    ap.add_argument("--tokens", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--min-time", type=float, default=0.2, help="seconds per cap per round")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", default="", help="run only weight types containing this")
+    args = ap.parse_args()
+    cs = caps()
+    if not cs:
+        raise SystemExit("the CPU kernels are not capped on this machine (NEON): nothing to compare")
+    before = int(CPU.props.extra["max_isa"])
+    names = []
+    for c in cs:
+        CPU.set_prop("max_isa", c)
+        names.append(ISA_NAMES[c] + ("+vnni" if CPU.props.extra["q8_dot"] == "avx512vnni" else ""))
+    CPU.set_prop("max_isa", before)
+    print(f"CPU: {CPU.description}; caps compared: {', '.join(names)}")
+    rng = np.random.default_rng(0)
+    head = ["type", "KxM", "tok", "thr"] + [f"{n} ns/row" for n in names] + [f"{n}/{names[-1]}" for n in names[:-1]]
+    print("  ".join(f"{h:>14}" for h in head))
+    try:
+        for threads in args.threads:
+            for wtype in (t for t in TYPES if args.only in t):
+                for k, m in SHAPES:
+                    for n in args.tokens:
+                        case = Case(wtype, k, m, n, threads, rng)
+                        best = {c: float("inf") for c in cs}
+                        for _ in range(args.rounds):
+                            for c in cs:
+                                best[c] = min(best[c], case.best(c, args.min_time))
+                        ns = [best[c] / m * 1e9 for c in cs]
+                        ratios = [best[c] / best[cs[-1]] for c in cs[:-1]]
+                        cells = [wtype, f"{k}x{m}", str(n), str(threads)] + [f"{v:.1f}" for v in ns]
+                        cells += [f"{r:.2f}" for r in ratios]
+                        print("  ".join(f"{c:>14}" for c in cells), flush=True)
+    finally:
+        CPU.set_prop("max_isa", before)
+
+
+if __name__ == "__main__":
+    main()
