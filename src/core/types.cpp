@@ -15,6 +15,7 @@
 
 #include "core/errors.h"
 #include "core/fp16.h"
+#include "core/isa.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
     !defined(MB_NO_SIMD)
@@ -223,9 +224,11 @@ void bf16_to_f32_portable(const uint16_t* x, float* y, int64_t n) {
 // Each computes exactly what the portable version computes (products are not fused).
 #define MB_AVX2 __attribute__((target("avx2,f16c")))
 
-bool cpu_has_avx2_f16c() {
+// The hardware has them and the process-wide cap (core/isa.h, the CPU device's "max_isa") allows
+// AVX2: read at every call, so the cap applies from the next conversion on.
+bool use_avx2() {
     static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-    return has;
+    return has && cpu_isa_cap() >= CpuIsa::Avx2;
 }
 
 MB_AVX2 inline void store_scaled(float* y, __m256i q, __m256 d) {
@@ -359,7 +362,7 @@ MB_AVX2 void bf16_to_f32_avx2(const uint16_t* x, float* y, int64_t n) {
 
 #define MB_DISPATCH(name, ...)              \
     do {                                    \
-        if (cpu_has_avx2_f16c()) {          \
+        if (use_avx2()) {                   \
             name##_avx2(__VA_ARGS__);       \
         } else {                            \
             name##_portable(__VA_ARGS__);   \
@@ -370,9 +373,17 @@ MB_AVX2 void bf16_to_f32_avx2(const uint16_t* x, float* y, int64_t n) {
 
 #define MB_DISPATCH(name, ...) name##_portable(__VA_ARGS__)
 
+bool use_avx2() {
+    return false;
+}
+
 #endif
 
 }  // namespace
+
+CpuIsa conversions_isa() {
+    return use_avx2() ? CpuIsa::Avx2 : CpuIsa::Portable;
+}
 
 const TypeTraits& type_traits(Type t) {
     const TypeTraits* tr = find_traits(static_cast<int32_t>(t));

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/isa.h"
 #include "quant_blocks.h"
 
 namespace mb {
@@ -69,5 +70,10 @@ void quantize_row(Type t, const float* src, void* dst, int64_t n);
 
 // Converts n elements of type t to floats (n a multiple of its block size), as ggml does.
 void dequantize_row(Type t, const void* src, float* dst, int64_t n);
+
+// The instruction set quantize_row and dequantize_row use now for f16 and the quantized types:
+// Avx2 (with F16C) where the CPU has it and the process-wide cap of core/isa.h allows it, else
+// Portable. Both give the same bits; this says which one runs.
+CpuIsa conversions_isa();
 
 }  // namespace mb
