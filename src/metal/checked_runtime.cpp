@@ -93,14 +93,15 @@ public:
                           " bytes exceeds " + std::to_string(max_threadgroup_memory_));
         }
         // Kernels take thread_position_in_grid as uint: past 2^32 threads in a dimension it wraps.
+        constexpr uint64_t kMaxGridSpan = uint64_t(1) << 32;
         const uint32_t group_counts[3] = {groups.x, groups.y, groups.z};
         const uint32_t group_sizes[3] = {threads.x, threads.y, threads.z};
         for (int d = 0; d < 3; ++d) {
             const uint64_t span = uint64_t(group_counts[d]) * group_sizes[d];
-            if (span > UINT32_MAX) {
+            if (span > kMaxGridSpan) {
                 return reject(pipeline_->name() + ": a grid of " + std::to_string(group_counts[d]) + " x " +
                               std::to_string(group_sizes[d]) + " = " + std::to_string(span) + " threads in dimension " +
-                              "xyz"[d] + ", at most " + std::to_string(UINT32_MAX) + " (32-bit thread positions)");
+                              "xyz"[d] + ", at most " + std::to_string(kMaxGridSpan) + " (32-bit thread positions)");
             }
         }
         // An empty grid is no work, and Metal's validation rejects it.
