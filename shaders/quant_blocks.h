@@ -38,6 +38,11 @@
 // Elements per block of every quantized type.
 #define MB_QK 32
 
+// The code that stands for 0 in the symmetric 4- and 5-bit types: value = (code - zero) * d. (q8_0's
+// codes are signed, value = code * d; q4_1 and q5_1 have value = code * d + m.)
+#define MB_QB_ZERO_Q4_0 8
+#define MB_QB_ZERO_Q5_0 16
+
 // The scale of a block that held a NaN: the quiet half NaN, as bits.
 #define MB_QB_NAN_SCALE_BITS 0x7E00u
 
@@ -179,10 +184,10 @@ typedef struct {
     bool nan;
 } mb_qb_scales;
 
-// The scales of a symmetric type (q4_0, q5_0): d = (the value of largest magnitude) / -2^(bits-1).
-static inline mb_qb_scales mb_qb_symmetric(MB_QB_THREAD const float * x, float levels) {
+// The scales of a symmetric type (q4_0, q5_0): d = (the value of largest magnitude) / -zero.
+static inline mb_qb_scales mb_qb_symmetric(MB_QB_THREAD const float * x, float zero) {
     mb_qb_scales s;
-    s.d = mb_qb_div(mb_qb_signed_absmax(x), -levels);
+    s.d = mb_qb_div(mb_qb_signed_absmax(x), -zero);
     s.m = 0.0f;
     s.nan = mb_qb_has_nan(x);
     return s;
@@ -235,8 +240,8 @@ static inline void mb_qb_store_qh(MB_QB_THREAD uint8_t * qh, uint32_t fifth) {
 // The block quantizers: 32 floats x to the block's codes; the scales are returned for the caller
 // to store (as half, or MB_QB_NAN_SCALE_BITS when s.nan).
 static inline mb_qb_scales mb_qb_quantize_q4_0(MB_QB_THREAD const float * x, MB_QB_THREAD uint8_t * qs) {
-    const mb_qb_scales s = mb_qb_symmetric(x, 8.0f);
-    mb_qb_pack(x, s, 8.5f, 15, qs);
+    const mb_qb_scales s = mb_qb_symmetric(x, float(MB_QB_ZERO_Q4_0));
+    mb_qb_pack(x, s, float(MB_QB_ZERO_Q4_0) + 0.5f, 2 * MB_QB_ZERO_Q4_0 - 1, qs);
     return s;
 }
 
@@ -248,8 +253,8 @@ static inline mb_qb_scales mb_qb_quantize_q4_1(MB_QB_THREAD const float * x, MB_
 
 static inline mb_qb_scales mb_qb_quantize_q5_0(MB_QB_THREAD const float * x, MB_QB_THREAD uint8_t * qs,
                                                MB_QB_THREAD uint8_t * qh) {
-    const mb_qb_scales s = mb_qb_symmetric(x, 16.0f);
-    mb_qb_store_qh(qh, mb_qb_pack(x, s, 16.5f, 31, qs));
+    const mb_qb_scales s = mb_qb_symmetric(x, float(MB_QB_ZERO_Q5_0));
+    mb_qb_store_qh(qh, mb_qb_pack(x, s, float(MB_QB_ZERO_Q5_0) + 0.5f, 2 * MB_QB_ZERO_Q5_0 - 1, qs));
     return s;
 }
 

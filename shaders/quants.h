@@ -69,7 +69,7 @@ inline void dequantize16(device const block_q4_0 * b, int il, thread float * out
     const float d = float(b->d);
     const int shift = il * 4;
     for (int j = 0; j < 16; ++j) {
-        out[j] = float(int((b->qs[j] >> shift) & 0x0f) - 8) * d;
+        out[j] = float(int((b->qs[j] >> shift) & 0x0f) - MB_QB_ZERO_Q4_0) * d;
     }
 }
 
@@ -88,7 +88,7 @@ inline void dequantize16(device const block_q5_0 * b, int il, thread float * out
     const int shift = il * 4;
     for (int j = 0; j < 16; ++j) {
         const int q = int(((b->qs[j] >> shift) & 0x0f) | (((qh >> j) & 1u) << 4));
-        out[j] = float(q - 16) * d;
+        out[j] = float(q - MB_QB_ZERO_Q5_0) * d;
     }
 }
 

@@ -125,10 +125,10 @@ void dequantize_q4_0_portable(const BlockQ4_0* x, float* y, int64_t nb) {
         uint8_t qs[half];
         std::memcpy(qs, x[i].qs, sizeof qs);
         for (int64_t j = 0; j < half; ++j) {
-            y[j] = float(int(qs[j] & 0x0F) - 8) * d;
+            y[j] = float(int(qs[j] & 0x0F) - MB_QB_ZERO_Q4_0) * d;
         }
         for (int64_t j = 0; j < half; ++j) {
-            y[j + half] = float(int(qs[j] >> 4) - 8) * d;
+            y[j + half] = float(int(qs[j] >> 4) - MB_QB_ZERO_Q4_0) * d;
         }
     }
 }
@@ -172,7 +172,7 @@ void dequantize_q5_0_portable(const BlockQ5_0* x, float* y, int64_t nb) {
         uint8_t q[kQK5_0];
         unpack_q5(x[i].qs, x[i].qh, q);
         for (int64_t j = 0; j < kQK5_0; ++j) {
-            y[j] = float(int(q[j]) - 16) * d;
+            y[j] = float(int(q[j]) - MB_QB_ZERO_Q5_0) * d;
         }
     }
 }
@@ -269,13 +269,13 @@ MB_AVX2 inline __m128i fifth_bits(uint32_t bits16) {
 }
 
 MB_AVX2 void dequantize_q4_0_avx2(const BlockQ4_0* x, float* y, int64_t nb) {
-    const __m128i eight = _mm_set1_epi8(8);
+    const __m128i zero = _mm_set1_epi8(MB_QB_ZERO_Q4_0);
     for (int64_t i = 0; i < nb; ++i, y += kQK4_0) {
         const __m256 d = _mm256_set1_ps(_cvtsh_ss(x[i].d));
         __m128i lo, hi;
         unpack_nibbles(x[i].qs, lo, hi);
-        store16_signed(y, _mm_sub_epi8(lo, eight), d);
-        store16_signed(y + 16, _mm_sub_epi8(hi, eight), d);
+        store16_signed(y, _mm_sub_epi8(lo, zero), d);
+        store16_signed(y + 16, _mm_sub_epi8(hi, zero), d);
     }
 }
 
@@ -291,14 +291,14 @@ MB_AVX2 void dequantize_q4_1_avx2(const BlockQ4_1* x, float* y, int64_t nb) {
 }
 
 MB_AVX2 void dequantize_q5_0_avx2(const BlockQ5_0* x, float* y, int64_t nb) {
-    const __m128i sixteen = _mm_set1_epi8(16);
+    const __m128i zero = _mm_set1_epi8(MB_QB_ZERO_Q5_0);
     for (int64_t i = 0; i < nb; ++i, y += kQK5_0) {
         const __m256 d = _mm256_set1_ps(_cvtsh_ss(x[i].d));
         const uint32_t qh = load_qh(x[i].qh);
         __m128i lo, hi;
         unpack_nibbles(x[i].qs, lo, hi);
-        store16_signed(y, _mm_sub_epi8(_mm_or_si128(lo, fifth_bits(qh & 0xFFFFu)), sixteen), d);
-        store16_signed(y + 16, _mm_sub_epi8(_mm_or_si128(hi, fifth_bits(qh >> 16)), sixteen), d);
+        store16_signed(y, _mm_sub_epi8(_mm_or_si128(lo, fifth_bits(qh & 0xFFFFu)), zero), d);
+        store16_signed(y + 16, _mm_sub_epi8(_mm_or_si128(hi, fifth_bits(qh >> 16)), zero), d);
     }
 }
 

@@ -1,6 +1,6 @@
 // AVX2 accessors of ggml's quantized weight blocks, shared by the one-row and the multi-row dot
 // products (vec_dot.cpp, vec_dot_rows.cpp): a block's codes as 32 unsigned bytes in element order,
-// and the per-block offset that turns codes into values (d * (c - 8), d * (c - 16), d * c + m).
+// and the per-block offset that turns codes into values (d * (c - zero), d * c + m; quant_blocks.h).
 #pragma once
 
 #include <cstdint>
@@ -26,8 +26,8 @@ MB_TARGET_AVX2 inline __m256i block_codes(const BlockQ5_1& x) {
 }
 
 // What multiplies the activation block's sum: -8 d, -16 d, or m (d is the block's scale as float).
-MB_TARGET_AVX2 inline float block_offset(const BlockQ4_0&, float d) { return -8.0f * d; }
-MB_TARGET_AVX2 inline float block_offset(const BlockQ5_0&, float d) { return -16.0f * d; }
+MB_TARGET_AVX2 inline float block_offset(const BlockQ4_0&, float d) { return -float(MB_QB_ZERO_Q4_0) * d; }
+MB_TARGET_AVX2 inline float block_offset(const BlockQ5_0&, float d) { return -float(MB_QB_ZERO_Q5_0) * d; }
 MB_TARGET_AVX2 inline float block_offset(const BlockQ4_1& x, float) { return _cvtsh_ss(x.m); }
 MB_TARGET_AVX2 inline float block_offset(const BlockQ5_1& x, float) { return _cvtsh_ss(x.m); }
 

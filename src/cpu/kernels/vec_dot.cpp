@@ -143,8 +143,8 @@ inline void add_fifth_bits(const uint8_t* qh, uint8_t* u) {
 
 // The 4- and 5-bit blocks, for the portable and NEON dot products: value = d*c + offset, where the
 // offset is -8 d or -16 d for the _0 types and m for the _1 types.
-inline float scalar_offset(const BlockQ4_0&, float d) { return -8.0f * d; }
-inline float scalar_offset(const BlockQ5_0&, float d) { return -16.0f * d; }
+inline float scalar_offset(const BlockQ4_0&, float d) { return -float(MB_QB_ZERO_Q4_0) * d; }
+inline float scalar_offset(const BlockQ5_0&, float d) { return -float(MB_QB_ZERO_Q5_0) * d; }
 inline float scalar_offset(const BlockQ4_1& x, float) { return fp16_to_fp32(x.m); }
 inline float scalar_offset(const BlockQ5_1& x, float) { return fp16_to_fp32(x.m); }
 
