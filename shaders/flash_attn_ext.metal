@@ -59,7 +59,7 @@ static inline int fa_nibble(device const uchar * qs, int j) {
 
 static inline float fa_elem(device const block_q4_0 * row, ulong, int d) {
     device const block_q4_0 * b = row + d / MB_QK;
-    return float(fa_nibble(b->qs, d % MB_QK) - 8) * float(b->d);
+    return float(fa_nibble(b->qs, d % MB_QK) - MB_QB_ZERO_Q4_0) * float(b->d);
 }
 
 static inline float fa_elem(device const block_q4_1 * row, ulong, int d) {
@@ -71,7 +71,7 @@ static inline float fa_elem(device const block_q5_0 * row, ulong, int d) {
     device const block_q5_0 * b = row + d / MB_QK;
     const int j = d % MB_QK;
     const int q = fa_nibble(b->qs, j) | int(((mb_load_qh(b->qh) >> j) & 1u) << 4);
-    return float(q - 16) * float(b->d);
+    return float(q - MB_QB_ZERO_Q5_0) * float(b->d);
 }
 
 static inline float fa_elem(device const block_q5_1 * row, ulong, int d) {

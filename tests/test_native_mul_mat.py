@@ -50,7 +50,7 @@ def binaries(tmp_path_factory):
     procs = {}
     for name, flags in variants.items():
         exe = out_dir / f"test_mul_mat_{name}"
-        cmd = [CXX, "-O2", "-std=c++17", "-pthread", f"-I{ROOT / 'src'}", *flags,
+        cmd = [CXX, "-O2", "-std=c++17", "-pthread", f"-I{ROOT / 'src'}", f"-I{ROOT / 'shaders'}", *flags,
                *(str(ROOT / s) for s in SOURCES), "-o", str(exe)]
         procs[name] = (exe, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     built = {}

@@ -9,14 +9,13 @@
 
 #include "core/types.h"
 
-#include <cfloat>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
 #include "core/errors.h"
 #include "core/fp16.h"
+#include "core/isa.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
     !defined(MB_NO_SIMD)
@@ -63,190 +62,41 @@ int64_t block_count(const char* who, Type t, int64_t n) {
     return n / tr.block_size;
 }
 
-// ggml truncates x*id + offset to an integer and clips it to the top code. For finite input that
-// value lies in [0, top + 1); the clamps only give NaN and overflow (infinite input) a defined code.
-inline int truncated_code(float v, int top) {
-    if (!(v >= 0.0f)) {
-        return 0;
-    }
-    if (v >= float(top)) {
-        return top;
-    }
-    return int(v);
+// The block quantizers are shaders/quant_blocks.h's (the Metal kernels run the same ones); here the
+// scales they return are stored as half bits.
+inline uint16_t scale_bits(const mb_qb_scales& s) {
+    return s.nan ? uint16_t(MB_QB_NAN_SCALE_BITS) : fp32_to_fp16(s.d);
 }
 
-// roundf (halves away from zero), inlined so the loop needs no libm call; |v| <= 127 here.
-inline int rounded_code(float v) {
-    if (!(v > -128.0f && v < 128.0f)) {
-        return v >= 128.0f ? 127 : (v <= -128.0f ? -127 : 0);
-    }
-    int q = int(v);
-    const float frac = v - float(q);
-    if (frac >= 0.5f) {
-        ++q;
-    } else if (frac <= -0.5f) {
-        --q;
-    }
-    return q < -127 ? -127 : (q > 127 ? 127 : q);
+inline void quantize_block(const float* x, BlockQ4_0& y) {
+    y.d = scale_bits(mb_qb_quantize_q4_0(x, y.qs));
 }
 
-// The value with the largest magnitude, the first one on ties; +0 when all are zero.
-inline float signed_absmax(const float* x, int64_t n) {
-    float amax = 0.0f;
-    float vmax = 0.0f;
-    for (int64_t j = 0; j < n; ++j) {
-        const float a = std::fabs(x[j]);
-        if (amax < a) {
-            amax = a;
-            vmax = x[j];
-        }
-    }
-    return vmax;
+inline void quantize_block(const float* x, BlockQ4_1& y) {
+    const mb_qb_scales s = mb_qb_quantize_q4_1(x, y.qs);
+    y.d = scale_bits(s);
+    y.m = fp32_to_fp16(s.m);
 }
 
-inline void min_max(const float* x, int64_t n, float& vmin, float& vmax) {
-    vmin = FLT_MAX;
-    vmax = -FLT_MAX;
-    for (int64_t j = 0; j < n; ++j) {
-        if (x[j] < vmin) {
-            vmin = x[j];
-        }
-        if (x[j] > vmax) {
-            vmax = x[j];
-        }
-    }
+inline void quantize_block(const float* x, BlockQ5_0& y) {
+    y.d = scale_bits(mb_qb_quantize_q5_0(x, y.qs, y.qh));
 }
 
-// A NaN among a block's values: ggml's reference converts NaN * id to an integer code, which is
-// undefined in C (x86 gives code 0, so the NaN silently became 0 or the block's offset value). Here a
-// block holding a NaN stores the f16 quiet NaN 0x7E00 as its scale, so all of its 32 values read back
-// as NaN and the NaN reaches every result computed from the block (as an infinite input already
-// does through an infinite scale). Blocks of finite values are unaffected: their bytes are ggml's.
-constexpr uint16_t kBlockNaNScale = 0x7E00u;
-
-inline bool has_nan(const float* x, int64_t n) {
-    bool nan = false;
-    for (int64_t j = 0; j < n; ++j) {
-        nan |= x[j] != x[j];
-    }
-    return nan;
+inline void quantize_block(const float* x, BlockQ5_1& y) {
+    const mb_qb_scales s = mb_qb_quantize_q5_1(x, y.qs, y.qh);
+    y.d = scale_bits(s);
+    y.m = fp32_to_fp16(s.m);
 }
 
-inline float inverse_or_zero(float d) {
-    return d != 0.0f ? 1.0f / d : 0.0f;
+inline void quantize_block(const float* x, BlockQ8_0& y) {
+    y.d = scale_bits(mb_qb_quantize_q8_0(x, y.qs));
 }
 
-void quantize_q4_0(const float* x, BlockQ4_0* y, int64_t nb) {
-    constexpr int64_t half = kQK4_0 / 2;
-    for (int64_t i = 0; i < nb; ++i, x += kQK4_0) {
-        const float d = signed_absmax(x, kQK4_0) / -8.0f;
-        const float id = inverse_or_zero(d);
-        y[i].d = fp32_to_fp16(d);
-        for (int64_t j = 0; j < half; ++j) {
-            const float x0 = x[j] * id;
-            const float x1 = x[j + half] * id;
-            const int q0 = truncated_code(x0 + 8.5f, 15);
-            const int q1 = truncated_code(x1 + 8.5f, 15);
-            y[i].qs[j] = uint8_t(q0 | (q1 << 4));
-        }
-        if (has_nan(x, kQK4_0)) {
-            y[i].d = kBlockNaNScale;
-        }
-    }
-}
-
-void quantize_q4_1(const float* x, BlockQ4_1* y, int64_t nb) {
-    constexpr int64_t half = kQK4_1 / 2;
-    for (int64_t i = 0; i < nb; ++i, x += kQK4_1) {
-        float vmin, vmax;
-        min_max(x, kQK4_1, vmin, vmax);
-        const float d = (vmax - vmin) / 15.0f;
-        const float id = inverse_or_zero(d);
-        y[i].d = fp32_to_fp16(d);
-        y[i].m = fp32_to_fp16(vmin);
-        for (int64_t j = 0; j < half; ++j) {
-            const float x0 = (x[j] - vmin) * id;
-            const float x1 = (x[j + half] - vmin) * id;
-            const int q0 = truncated_code(x0 + 0.5f, 15);
-            const int q1 = truncated_code(x1 + 0.5f, 15);
-            y[i].qs[j] = uint8_t(q0 | (q1 << 4));
-        }
-        if (has_nan(x, kQK4_1)) {
-            y[i].d = kBlockNaNScale;
-        }
-    }
-}
-
-void quantize_q5_0(const float* x, BlockQ5_0* y, int64_t nb) {
-    constexpr int64_t half = kQK5_0 / 2;
-    for (int64_t i = 0; i < nb; ++i, x += kQK5_0) {
-        const float d = signed_absmax(x, kQK5_0) / -16.0f;
-        const float id = inverse_or_zero(d);
-        y[i].d = fp32_to_fp16(d);
-        uint32_t qh = 0;
-        for (int64_t j = 0; j < half; ++j) {
-            const float x0 = x[j] * id;
-            const float x1 = x[j + half] * id;
-            const uint32_t q0 = uint32_t(truncated_code(x0 + 16.5f, 31));
-            const uint32_t q1 = uint32_t(truncated_code(x1 + 16.5f, 31));
-            y[i].qs[j] = uint8_t((q0 & 0x0Fu) | ((q1 & 0x0Fu) << 4));
-            qh |= ((q0 >> 4) & 1u) << j;
-            qh |= ((q1 >> 4) & 1u) << (j + half);
-        }
-        for (int k = 0; k < 4; ++k) {
-            y[i].qh[k] = uint8_t(qh >> (8 * k));
-        }
-        if (has_nan(x, kQK5_0)) {
-            y[i].d = kBlockNaNScale;
-        }
-    }
-}
-
-void quantize_q5_1(const float* x, BlockQ5_1* y, int64_t nb) {
-    constexpr int64_t half = kQK5_1 / 2;
-    for (int64_t i = 0; i < nb; ++i, x += kQK5_1) {
-        float vmin, vmax;
-        min_max(x, kQK5_1, vmin, vmax);
-        const float d = (vmax - vmin) / 31.0f;
-        const float id = inverse_or_zero(d);
-        y[i].d = fp32_to_fp16(d);
-        y[i].m = fp32_to_fp16(vmin);
-        uint32_t qh = 0;
-        for (int64_t j = 0; j < half; ++j) {
-            const float x0 = (x[j] - vmin) * id;
-            const float x1 = (x[j + half] - vmin) * id;
-            const uint32_t q0 = uint32_t(truncated_code(x0 + 0.5f, 31));
-            const uint32_t q1 = uint32_t(truncated_code(x1 + 0.5f, 31));
-            y[i].qs[j] = uint8_t((q0 & 0x0Fu) | ((q1 & 0x0Fu) << 4));
-            qh |= ((q0 >> 4) & 1u) << j;
-            qh |= ((q1 >> 4) & 1u) << (j + half);
-        }
-        for (int k = 0; k < 4; ++k) {
-            y[i].qh[k] = uint8_t(qh >> (8 * k));
-        }
-        if (has_nan(x, kQK5_1)) {
-            y[i].d = kBlockNaNScale;
-        }
-    }
-}
-
-void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t nb) {
-    for (int64_t i = 0; i < nb; ++i, x += kQK8_0) {
-        // ggml's MAX(a, b) is a > b ? a : b: a NaN makes amax NaN until the next larger value.
-        float amax = 0.0f;
-        bool nan = false;
-        for (int64_t j = 0; j < kQK8_0; ++j) {
-            const float a = std::fabs(x[j]);
-            amax = amax > a ? amax : a;
-            nan |= x[j] != x[j];
-        }
-        const float d = amax / 127.0f;
-        const float id = inverse_or_zero(d);
-        y[i].d = nan ? kBlockNaNScale : fp32_to_fp16(d);
-        for (int64_t j = 0; j < kQK8_0; ++j) {
-            const float x0 = x[j] * id;
-            y[i].qs[j] = int8_t(rounded_code(x0));
-        }
+template <class Block>
+void quantize_blocks(const float* x, void* dst, int64_t nb) {
+    auto* y = static_cast<Block*>(dst);
+    for (int64_t i = 0; i < nb; ++i) {
+        quantize_block(x + i * MB_QK, y[i]);
     }
 }
 
@@ -275,10 +125,10 @@ void dequantize_q4_0_portable(const BlockQ4_0* x, float* y, int64_t nb) {
         uint8_t qs[half];
         std::memcpy(qs, x[i].qs, sizeof qs);
         for (int64_t j = 0; j < half; ++j) {
-            y[j] = float(int(qs[j] & 0x0F) - 8) * d;
+            y[j] = float(int(qs[j] & 0x0F) - MB_QB_ZERO_Q4_0) * d;
         }
         for (int64_t j = 0; j < half; ++j) {
-            y[j + half] = float(int(qs[j] >> 4) - 8) * d;
+            y[j + half] = float(int(qs[j] >> 4) - MB_QB_ZERO_Q4_0) * d;
         }
     }
 }
@@ -322,7 +172,7 @@ void dequantize_q5_0_portable(const BlockQ5_0* x, float* y, int64_t nb) {
         uint8_t q[kQK5_0];
         unpack_q5(x[i].qs, x[i].qh, q);
         for (int64_t j = 0; j < kQK5_0; ++j) {
-            y[j] = float(int(q[j]) - 16) * d;
+            y[j] = float(int(q[j]) - MB_QB_ZERO_Q5_0) * d;
         }
     }
 }
@@ -374,9 +224,11 @@ void bf16_to_f32_portable(const uint16_t* x, float* y, int64_t n) {
 // Each computes exactly what the portable version computes (products are not fused).
 #define MB_AVX2 __attribute__((target("avx2,f16c")))
 
-bool cpu_has_avx2_f16c() {
+// The hardware has them and the process-wide cap (core/isa.h, the CPU device's "max_isa") allows
+// AVX2: read at every call, so the cap applies from the next conversion on.
+bool use_avx2() {
     static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-    return has;
+    return has && cpu_isa_cap() >= CpuIsa::Avx2;
 }
 
 MB_AVX2 inline void store_scaled(float* y, __m256i q, __m256 d) {
@@ -417,13 +269,13 @@ MB_AVX2 inline __m128i fifth_bits(uint32_t bits16) {
 }
 
 MB_AVX2 void dequantize_q4_0_avx2(const BlockQ4_0* x, float* y, int64_t nb) {
-    const __m128i eight = _mm_set1_epi8(8);
+    const __m128i zero = _mm_set1_epi8(MB_QB_ZERO_Q4_0);
     for (int64_t i = 0; i < nb; ++i, y += kQK4_0) {
         const __m256 d = _mm256_set1_ps(_cvtsh_ss(x[i].d));
         __m128i lo, hi;
         unpack_nibbles(x[i].qs, lo, hi);
-        store16_signed(y, _mm_sub_epi8(lo, eight), d);
-        store16_signed(y + 16, _mm_sub_epi8(hi, eight), d);
+        store16_signed(y, _mm_sub_epi8(lo, zero), d);
+        store16_signed(y + 16, _mm_sub_epi8(hi, zero), d);
     }
 }
 
@@ -439,14 +291,14 @@ MB_AVX2 void dequantize_q4_1_avx2(const BlockQ4_1* x, float* y, int64_t nb) {
 }
 
 MB_AVX2 void dequantize_q5_0_avx2(const BlockQ5_0* x, float* y, int64_t nb) {
-    const __m128i sixteen = _mm_set1_epi8(16);
+    const __m128i zero = _mm_set1_epi8(MB_QB_ZERO_Q5_0);
     for (int64_t i = 0; i < nb; ++i, y += kQK5_0) {
         const __m256 d = _mm256_set1_ps(_cvtsh_ss(x[i].d));
         const uint32_t qh = load_qh(x[i].qh);
         __m128i lo, hi;
         unpack_nibbles(x[i].qs, lo, hi);
-        store16_signed(y, _mm_sub_epi8(_mm_or_si128(lo, fifth_bits(qh & 0xFFFFu)), sixteen), d);
-        store16_signed(y + 16, _mm_sub_epi8(_mm_or_si128(hi, fifth_bits(qh >> 16)), sixteen), d);
+        store16_signed(y, _mm_sub_epi8(_mm_or_si128(lo, fifth_bits(qh & 0xFFFFu)), zero), d);
+        store16_signed(y + 16, _mm_sub_epi8(_mm_or_si128(hi, fifth_bits(qh >> 16)), zero), d);
     }
 }
 
@@ -510,7 +362,7 @@ MB_AVX2 void bf16_to_f32_avx2(const uint16_t* x, float* y, int64_t n) {
 
 #define MB_DISPATCH(name, ...)              \
     do {                                    \
-        if (cpu_has_avx2_f16c()) {          \
+        if (use_avx2()) {                   \
             name##_avx2(__VA_ARGS__);       \
         } else {                            \
             name##_portable(__VA_ARGS__);   \
@@ -521,9 +373,17 @@ MB_AVX2 void bf16_to_f32_avx2(const uint16_t* x, float* y, int64_t n) {
 
 #define MB_DISPATCH(name, ...) name##_portable(__VA_ARGS__)
 
+bool use_avx2() {
+    return false;
+}
+
 #endif
 
 }  // namespace
+
+CpuIsa conversions_isa() {
+    return use_avx2() ? CpuIsa::Avx2 : CpuIsa::Portable;
+}
 
 const TypeTraits& type_traits(Type t) {
     const TypeTraits* tr = find_traits(static_cast<int32_t>(t));
@@ -574,19 +434,19 @@ void quantize_row(Type t, const float* src, void* dst, int64_t n) {
             f32_to_i32(src, static_cast<int32_t*>(dst), n);
             return;
         case Type::Q4_0:
-            quantize_q4_0(src, static_cast<BlockQ4_0*>(dst), nb);
+            quantize_blocks<BlockQ4_0>(src, dst, nb);
             return;
         case Type::Q4_1:
-            quantize_q4_1(src, static_cast<BlockQ4_1*>(dst), nb);
+            quantize_blocks<BlockQ4_1>(src, dst, nb);
             return;
         case Type::Q5_0:
-            quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), nb);
+            quantize_blocks<BlockQ5_0>(src, dst, nb);
             return;
         case Type::Q5_1:
-            quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), nb);
+            quantize_blocks<BlockQ5_1>(src, dst, nb);
             return;
         case Type::Q8_0:
-            quantize_q8_0(src, static_cast<BlockQ8_0*>(dst), nb);
+            quantize_blocks<BlockQ8_0>(src, dst, nb);
             return;
     }
 }

@@ -1,11 +1,15 @@
 // Element types of tensors, with ggml's ids, names and byte layouts. Quantized types store blocks of
-// 32 values; the block structs below are laid out byte for byte as ggml lays them out, so tensors
-// read from ggml model files and tensors handed to the Metal kernels need no repacking.
+// 32 values, laid out byte for byte as ggml lays them out (shaders/quant_blocks.h, shared with the
+// Metal kernels), so tensors read from ggml model files and tensors handed to the kernels need no
+// repacking.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "core/isa.h"
+#include "quant_blocks.h"
 
 namespace mb {
 
@@ -29,49 +33,19 @@ struct TypeTraits {
     bool is_quantized;
 };
 
-constexpr int64_t kQK4_0 = 32;
-constexpr int64_t kQK4_1 = 32;
-constexpr int64_t kQK5_0 = 32;
-constexpr int64_t kQK5_1 = 32;
-constexpr int64_t kQK8_0 = 32;
+constexpr int64_t kQK4_0 = MB_QK;
+constexpr int64_t kQK4_1 = MB_QK;
+constexpr int64_t kQK5_0 = MB_QK;
+constexpr int64_t kQK5_1 = MB_QK;
+constexpr int64_t kQK8_0 = MB_QK;
 
-// d and m are IEEE half bit patterns (see fp16.h). Element j < 16 of a block is the low nibble of
-// qs[j], element j + 16 the high nibble; for the 5-bit types bit j of qh (read as a little-endian
-// u32) is the fifth bit of element j.
-struct BlockQ4_0 {
-    uint16_t d;
-    uint8_t qs[kQK4_0 / 2];
-};
-
-struct BlockQ4_1 {
-    uint16_t d;
-    uint16_t m;
-    uint8_t qs[kQK4_1 / 2];
-};
-
-struct BlockQ5_0 {
-    uint16_t d;
-    uint8_t qh[4];
-    uint8_t qs[kQK5_0 / 2];
-};
-
-struct BlockQ5_1 {
-    uint16_t d;
-    uint16_t m;
-    uint8_t qh[4];
-    uint8_t qs[kQK5_1 / 2];
-};
-
-struct BlockQ8_0 {
-    uint16_t d;
-    int8_t qs[kQK8_0];
-};
-
-static_assert(sizeof(BlockQ4_0) == 18, "q4_0 block must match ggml");
-static_assert(sizeof(BlockQ4_1) == 20, "q4_1 block must match ggml");
-static_assert(sizeof(BlockQ5_0) == 22, "q5_0 block must match ggml");
-static_assert(sizeof(BlockQ5_1) == 24, "q5_1 block must match ggml");
-static_assert(sizeof(BlockQ8_0) == 34, "q8_0 block must match ggml");
+// The block structs of shaders/quant_blocks.h (the kernels read the same definitions); d and m are
+// IEEE half bit patterns here (see fp16.h).
+using BlockQ4_0 = block_q4_0;
+using BlockQ4_1 = block_q4_1;
+using BlockQ5_0 = block_q5_0;
+using BlockQ5_1 = block_q5_1;
+using BlockQ8_0 = block_q8_0;
 
 // The 32 fifth bits of a q5_0 / q5_1 block (bit j belongs to element j), stored little-endian.
 inline uint32_t load_qh(const uint8_t* qh) {
@@ -96,5 +70,10 @@ void quantize_row(Type t, const float* src, void* dst, int64_t n);
 
 // Converts n elements of type t to floats (n a multiple of its block size), as ggml does.
 void dequantize_row(Type t, const void* src, float* dst, int64_t n);
+
+// The instruction set quantize_row and dequantize_row use now for f16 and the quantized types:
+// Avx2 (with F16C) where the CPU has it and the process-wide cap of core/isa.h allows it, else
+// Portable. Both give the same bits; this says which one runs.
+CpuIsa conversions_isa();
 
 }  // namespace mb

@@ -12,6 +12,7 @@
 #include "core/buffer.h"
 #include "core/errors.h"
 #include "core/registry.h"
+#include "core/types.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/host_info.h"
@@ -102,7 +103,9 @@ std::map<std::string, std::string> CpuDevice::extra_props() const {
     return {{"isa", isa_name(cpu_isa_in_use())},
             {"isa_hardware", isa_name(cpu_isa_hardware())},
             {"max_isa", std::to_string(int(cpu_isa_cap()))},
-            {"q8_dot", q8_dot_name()}};
+            {"q8_dot", q8_dot_name()},
+            // core's f16 and quantized-type conversions (types.cpp), under the same cap; no NEON path.
+            {"isa_conversions", conversions_isa() == CpuIsa::Avx2 ? "avx2" : "portable"}};
 }
 
 void CpuDevice::set_prop(const std::string& key, int64_t value) {

@@ -32,10 +32,11 @@ public:
     bool supports_op(const Tensor& node) const override;
 
     // "isa": the SIMD set the kernels use now ("avx512", "avx2", "portable"; "neon" on arm64),
-    // "isa_hardware": what the CPU offers, "max_isa": the process-wide cap (CpuIsa number).
+    // "isa_hardware": what the CPU offers, "max_isa": the process-wide cap (CpuIsa number),
+    // "isa_conversions": what core's f16/quantized conversions use now ("avx2" or "portable").
     std::map<std::string, std::string> extra_props() const override;
     // "max_isa" = 0 (portable), 1 (avx2) or 2 (avx512): caps the kernels of every CPU backend in the
-    // process from the next compute on (to compare paths, or to rule one out).
+    // process, and core's conversions, from the next compute on (to compare paths, or to rule one out).
     void set_prop(const std::string& key, int64_t value) override;
 
     std::shared_ptr<Buffer> buffer_from_host_ptr(void* ptr, size_t size, size_t max_tensor_size,

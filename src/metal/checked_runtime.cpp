@@ -1,6 +1,8 @@
 #include "metal/checked_runtime.h"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -21,14 +23,40 @@ constexpr uint32_t kMaxBufferSlots = 31;       // the buffer argument table
 constexpr uint32_t kMaxThreadgroupSlots = 31;  // threadgroup memory arguments
 constexpr size_t kMaxSetBytes = 4096;          // setBytes:length:atIndex:
 
+// The narrowed limits (DispatchLimits), shared with the pipelines made before a change.
+struct Limits {
+    std::atomic<uint32_t> max_threads_per_threadgroup{0};
+    std::atomic<size_t> max_threadgroup_memory{0};
+};
+
+// A runtime's pipeline whose thread maximum is capped by the narrowed limit.
+class CheckedPipeline final : public Pipeline {
+public:
+    CheckedPipeline(std::shared_ptr<Pipeline> inner, std::shared_ptr<const Limits> limits)
+        : inner_(std::move(inner)), limits_(std::move(limits)) {}
+    const std::string& name() const override { return inner_->name(); }
+    uint32_t max_threads_per_threadgroup() const override {
+        const uint32_t own = inner_->max_threads_per_threadgroup();
+        const uint32_t cap = limits_->max_threads_per_threadgroup.load(std::memory_order_relaxed);
+        return cap ? std::min(own, cap) : own;
+    }
+    uint32_t thread_execution_width() const override { return inner_->thread_execution_width(); }
+    const Pipeline& inner() const { return *inner_; }
+
+private:
+    std::shared_ptr<Pipeline> inner_;
+    std::shared_ptr<const Limits> limits_;
+};
+
 class CheckedEncoder final : public ComputeEncoder {
 public:
     CheckedEncoder(ComputeEncoder& inner, size_t max_threadgroup_memory, std::string& invalid)
         : inner_(inner), max_threadgroup_memory_(max_threadgroup_memory), invalid_(invalid) {}
 
+    // Every pipeline comes from CheckedRuntime::pipeline; the runtime below gets its own.
     void set_pipeline(const Pipeline& p) override {
-        pipeline_ = &p;
-        inner_.set_pipeline(p);
+        pipeline_ = &static_cast<const CheckedPipeline&>(p);
+        inner_.set_pipeline(pipeline_->inner());
     }
     void set_args(const void* data, size_t size) override {
         if (size > kMaxSetBytes) return reject("args struct of " + std::to_string(size) + " bytes exceeds setBytes' 4096");
@@ -64,6 +92,18 @@ public:
             return reject(pipeline_->name() + ": threadgroup memory of " + std::to_string(shared) +
                           " bytes exceeds " + std::to_string(max_threadgroup_memory_));
         }
+        // Kernels take thread_position_in_grid as uint: past 2^32 threads in a dimension it wraps.
+        constexpr uint64_t kMaxGridSpan = uint64_t(1) << 32;
+        const uint32_t group_counts[3] = {groups.x, groups.y, groups.z};
+        const uint32_t group_sizes[3] = {threads.x, threads.y, threads.z};
+        for (int d = 0; d < 3; ++d) {
+            const uint64_t span = uint64_t(group_counts[d]) * group_sizes[d];
+            if (span > kMaxGridSpan) {
+                return reject(pipeline_->name() + ": a grid of " + std::to_string(group_counts[d]) + " x " +
+                              std::to_string(group_sizes[d]) + " = " + std::to_string(span) + " threads in dimension " +
+                              "xyz"[d] + ", at most " + std::to_string(kMaxGridSpan) + " (32-bit thread positions)");
+            }
+        }
         // An empty grid is no work, and Metal's validation rejects it.
         if (groups.x == 0 || groups.y == 0 || groups.z == 0) return;
         inner_.dispatch(groups, threads);
@@ -78,7 +118,7 @@ private:
     ComputeEncoder& inner_;
     size_t max_threadgroup_memory_;
     std::string& invalid_;
-    const Pipeline* pipeline_ = nullptr;
+    const CheckedPipeline* pipeline_ = nullptr;
     std::array<size_t, kMaxThreadgroupSlots> threadgroup_memory_{};
 };
 
@@ -141,9 +181,14 @@ private:
     bool committed_ = false;
 };
 
-class CheckedRuntime final : public Runtime {
+class CheckedRuntimeImpl final : public CheckedRuntime {
 public:
-    explicit CheckedRuntime(std::shared_ptr<Runtime> inner) : inner_(std::move(inner)) {}
+    explicit CheckedRuntimeImpl(std::shared_ptr<Runtime> inner) : inner_(std::move(inner)) {}
+
+    void set_limits(const DispatchLimits& limits) override {
+        limits_->max_threads_per_threadgroup.store(limits.max_threads_per_threadgroup, std::memory_order_relaxed);
+        limits_->max_threadgroup_memory.store(limits.max_threadgroup_memory, std::memory_order_relaxed);
+    }
 
     const RuntimeProps& props() const override { return inner_->props(); }
     size_t allocated_size() const override { return inner_->allocated_size(); }
@@ -162,14 +207,17 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = pipelines_.find(key);
         if (it != pipelines_.end()) return it->second;
-        auto p = inner_->pipeline(name, constants);
+        auto p = std::make_shared<CheckedPipeline>(inner_->pipeline(name, constants), limits_);
         pipelines_[key] = p;
         return p;
     }
 
     std::vector<RuntimeOption> options() const override { return inner_->options(); }
     std::unique_ptr<CommandBuffer> command_buffer(const OptionValues& options) override {
-        return std::make_unique<CheckedCommandBuffer>(inner_->command_buffer(options), props().max_threadgroup_memory);
+        size_t max_threadgroup_memory = props().max_threadgroup_memory;
+        const size_t narrowed = limits_->max_threadgroup_memory.load(std::memory_order_relaxed);
+        if (narrowed) max_threadgroup_memory = std::min(max_threadgroup_memory, narrowed);
+        return std::make_unique<CheckedCommandBuffer>(inner_->command_buffer(options), max_threadgroup_memory);
     }
     void set_use_residency_sets(bool on) override { inner_->set_use_residency_sets(on); }
     bool can_capture() const override { return inner_->can_capture(); }
@@ -178,14 +226,15 @@ public:
 
 private:
     std::shared_ptr<Runtime> inner_;
+    std::shared_ptr<Limits> limits_ = std::make_shared<Limits>();
     std::mutex mutex_;
     std::map<std::string, std::shared_ptr<Pipeline>> pipelines_;
 };
 
 }  // namespace
 
-std::shared_ptr<Runtime> make_checked_runtime(std::shared_ptr<Runtime> runtime) {
-    return std::make_shared<CheckedRuntime>(std::move(runtime));
+std::shared_ptr<CheckedRuntime> make_checked_runtime(std::shared_ptr<Runtime> runtime) {
+    return std::make_shared<CheckedRuntimeImpl>(std::move(runtime));
 }
 
 }  // namespace mb::metal

@@ -7,12 +7,32 @@
 // GPU fault would be reported. Pipelines are cached here by kernel name and constant values.
 #pragma once
 
+//
+// The limits can be narrowed below the runtime's (MetalDevice's props "max_threads_per_threadgroup"
+// and "max_threadgroup_memory"), to see on any machine what an encoder assumes of a larger GPU:
+// pipelines then report at most the narrowed thread count, so encoders that size their threadgroups
+// from it adapt, and a dispatch that still exceeds a limit fails as it would on that GPU.
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "metal/runtime.h"
 
 namespace mb::metal {
 
-std::shared_ptr<Runtime> make_checked_runtime(std::shared_ptr<Runtime> runtime);
+// What a dispatch is checked against besides the pipeline's own maximum; 0 leaves that limit at
+// the runtime's.
+struct DispatchLimits {
+    uint32_t max_threads_per_threadgroup = 0;  // caps every pipeline's max_threads_per_threadgroup()
+    size_t max_threadgroup_memory = 0;         // below props().max_threadgroup_memory
+};
+
+class CheckedRuntime : public Runtime {
+public:
+    // Applies to pipelines already made and to command buffers made from now on.
+    virtual void set_limits(const DispatchLimits& limits) = 0;
+};
+
+std::shared_ptr<CheckedRuntime> make_checked_runtime(std::shared_ptr<Runtime> runtime);
 
 }  // namespace mb::metal

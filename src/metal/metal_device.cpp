@@ -57,6 +57,9 @@ private:
     StorageMode mode_;
 };
 
+// Apple GPUs take at most 1024 threads per threadgroup; a pipeline may report fewer.
+constexpr uint32_t kMaxThreadsPerThreadgroup = 1024;
+
 bool parse_bool(const std::string& key, int64_t v) {
     if (v != 0 && v != 1) fail<InvalidArgumentError>("MetalDevice::set_prop", key, " takes 0 or 1, got ", v);
     return v == 1;
@@ -69,7 +72,8 @@ MetalDevice::MetalDevice(std::string name, std::shared_ptr<Runtime> runtime)
       runtime_(make_checked_runtime(std::move(runtime))),
       props_(runtime_->props()),
       use_shared_buffers_(props_.has_unified_memory),
-      use_residency_sets_(props_.supports_residency_sets) {
+      use_residency_sets_(props_.supports_residency_sets),
+      max_threads_per_threadgroup_(kMaxThreadsPerThreadgroup) {
     shared_ = std::make_shared<MetalBufferType>(this, name_, StorageMode::Shared);
     private_ = std::make_shared<MetalBufferType>(this, name_ + "_Private", StorageMode::Private);
     mapped_ = std::make_shared<MetalBufferType>(this, name_ + "_Mapped", StorageMode::Mapped);
@@ -109,6 +113,7 @@ std::map<std::string, std::string> MetalDevice::extra_props() const {
         {"max_buffer_size", std::to_string(p.max_buffer_size)},
         {"max_working_set_size", std::to_string(p.max_working_set_size)},
         {"max_threadgroup_memory", std::to_string(p.max_threadgroup_memory)},
+        {"max_threads_per_threadgroup", std::to_string(max_threads_per_threadgroup_)},
         {"offload_min_batch", std::to_string(offload_min_batch_)},
         {"families", families},
     };
@@ -142,10 +147,27 @@ void MetalDevice::set_prop(const std::string& key, int64_t value) {
                                        hw.max_buffer_size, "], got ", value);
         }
         props_.max_buffer_size = static_cast<size_t>(value);
+    } else if (key == "max_threadgroup_memory") {
+        // Threadgroup memory is bound in multiples of 16 bytes.
+        if (value < 1024 || static_cast<size_t>(value) > hw.max_threadgroup_memory || value % 16 != 0) {
+            fail<InvalidArgumentError>("MetalDevice::set_prop", "max_threadgroup_memory must be a multiple of 16 in [1024, ",
+                                       hw.max_threadgroup_memory, "], got ", value);
+        }
+        props_.max_threadgroup_memory = static_cast<size_t>(value);
+        runtime_->set_limits({max_threads_per_threadgroup_, props_.max_threadgroup_memory});
+    } else if (key == "max_threads_per_threadgroup") {
+        // Whole simdgroups: the kernels assume 32 lanes each.
+        if (value < 32 || value > kMaxThreadsPerThreadgroup || value % 32 != 0) {
+            fail<InvalidArgumentError>("MetalDevice::set_prop", "max_threads_per_threadgroup must be a multiple of 32 in [32, ",
+                                       kMaxThreadsPerThreadgroup, "], got ", value);
+        }
+        max_threads_per_threadgroup_ = static_cast<uint32_t>(value);
+        runtime_->set_limits({max_threads_per_threadgroup_, props_.max_threadgroup_memory});
     } else {
         fail<InvalidArgumentError>("MetalDevice::set_prop", "unknown or read-only prop '", key,
                                    "' (settable: has_simdgroup_reduction, has_simdgroup_mm, has_bfloat, "
-                                   "use_shared_buffers, use_residency_sets, offload_min_batch, max_buffer_size)");
+                                   "use_shared_buffers, use_residency_sets, offload_min_batch, max_buffer_size, "
+                                   "max_threadgroup_memory, max_threads_per_threadgroup)");
     }
 }
 

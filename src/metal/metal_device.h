@@ -13,6 +13,7 @@
 
 #include "core/buffer_type.h"
 #include "core/device.h"
+#include "metal/checked_runtime.h"
 #include "metal/runtime.h"
 
 namespace mb::metal {
@@ -43,16 +44,17 @@ public:
     RuntimeProps props() const;
     bool supports_family(int family) const;
     Runtime& runtime() const { return *runtime_; }
-    const std::shared_ptr<Runtime>& runtime_ptr() const { return runtime_; }
+    std::shared_ptr<Runtime> runtime_ptr() const { return runtime_; }
 
 private:
     std::string name_;
-    std::shared_ptr<Runtime> runtime_;
+    std::shared_ptr<CheckedRuntime> runtime_;
     mutable std::mutex mutex_;
     RuntimeProps props_;
     bool use_shared_buffers_;
     bool use_residency_sets_;
     int64_t offload_min_batch_ = 32;
+    uint32_t max_threads_per_threadgroup_;
     std::shared_ptr<BufferType> shared_, private_, mapped_;
 };
 

@@ -1,7 +1,7 @@
 // Standalone checks of src/core/types and fp16.h against references written here from the formats'
 // definitions. Build and run from the repository root, once with the SIMD kernels and once without:
-//   g++ -O2 -std=c++17 -Isrc tests/native/test_types.cpp src/core/types.cpp -o /tmp/test_types && /tmp/test_types
-//   g++ -O2 -std=c++17 -Isrc -DMB_NO_SIMD tests/native/test_types.cpp src/core/types.cpp -o /tmp/test_types_ns && /tmp/test_types_ns
+//   g++ -O2 -std=c++17 -Isrc -Ishaders tests/native/test_types.cpp src/core/types.cpp -o /tmp/test_types && /tmp/test_types
+//   g++ -O2 -std=c++17 -Isrc -Ishaders -DMB_NO_SIMD tests/native/test_types.cpp src/core/types.cpp -o /tmp/test_types_ns && /tmp/test_types_ns
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/isa.h"
+
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__)) && !defined(MB_NO_SIMD)
 #define MB_SIMD_X86 1
 #include <immintrin.h>
@@ -26,26 +28,6 @@
 
 namespace mb {
 
-// The widest instruction set the CPU kernels may use: what the CPU has, capped process-wide by the
-// CPU device's prop "max_isa" (dev.set_prop; CpuIsa values) or, before any set_prop, by the
-// environment variable MB_CPU_MAX_ISA ("portable", "avx2" or "avx512"). The cap lets one machine run
-// and compare every path, and rules out a path on a machine where it misbehaves. Kernels read it at
-// every call, so a change applies from the next compute. (NEON paths on arm64 are not capped.)
-enum class CpuIsa { Portable = 0, Avx2 = 1, Avx512 = 2 };
-
-inline std::atomic<int>& cpu_isa_cap_slot() {
-    static std::atomic<int> slot{[] {
-        const char* v = std::getenv("MB_CPU_MAX_ISA");
-        if (v != nullptr && std::strcmp(v, "portable") == 0) return int(CpuIsa::Portable);
-        if (v != nullptr && std::strcmp(v, "avx2") == 0) return int(CpuIsa::Avx2);
-        return int(CpuIsa::Avx512);
-    }()};
-    return slot;
-}
-
-inline CpuIsa cpu_isa_cap() { return CpuIsa(cpu_isa_cap_slot().load(std::memory_order_relaxed)); }
-inline void set_cpu_isa_cap(CpuIsa cap) { cpu_isa_cap_slot().store(int(cap), std::memory_order_relaxed); }
-
 // What the hardware offers, whatever the cap.
 inline CpuIsa cpu_isa_hardware() {
 #if defined(MB_SIMD_X86)
@@ -61,7 +43,8 @@ inline CpuIsa cpu_isa_hardware() {
 #endif
 }
 
-// What the kernels use now: the hardware's set within the cap.
+// What the kernels use now: the hardware's set within the process-wide cap of core/isa.h (the CPU
+// device's prop "max_isa", or MB_CPU_MAX_ISA).
 inline CpuIsa cpu_isa_in_use() { return std::min(cpu_isa_hardware(), cpu_isa_cap()); }
 
 // Whether the CPU has AVX512-VNNI with 256-bit forms (AVX512VL): vpdpbusd, the one-instruction byte

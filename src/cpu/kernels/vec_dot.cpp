@@ -151,8 +151,8 @@ inline void scalar_codes(const BlockQ5_1& x, uint8_t* u) {
 
 // What q4_0 and q5_0 take off every code (their values are d * (c - zero)); the _1 types add m instead.
 template <typename Block> constexpr int kZeroPoint = 0;
-template <> constexpr int kZeroPoint<BlockQ4_0> = 8;
-template <> constexpr int kZeroPoint<BlockQ5_0> = 16;
+template <> constexpr int kZeroPoint<BlockQ4_0> = MB_QB_ZERO_Q4_0;  // quant_blocks.h
+template <> constexpr int kZeroPoint<BlockQ5_0> = MB_QB_ZERO_Q5_0;
 
 // The portable twin of the x86 kernels, in their order (int8_dot_x86.h): 8 lanes of four products
 // per block, each scaled into its own accumulator with a fused multiply-add, then the pairwise lane
@@ -351,8 +351,8 @@ inline void neon_codes(const BlockQ5_0& x, int8x16_t& lo, int8x16_t& hi) { neon_
 inline void neon_codes(const BlockQ5_1& x, int8x16_t& lo, int8x16_t& hi) { neon_codes5(x, lo, hi); }
 
 // value = d*c + offset: -8 d or -16 d for the _0 types, m for the _1 types.
-inline float scalar_offset(const BlockQ4_0&, float d) { return -8.0f * d; }
-inline float scalar_offset(const BlockQ5_0&, float d) { return -16.0f * d; }
+inline float scalar_offset(const BlockQ4_0&, float d) { return -float(MB_QB_ZERO_Q4_0) * d; }
+inline float scalar_offset(const BlockQ5_0&, float d) { return -float(MB_QB_ZERO_Q5_0) * d; }
 inline float scalar_offset(const BlockQ4_1& x, float) { return fp16_to_fp32(x.m); }
 inline float scalar_offset(const BlockQ5_1& x, float) { return fp16_to_fp32(x.m); }
 

@@ -190,9 +190,9 @@ constexpr VecDotRowsFn rows_q8_0 = by_tokens<tile_q8_0<Dot, 1>, tile_q8_0<Dot, 2
 template <typename Dot>
 VecDotRowsFn rows_for_quant(Type a) {
     switch (a) {
-        case Type::Q4_0: return rows_quant<Dot, BlockQ4_0, 8>;
+        case Type::Q4_0: return rows_quant<Dot, BlockQ4_0, MB_QB_ZERO_Q4_0>;
         case Type::Q4_1: return rows_quant<Dot, BlockQ4_1, 0>;
-        case Type::Q5_0: return rows_quant<Dot, BlockQ5_0, 16>;
+        case Type::Q5_0: return rows_quant<Dot, BlockQ5_0, MB_QB_ZERO_Q5_0>;
         case Type::Q5_1: return rows_quant<Dot, BlockQ5_1, 0>;
         case Type::Q8_0: return rows_q8_0<Dot>;
         default: return nullptr;

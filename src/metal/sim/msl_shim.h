@@ -25,6 +25,9 @@
 //     reinterpret device memory through pointer casts) and -fwrapv (GPU integers wrap)
 #pragma once
 
+// Lets headers shared with the host (shaders/quant_blocks.h) take their MSL side here too.
+#define MB_MSL_SHIM 1
+
 #include <stddef.h>
 #include <stdint.h>
 
