@@ -169,6 +169,13 @@ kernel void k(device float * dst [[buffer(0)]], uint i [[thread_position_in_grid
     simdgroup_store(m, dst, 8);
 }
 """,
+    "simdgroup_load_from_constant_memory": """
+kernel void k(constant float * c [[buffer(0)]], device float * dst [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+    simdgroup_float8x8 m;
+    simdgroup_load(m, c, 8); // BAD
+    simdgroup_store(m, dst, 8);
+}
+""",
     "simdgroup_store_to_constant_memory": """
 kernel void k(constant float * c [[buffer(0)]], device float * dst [[buffer(1)]], uint i [[thread_position_in_grid]]) {
     simdgroup_float8x8 m;

@@ -159,7 +159,7 @@ template <class P>
 inline constexpr bool device_or_threadgroup =
 #if defined(MB_MSL_STRICT_ADDRESS_SPACES)
     !std::is_same_v<remove_address_space_t<P>, P> &&
-    !std::is_same_v<remove_address_space_t<P>, MB_SIM_AS_CONSTANT remove_address_space_t<P>>;
+    !std::is_same_v<P, MB_SIM_AS_CONSTANT remove_address_space_t<P>>;
 #else
     true;
 #endif
@@ -304,22 +304,22 @@ struct vec : mb::sim::msl::vec_data<T, N> {
     }
 #endif
 
-#define MB_SIM_VEC_BINOP(op)                                                        \
-    friend vec operator op(MB_SIM_ARG(vec) a, MB_SIM_ARG(vec) b) {                   \
-        vec r;                                                                       \
-        for (int i = 0; i < N; ++i) r.v[i] = static_cast<T>(a.v[i] op b.v[i]);       \
-        return r;                                                                    \
-    }                                                                                \
-    friend vec operator op(MB_SIM_ARG(vec) a, T b) {                                 \
-        vec r;                                                                       \
-        for (int i = 0; i < N; ++i) r.v[i] = static_cast<T>(a.v[i] op b);            \
-        return r;                                                                    \
-    }                                                                                \
-    friend vec operator op(T a, MB_SIM_ARG(vec) b) {                                 \
-        vec r;                                                                       \
-        for (int i = 0; i < N; ++i) r.v[i] = static_cast<T>(a op b.v[i]);            \
-        return r;                                                                    \
-    }                                                                                \
+#define MB_SIM_VEC_BINOP(op)                                                   \
+    friend vec operator op(MB_SIM_ARG(vec) a, MB_SIM_ARG(vec) b) {             \
+        vec r;                                                                 \
+        for (int i = 0; i < N; ++i) r.v[i] = static_cast<T>(a.v[i] op b.v[i]); \
+        return r;                                                              \
+    }                                                                          \
+    friend vec operator op(MB_SIM_ARG(vec) a, T b) {                           \
+        vec r;                                                                 \
+        for (int i = 0; i < N; ++i) r.v[i] = static_cast<T>(a.v[i] op b);      \
+        return r;                                                              \
+    }                                                                          \
+    friend vec operator op(T a, MB_SIM_ARG(vec) b) {                           \
+        vec r;                                                                 \
+        for (int i = 0; i < N; ++i) r.v[i] = static_cast<T>(a op b.v[i]);      \
+        return r;                                                              \
+    }                                                                          \
     MB_SIM_VEC_COMPOUND(op)
     MB_SIM_VEC_BINOP(+)
     MB_SIM_VEC_BINOP(-)
@@ -334,21 +334,21 @@ struct vec : mb::sim::msl::vec_data<T, N> {
 #undef MB_SIM_VEC_BINOP
 #undef MB_SIM_VEC_COMPOUND
 
-#define MB_SIM_VEC_CMP(op)                                                 \
-    friend mask operator op(MB_SIM_ARG(vec) a, MB_SIM_ARG(vec) b) {         \
-        mask r;                                                             \
-        for (int i = 0; i < N; ++i) r.v[i] = a.v[i] op b.v[i];              \
-        return r;                                                           \
-    }                                                                       \
-    friend mask operator op(MB_SIM_ARG(vec) a, T b) {                       \
-        mask r;                                                             \
-        for (int i = 0; i < N; ++i) r.v[i] = a.v[i] op b;                   \
-        return r;                                                           \
-    }                                                                       \
-    friend mask operator op(T a, MB_SIM_ARG(vec) b) {                       \
-        mask r;                                                             \
-        for (int i = 0; i < N; ++i) r.v[i] = a op b.v[i];                   \
-        return r;                                                           \
+#define MB_SIM_VEC_CMP(op)                                          \
+    friend mask operator op(MB_SIM_ARG(vec) a, MB_SIM_ARG(vec) b) { \
+        mask r;                                                     \
+        for (int i = 0; i < N; ++i) r.v[i] = a.v[i] op b.v[i];      \
+        return r;                                                   \
+    }                                                               \
+    friend mask operator op(MB_SIM_ARG(vec) a, T b) {               \
+        mask r;                                                     \
+        for (int i = 0; i < N; ++i) r.v[i] = a.v[i] op b;           \
+        return r;                                                   \
+    }                                                               \
+    friend mask operator op(T a, MB_SIM_ARG(vec) b) {               \
+        mask r;                                                     \
+        for (int i = 0; i < N; ++i) r.v[i] = a op b.v[i];           \
+        return r;                                                   \
     }
     MB_SIM_VEC_CMP(==)
     MB_SIM_VEC_CMP(!=)
@@ -563,46 +563,46 @@ MB_SIM_MAT_TYPES(half, half)
 namespace metal {
 
 // Element-wise application over vectors of a function defined for scalars.
-#define MB_SIM_MAP1(name)                                        \
-    template <class T, int N>                                    \
-    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a) {                  \
-        vec<T, N> r;                                             \
-        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i]);       \
-        return r;                                                \
+#define MB_SIM_MAP1(name)                                  \
+    template <class T, int N>                              \
+    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a) {       \
+        vec<T, N> r;                                       \
+        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i]); \
+        return r;                                          \
     }
 #define MB_SIM_MAP2(name)                                                           \
     template <class T, int N>                                                       \
-    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, MB_SIM_ARG(vec<T, N>) b) {                 \
+    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, MB_SIM_ARG(vec<T, N>) b) {       \
         vec<T, N> r;                                                                \
         for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b.v[i]);                  \
         return r;                                                                   \
     }                                                                               \
     template <class T, int N>                                                       \
-    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, mb::sim::msl::identity_t<T> b) {      \
+    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, mb::sim::msl::identity_t<T> b) { \
         vec<T, N> r;                                                                \
         for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b);                       \
         return r;                                                                   \
     }
-#define MB_SIM_MAP3(name)                                                                   \
-    template <class T, int N>                                                               \
-    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, MB_SIM_ARG(vec<T, N>) b, MB_SIM_ARG(vec<T, N>) c) {     \
-        vec<T, N> r;                                                                        \
-        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b.v[i], c.v[i]);                  \
-        return r;                                                                           \
-    }                                                                                       \
-    template <class T, int N>                                                               \
-    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, MB_SIM_ARG(vec<T, N>) b,                           \
-                          mb::sim::msl::identity_t<T> c) {                                  \
-        vec<T, N> r;                                                                        \
-        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b.v[i], c);                       \
-        return r;                                                                           \
-    }                                                                                       \
-    template <class T, int N>                                                               \
-    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, mb::sim::msl::identity_t<T> b,                \
-                          mb::sim::msl::identity_t<T> c) {                                  \
-        vec<T, N> r;                                                                        \
-        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b, c);                            \
-        return r;                                                                           \
+#define MB_SIM_MAP3(name)                                                                              \
+    template <class T, int N>                                                                          \
+    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, MB_SIM_ARG(vec<T, N>) b, MB_SIM_ARG(vec<T, N>) c) { \
+        vec<T, N> r;                                                                                   \
+        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b.v[i], c.v[i]);                             \
+        return r;                                                                                      \
+    }                                                                                                  \
+    template <class T, int N>                                                                          \
+    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, MB_SIM_ARG(vec<T, N>) b,                            \
+                          mb::sim::msl::identity_t<T> c) {                                             \
+        vec<T, N> r;                                                                                   \
+        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b.v[i], c);                                  \
+        return r;                                                                                      \
+    }                                                                                                  \
+    template <class T, int N>                                                                          \
+    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, mb::sim::msl::identity_t<T> b,                      \
+                          mb::sim::msl::identity_t<T> c) {                                             \
+        vec<T, N> r;                                                                                   \
+        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b, c);                                       \
+        return r;                                                                                      \
     }
 
 // Float functions: float through the compiler builtins (no <cmath>, whose global
@@ -746,12 +746,12 @@ inline bool isfinite(float x) { return __builtin_isfinite(x); }
 inline bool isfinite(half x) { return __builtin_isfinite(static_cast<float>(x)); }
 inline bool signbit(float x) { return __builtin_signbit(x); }
 inline bool signbit(half x) { return __builtin_signbit(static_cast<float>(x)); }
-#define MB_SIM_PRED(name)                                       \
-    template <class T, int N>                                   \
-    inline vec<bool, N> name(MB_SIM_ARG(vec<T, N>) a) {              \
-        vec<bool, N> r;                                         \
-        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i]);      \
-        return r;                                               \
+#define MB_SIM_PRED(name)                                  \
+    template <class T, int N>                              \
+    inline vec<bool, N> name(MB_SIM_ARG(vec<T, N>) a) {    \
+        vec<bool, N> r;                                    \
+        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i]); \
+        return r;                                          \
     }
 MB_SIM_PRED(isnan)
 MB_SIM_PRED(isinf)
@@ -951,10 +951,10 @@ inline bool atomic_compare_exchange_weak_explicit(volatile A* obj, T* expected, 
     return __atomic_compare_exchange(&mbsim_detail::atomic_object(obj)->value_, expected, &desired, false,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
-#define MB_SIM_ATOMIC_RMW(name, expr)                                                                  \
-    template <class A, class T = mbsim_detail::atomic_value_t<A>>                                      \
+#define MB_SIM_ATOMIC_RMW(name, expr)                                                                       \
+    template <class A, class T = mbsim_detail::atomic_value_t<A>>                                           \
     inline T atomic_fetch_##name##_explicit(volatile A* obj, mb::sim::msl::identity_t<T> v, memory_order) { \
-        return mbsim_detail::atomic_update(mbsim_detail::atomic_object(obj), [v](T a) { return expr; });   \
+        return mbsim_detail::atomic_update(mbsim_detail::atomic_object(obj), [v](T a) { return expr; });    \
     }
 MB_SIM_ATOMIC_RMW(add, a + v)
 MB_SIM_ATOMIC_RMW(sub, a - v)
