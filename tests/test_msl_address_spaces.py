@@ -185,6 +185,35 @@ kernel void k(constant float * c [[buffer(0)]], device float * dst [[buffer(1)]]
 """,
 }
 
+# Kernel parameters in the wrong address space: the error names the rule, not the kernel's line (the
+# check runs where the generated registration table binds the parameters).
+BAD_PARAMETERS = {
+    "buffer_parameter_in_thread_space": (
+        """
+kernel void k(float * dst [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    dst[i] = 1.0f;
+}
+""",
+        "[[buffer(N)]] parameter must point to or refer to device or constant memory",
+    ),
+    "buffer_parameter_in_threadgroup_space": (
+        """
+kernel void k(threadgroup float * dst [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    dst[i] = 1.0f;
+}
+""",
+        "[[buffer(N)]] parameter must point to or refer to device or constant memory",
+    ),
+    "threadgroup_parameter_in_device_space": (
+        """
+kernel void k(device float * dst [[buffer(0)]], device float * t [[threadgroup(0)]], uint i [[thread_position_in_grid]]) {
+    dst[i] = t[i];
+}
+""",
+        "[[threadgroup(N)]] parameter must point to threadgroup memory",
+    ),
+}
+
 # What MSL allows across address spaces: copies of scalars, vectors and structs out of and into any
 # space, indexing and compound assignment in place, values from memory into functions and simd_*.
 GOOD = """
@@ -256,7 +285,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Comple
     folder = tmp_path_factory.mktemp("msl_strict")
     lines = {}
     files = []
-    for name, body in [*BAD.items(), ("good", GOOD)]:
+    for name, body in [*BAD.items(), *((n, b) for n, (b, _) in BAD_PARAMETERS.items()), ("good", GOOD)]:
         text = PRELUDE + body.lstrip("\n")
         path = folder / f"{name}.metal"
         path.write_text(text)
@@ -278,6 +307,14 @@ def test_strict_check_rejects_address_space_violation(checked, name):
     assert f"{name}.metal:{lines[name]}:" in section, section
     at = {int(n) for n in re.findall(rf"^\S*{name}\.metal:(\d+):\d+: error: ", section, re.M)}
     assert at <= {lines[name]}, section
+
+
+@pytest.mark.parametrize("name", sorted(BAD_PARAMETERS))
+def test_strict_check_rejects_kernel_parameter_in_wrong_space(checked, name):
+    proc, _ = checked
+    section = _sections(proc.stdout)[f"{name}.metal"]
+    assert section.startswith("FAILED"), section
+    assert re.search(r"^\S+: error: static assertion failed.*" + re.escape(BAD_PARAMETERS[name][1]), section, re.M), section
 
 
 def test_strict_check_accepts_what_msl_allows(checked):

@@ -153,13 +153,29 @@ template <class U, class X>
 inline constexpr bool in_other_space = !std::is_same_v<remove_address_space_t<U>, U> &&
                                        std::is_same_v<std::remove_cv_t<remove_address_space_t<U>>, X>;
 
+enum class space { thread, device, constant, threadgroup };
+
+// The address space of T (thread when the spaces are erased).
+template <class T>
+constexpr space space_of() {
+    using U = remove_address_space_t<T>;
+    if constexpr (std::is_same_v<T, U>) {
+        return space::thread;
+    } else if constexpr (std::is_same_v<T, MB_SIM_AS_DEVICE U>) {
+        return space::device;
+    } else if constexpr (std::is_same_v<T, MB_SIM_AS_CONSTANT U>) {
+        return space::constant;
+    } else {
+        return space::threadgroup;
+    }
+}
+
 // True for the pointee types of device and threadgroup pointers: where MSL declares atomics and
 // simdgroup matrix loads and stores (always true when the spaces are erased).
 template <class P>
 inline constexpr bool device_or_threadgroup =
 #if defined(MB_MSL_STRICT_ADDRESS_SPACES)
-    !std::is_same_v<remove_address_space_t<P>, P> &&
-    !std::is_same_v<P, MB_SIM_AS_CONSTANT remove_address_space_t<P>>;
+    space_of<P>() == space::device || space_of<P>() == space::threadgroup;
 #else
     true;
 #endif
@@ -1446,6 +1462,11 @@ struct Buffer {
     static_assert(Slot < abi::kMaxBufferSlots, "[[buffer(N)]]: N > 30");
     template <class A>
     static A get(const Group& g, const Thread&) {
+#if defined(MB_MSL_STRICT_ADDRESS_SPACES)
+        constexpr msl::space s = msl::space_of<std::remove_pointer_t<std::remove_reference_t<A>>>();
+        static_assert(s == msl::space::device || s == msl::space::constant,
+                      "[[buffer(N)]] parameter must point to or refer to device or constant memory");
+#endif
         if constexpr (std::is_pointer_v<A>) {
             return msl::from_runtime<A>(g.buffers[Slot]);
         } else {
@@ -1466,6 +1487,10 @@ struct Threadgroup {
     template <class A>
     static A get(const Group& g, const Thread&) {
         static_assert(std::is_pointer_v<A>, "[[threadgroup(N)]] parameter must be a pointer");
+#if defined(MB_MSL_STRICT_ADDRESS_SPACES)
+        static_assert(msl::space_of<std::remove_pointer_t<A>>() == msl::space::threadgroup,
+                      "[[threadgroup(N)]] parameter must point to threadgroup memory");
+#endif
         return msl::from_runtime<A>(g.threadgroup[Slot]);
     }
     template <class A>
