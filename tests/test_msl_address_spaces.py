@@ -2,8 +2,9 @@
 
 The MetalSim build erases `device`, `constant` and `threadgroup`; the strict check keeps them apart
 under clang. Every shaders/*.metal file must pass it; kernels that convert a pointer or reference
-between address spaces (or write constant memory, or use atomics or simdgroup matrix loads where
-MSL does not declare them) must fail it at the offending line, and the forms MSL allows must pass.
+between address spaces, implicitly or by a cast (or write constant memory, or use atomics or
+simdgroup matrix loads where MSL does not declare them) must fail it at the offending line, and the
+forms MSL allows must pass.
 
 A missing clang skips on a developer machine and fails when CI is "true" (.ci/run installs clang-19).
 """
@@ -20,6 +21,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "metalsim" / "strict_compile.py"
+sys.path.insert(0, str(SCRIPT.parent))
+import strict_compile as sc  # noqa: E402
 
 
 def _clang() -> str:
@@ -151,6 +154,25 @@ static device float * pick(threadgroup float * t) { return t; } // BAD
 kernel void k(device float * dst [[buffer(0)]], threadgroup float * shmem [[threadgroup(0)]],
               uint i [[thread_position_in_grid]]) {
     pick(shmem)[i] = dst[i];
+}
+""",
+    "threadgroup_cast_to_device": """
+kernel void k(device float * dst [[buffer(0)]], threadgroup float * shmem [[threadgroup(0)]],
+              uint i [[thread_position_in_grid]]) {
+    device float * p = (device float *) shmem; // BAD
+    p[i] = dst[i];
+}
+""",
+    "device_cast_to_thread": """
+kernel void k(device float * dst [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    float * p = (float *) (dst + i); // BAD
+    p[0] = 1.0f;
+}
+""",
+    "device_cast_to_constant": """
+static float get(constant float * c) { return c[0]; }
+kernel void k(device float * dst [[buffer(0)]], uint i [[thread_position_in_grid]]) {
+    dst[i] = get((constant float *) dst + i); // BAD
 }
 """,
     "atomic_in_thread_memory": """
@@ -322,3 +344,18 @@ def test_strict_check_accepts_what_msl_allows(checked):
     section = _sections(proc.stdout)["good.metal"]
     assert section.startswith("clean"), section
     assert "warning:" not in section, section
+
+
+def test_cast_rewrite_wraps_pointer_casts_only():
+    text = (
+        "x = (device const T *) (a + 1) + (threadgroup float*)shmem;\n"
+        "n = sizeof(device float *) * 4 + f(a) * (b) + (c * d);\n"
+        "// (device float *) p in a comment\n"
+        "#define P(x) ((device float *) x)\n"
+    )
+    out = sc.with_checked_casts(text)
+    assert out.splitlines()[0] == (
+        "x = (device const T *) (mb::sim::msl::same_space<device const T *>) (a + 1) + "
+        "(threadgroup float*) (mb::sim::msl::same_space<threadgroup float*>)shmem;"
+    )
+    assert out.splitlines()[1:] == text.splitlines()[1:]

@@ -12,12 +12,15 @@ spaces (`thread` is the default one). Clang then rejects, as Apple's compiler do
   - a pointer or reference converted implicitly between address spaces (a device pointer passed
     where a thread one is expected, a threadgroup pointer assigned to a device one, ...)
   - a write through a `constant` pointer or reference
-  - atomics and simdgroup matrix loads and stores on memory that MSL does not allow for them
-It does not see explicit casts between address spaces (C++ casts convert them silently).
+  - an explicit pointer cast from one address space to another
+  - atomics and simdgroup matrix loads and stores on memory that MSL does not allow for them, and
+    [[buffer(N)]] / [[threadgroup(N)]] kernel parameters outside device or constant / threadgroup
 
 The .metal files and their headers are read through copies in a temporary folder in which every
 struct gets MB_SIM_STRUCT_MEMBERS (copy from and assignment in every address space, as MSL copies
-structs); lines do not move, and diagnostics name the original files.
+structs) and the operand of every pointer cast `(T *) x` goes through mb::sim::msl::same_space<T *>
+(C++ casts convert address spaces silently; MSL allows no such cast). Lines do not move, and
+diagnostics name the original files. Casts written inside #define bodies are not rewritten.
 
 Exit status: 0 clean, 1 diagnostics, 2 clang missing or too old. CLANG=... overrides the compiler.
 """
@@ -78,6 +81,26 @@ def with_struct_members(text: str) -> str:
     return text
 
 
+# A C-style cast to a pointer type, `(device const T *)`, `(threadgroup char*)`, `(float *)`,
+# followed by the start of its operand; not preceded by a name (a call or sizeof) or a closing bracket.
+POINTER_CAST = re.compile(r"(?<![\w)\]\s])(\s*)\(\s*((?:[A-Za-z_][\w:]*(?:\s*<[^()<>;]*>)?\s+)*[A-Za-z_][\w:]*"
+                          r"(?:\s*<[^()<>;]*>)?\s*\*+)\s*\)(?=\s*[A-Za-z_(&])")
+
+
+def with_checked_casts(text: str) -> str:
+    """text with `(T *) x` rewritten as `(T *) (mb::sim::msl::same_space<T *>) x`; no line moves."""
+    masked = mp.blank_spans(mp.mask(text), mp.directive_spans(mp.mask(text)))
+    edits = []
+    for m in POINTER_CAST.finditer(masked):
+        type_text = text[m.start(2) : m.end(2)]
+        if "\n" in type_text or type_text.split()[0] in ("return", "case", "else", "do"):
+            continue
+        edits.append((m.end(), f" (mb::sim::msl::same_space<{' '.join(type_text.split())}>)"))
+    for pos, new in sorted(edits, reverse=True):
+        text = text[:pos] + new + text[pos:]
+    return text
+
+
 def prepare(shader_dir: str, out_dir: str) -> None:
     """Copies the .metal files and headers of shader_dir into out_dir, structs rewritten."""
     for name in sorted(os.listdir(shader_dir)):
@@ -85,7 +108,7 @@ def prepare(shader_dir: str, out_dir: str) -> None:
             with open(os.path.join(shader_dir, name), encoding="utf-8") as f:
                 text = f.read()
             with open(os.path.join(out_dir, name), "w", encoding="utf-8") as f:
-                f.write(with_struct_members(text))
+                f.write(with_checked_casts(with_struct_members(text)))
 
 
 def clang_version(clang: str) -> int | None:

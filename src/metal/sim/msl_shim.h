@@ -40,8 +40,8 @@
 // MB_MSL_STRICT_ADDRESS_SPACES (a check, never a build: tools/metalsim/strict_compile.py) gives
 // `device`, `constant` and `threadgroup` distinct clang address spaces, so that clang rejects what
 // Apple's compiler rejects: a pointer or reference passed, assigned or returned from one address
-// space to another (`thread`, MSL's default, stays clang's default space), and writes through a
-// `constant` one. The shim's types and functions then accept operands in every space MSL allows:
+// space to another (`thread`, MSL's default, stays clang's default space), writes through a
+// `constant` one and, with the script's rewrite of pointer casts (same_space), casts between spaces. The shim's types and functions then accept operands in every space MSL allows:
 // vectors and matrices copy from any space and are assigned and indexed in any (members with an
 // explicit object parameter, C++23), functions take vectors by value, atomics and simdgroup
 // loads and stores take device or threadgroup pointers only, as MSL declares them.
@@ -169,6 +169,24 @@ constexpr space space_of() {
         return space::threadgroup;
     }
 }
+
+#if defined(MB_MSL_STRICT_ADDRESS_SPACES)
+// tools/metalsim/strict_compile.py turns every pointer cast of the kernels, `(T *) x`, into
+// `(T *) (same_space<T *>) x`: C++ casts convert between address spaces silently, MSL refuses to.
+template <class To>
+struct same_space {
+    static_assert(std::is_pointer_v<To>);
+    To p;
+    template <class From>
+    same_space(From* from) : p((To)from) {
+        static_assert(space_of<From>() == space_of<std::remove_pointer_t<To>>(),
+                      "pointer cast between address spaces (MSL allows none)");
+    }
+    template <class I, class = std::enable_if_t<std::is_integral_v<I>>>
+    same_space(I value) : p((To)value) {}
+    operator To() const { return p; }
+};
+#endif
 
 // True for the pointee types of device and threadgroup pointers: where MSL declares atomics and
 // simdgroup matrix loads and stores (always true when the spaces are erased).
