@@ -352,10 +352,12 @@ def test_cast_rewrite_wraps_pointer_casts_only():
         "n = sizeof(device float *) * 4 + f(a) * (b) + (c * d);\n"
         "// (device float *) p in a comment\n"
         "#define P(x) ((device float *) x)\n"
+        "return (device char *) p;\n"
     )
     out = sc.with_checked_casts(text)
     assert out.splitlines()[0] == (
         "x = (device const T *) (mb::sim::msl::same_space<device const T *>) (a + 1) + "
         "(threadgroup float*) (mb::sim::msl::same_space<threadgroup float*>)shmem;"
     )
-    assert out.splitlines()[1:] == text.splitlines()[1:]
+    assert out.splitlines()[1:4] == text.splitlines()[1:4]
+    assert out.splitlines()[4] == "return (device char *) (mb::sim::msl::same_space<device char *>) p;"

@@ -74,17 +74,20 @@ def with_struct_members(text: str) -> str:
             if not m.group(1) or not after:
                 continue  # an unnamed struct type of a variable: nothing copies it by name
             name = after.group(1)
-            edits.append((m.start(2) if m.group(2) else m.end() - 1, f"{name} "))
+            edits.append((m.end() - 1, f"{name} "))
         edits.append((close, f" MB_SIM_STRUCT_MEMBERS({name}) "))
     for pos, new in sorted(edits, reverse=True):
         text = text[:pos] + new + text[pos:]
     return text
 
 
-# A C-style cast to a pointer type, `(device const T *)`, `(threadgroup char*)`, `(float *)`,
-# followed by the start of its operand; not preceded by a name (a call or sizeof) or a closing bracket.
-POINTER_CAST = re.compile(r"(?<![\w)\]\s])(\s*)\(\s*((?:[A-Za-z_][\w:]*(?:\s*<[^()<>;]*>)?\s+)*[A-Za-z_][\w:]*"
-                          r"(?:\s*<[^()<>;]*>)?\s*\*+)\s*\)(?=\s*[A-Za-z_(&])")
+# A parenthesised pointer type, `(device const T *)`, `(threadgroup char*)`, `(float *)`, followed by
+# the start of an operand: a C-style cast unless a name (a call, sizeof) or a bracket precedes it.
+POINTER_CAST = re.compile(
+    r"\(\s*((?:[A-Za-z_][\w:]*(?:\s*<[^()<>;]*>)?\s+)*[A-Za-z_][\w:]*(?:\s*<[^()<>;]*>)?\s*\*+)\s*\)(?=\s*[A-Za-z_(&])"
+)
+# Words after which a parenthesis starts an expression, not a call's arguments.
+EXPRESSION_KEYWORDS = frozenset({"return", "case", "else", "do"})
 
 
 def with_checked_casts(text: str) -> str:
@@ -92,10 +95,12 @@ def with_checked_casts(text: str) -> str:
     masked = mp.blank_spans(mp.mask(text), mp.directive_spans(mp.mask(text)))
     edits = []
     for m in POINTER_CAST.finditer(masked):
-        type_text = text[m.start(2) : m.end(2)]
-        if "\n" in type_text or type_text.split()[0] in ("return", "case", "else", "do"):
+        before = masked[: m.start()].rstrip()
+        word = re.search(r"\w+$", before)
+        if before.endswith((")", "]")) or (word and word.group(0) not in EXPRESSION_KEYWORDS):
             continue
-        edits.append((m.end(), f" (mb::sim::msl::same_space<{' '.join(type_text.split())}>)"))
+        type_text = " ".join(text[m.start(1) : m.end(1)].split())
+        edits.append((m.end(), f" (mb::sim::msl::same_space<{type_text}>)"))
     for pos, new in sorted(edits, reverse=True):
         text = text[:pos] + new + text[pos:]
     return text
@@ -139,7 +144,9 @@ def check(clang: str, metal: str, work: str, shader_dir: str) -> tuple[bool, str
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="*", help="the .metal files (default: every shaders/*.metal)")
-    ap.add_argument("--clang", default=os.environ.get("CLANG") or shutil.which("clang-19") or shutil.which("clang") or "clang-19")
+    ap.add_argument(
+        "--clang", default=os.environ.get("CLANG") or shutil.which("clang-19") or shutil.which("clang") or "clang-19"
+    )
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args(argv)
 

@@ -41,10 +41,11 @@
 // `device`, `constant` and `threadgroup` distinct clang address spaces, so that clang rejects what
 // Apple's compiler rejects: a pointer or reference passed, assigned or returned from one address
 // space to another (`thread`, MSL's default, stays clang's default space), writes through a
-// `constant` one and, with the script's rewrite of pointer casts (same_space), casts between spaces. The shim's types and functions then accept operands in every space MSL allows:
-// vectors and matrices copy from any space and are assigned and indexed in any (members with an
-// explicit object parameter, C++23), functions take vectors by value, atomics and simdgroup
-// loads and stores take device or threadgroup pointers only, as MSL declares them.
+// `constant` one and, with the script's rewrite of pointer casts (same_space), casts between
+// spaces. The shim's types and functions then accept operands in every space MSL allows: vectors
+// and matrices copy from any space and are assigned and indexed in any (members with an explicit
+// object parameter, C++23), functions take vectors by value, atomics and simdgroup loads and
+// stores take device or threadgroup pointers only, as MSL declares them.
 // Without it (the MetalSim build, gcc or clang) the spaces are erased.
 #if defined(MB_MSL_STRICT_ADDRESS_SPACES)
 #if !defined(__clang__) || __cplusplus < 202302L
@@ -1356,8 +1357,10 @@ inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(mb::sim::msl
 template <class T, unsigned Cols, unsigned Rows, class P>
 inline void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, P* src, ulong elements_per_row = Cols,
                            ulong2 matrix_origin = ulong2(0ul), bool transpose_matrix = false, MB_SIM_SITE) {
-    static_assert(std::is_same_v<mb::sim::msl::element_t<P>, T>, "simdgroup_load: pointer and matrix element types differ");
-    static_assert(mb::sim::msl::device_or_threadgroup<P>, "simdgroup_load: source must be device or threadgroup memory");
+    static_assert(std::is_same_v<mb::sim::msl::element_t<P>, T>,
+                  "simdgroup_load: pointer and matrix element types differ");
+    static_assert(mb::sim::msl::device_or_threadgroup<P>,
+                  "simdgroup_load: source must be device or threadgroup memory");
     if (!mbsim_detail::matrix_leader(file, line)) return;
     const T* base = mb::sim::msl::generic(src) + matrix_origin.y * elements_per_row + matrix_origin.x;
     for (unsigned r = 0; r < Rows; ++r) {
@@ -1373,7 +1376,8 @@ inline void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, P* dst, ul
                             ulong2 matrix_origin = ulong2(0ul), bool transpose_matrix = false, MB_SIM_SITE) {
     static_assert(std::is_same_v<mb::sim::msl::remove_address_space_t<P>, T>,
                   "simdgroup_store: pointer and matrix element types differ (or the pointer is const)");
-    static_assert(mb::sim::msl::device_or_threadgroup<P>, "simdgroup_store: destination must be device or threadgroup memory");
+    static_assert(mb::sim::msl::device_or_threadgroup<P>,
+                  "simdgroup_store: destination must be device or threadgroup memory");
     if (!mbsim_detail::matrix_leader(file, line)) return;
     T* base = mb::sim::msl::generic(dst) + matrix_origin.y * elements_per_row + matrix_origin.x;
     for (unsigned r = 0; r < Rows; ++r) {
