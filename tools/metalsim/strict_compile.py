@@ -107,7 +107,7 @@ def with_checked_casts(text: str) -> str:
 
 
 def prepare(shader_dir: str, out_dir: str) -> None:
-    """Copies the .metal files and headers of shader_dir into out_dir, structs rewritten."""
+    """Copies the .metal files and headers of shader_dir into out_dir, structs and casts rewritten."""
     for name in sorted(os.listdir(shader_dir)):
         if name.endswith((".metal", ".h")):
             with open(os.path.join(shader_dir, name), encoding="utf-8") as f:
@@ -117,6 +117,7 @@ def prepare(shader_dir: str, out_dir: str) -> None:
 
 
 def clang_version(clang: str) -> int | None:
+    """The major version of clang at that path, or None when it is missing or not clang."""
     try:
         out = subprocess.run([clang, "--version"], capture_output=True, text=True, timeout=60).stdout
     except OSError:
@@ -142,6 +143,7 @@ def check(clang: str, metal: str, work: str, shader_dir: str) -> tuple[bool, str
 
 
 def main(argv: list[str]) -> int:
+    """Checks the files named in argv (or every shaders/*.metal); returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="*", help="the .metal files (default: every shaders/*.metal)")
     ap.add_argument(
