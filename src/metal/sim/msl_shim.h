@@ -4,7 +4,8 @@
 // tools/metalsim/metal_sim_gen.py includes this header, then the .metal source (rewritten line
 // for line), then a registration table. The kernels must stay in the portable subset
 // that tools/metalsim/metal_lint.py checks; Apple's compiler stays the final judge:
-//   - address spaces `device`, `constant`, `threadgroup`, `thread` are macros here;
+//   - address spaces `device`, `constant`, `threadgroup`, `thread` are macros here, erased
+//     in the build and kept apart by tools/metalsim/strict_compile.py (see "address spaces");
 //     threadgroup memory only through [[threadgroup(N)]] kernel parameters, never as a
 //     variable declared in a function body
 //   - kernel parameters carry exactly the attributes listed in bind:: below;
@@ -36,6 +37,48 @@
 #include <type_traits>
 
 #include "metal/sim/kernel_abi.h"
+
+// ---------------------------------------------------------------- address spaces
+
+// MB_MSL_STRICT_ADDRESS_SPACES (a check, never a build: tools/metalsim/strict_compile.py) gives
+// `device`, `constant` and `threadgroup` distinct clang address spaces, so that clang rejects what
+// Apple's compiler rejects: a pointer or reference passed, assigned or returned from one address
+// space to another (`thread`, MSL's default, stays clang's default space), writes through a
+// `constant` one and, with the script's rewrite of pointer casts (same_space), casts between
+// spaces. The shim's types and functions then accept operands in every space MSL allows: vectors
+// and matrices copy from any space and are assigned and indexed in any (members with an explicit
+// object parameter, C++23), functions take vectors by value, atomics and simdgroup loads and
+// stores take device or threadgroup pointers only, as MSL declares them.
+// Without it (the MetalSim build, gcc or clang) the spaces are erased.
+#if defined(MB_MSL_STRICT_ADDRESS_SPACES)
+#if !defined(__clang__) || __cplusplus < 202302L
+#error "MB_MSL_STRICT_ADDRESS_SPACES needs clang and -std=c++23 (explicit object parameters)"
+#endif
+#define MB_SIM_AS_DEVICE __attribute__((address_space(1)))
+#define MB_SIM_AS_CONSTANT __attribute__((address_space(2)))
+#define MB_SIM_AS_THREADGROUP __attribute__((address_space(3)))
+// A function parameter of vector or matrix type: by value, so that a copy from any address
+// space binds (a const reference cannot bind across spaces).
+#define MB_SIM_ARG(...) __VA_ARGS__
+// Inserted by tools/metalsim/strict_compile.py into every struct of the kernel sources, since MSL
+// copies structs between address spaces as C copies them: copy from any space, assign in any.
+#define MB_SIM_STRUCT_MEMBERS(name)                                                         \
+    name() = default;                                                                       \
+    template <class U, class = std::enable_if_t<mb::sim::msl::in_other_space<U, name>>>     \
+    name(const U& o) {                                                                      \
+        __builtin_memcpy(this, mb::sim::msl::generic(&o), sizeof(name));                    \
+    }                                                                                       \
+    template <class Self, class = std::enable_if_t<!std::is_const_v<Self>>>                 \
+    Self& operator=(this Self& self, name o) {                                              \
+        __builtin_memcpy(mb::sim::msl::generic(&self), &o, sizeof(name));                   \
+        return self;                                                                        \
+    }
+#else
+#define MB_SIM_AS_DEVICE
+#define MB_SIM_AS_CONSTANT
+#define MB_SIM_AS_THREADGROUP
+#define MB_SIM_ARG(...) const __VA_ARGS__&
+#endif
 
 // ---------------------------------------------------------------- scalar types
 
@@ -83,6 +126,93 @@ struct identity {
 template <class T>
 using identity_t = typename identity<T>::type;
 
+// T without its address space (cv-qualifiers stay).
+template <class T>
+struct remove_address_space {
+    using type = T;
+};
+#if defined(MB_MSL_STRICT_ADDRESS_SPACES)
+template <class T>
+struct remove_address_space<MB_SIM_AS_DEVICE T> {
+    using type = T;
+};
+template <class T>
+struct remove_address_space<MB_SIM_AS_CONSTANT T> {
+    using type = T;
+};
+template <class T>
+struct remove_address_space<MB_SIM_AS_THREADGROUP T> {
+    using type = T;
+};
+#endif
+template <class T>
+using remove_address_space_t = typename remove_address_space<T>::type;
+
+// The element type T of a pointer P* (any address space, any cv).
+template <class P>
+using element_t = std::remove_cv_t<remove_address_space_t<P>>;
+
+// True when U is X (cv-qualified or not) in a device, constant or threadgroup address space.
+template <class U, class X>
+inline constexpr bool in_other_space = !std::is_same_v<remove_address_space_t<U>, U> &&
+                                       std::is_same_v<std::remove_cv_t<remove_address_space_t<U>>, X>;
+
+enum class space { thread, device, constant, threadgroup };
+
+// The address space of T (thread when the spaces are erased).
+template <class T>
+constexpr space space_of() {
+    using U = remove_address_space_t<T>;
+    if constexpr (std::is_same_v<T, U>) {
+        return space::thread;
+    } else if constexpr (std::is_same_v<T, MB_SIM_AS_DEVICE U>) {
+        return space::device;
+    } else if constexpr (std::is_same_v<T, MB_SIM_AS_CONSTANT U>) {
+        return space::constant;
+    } else {
+        return space::threadgroup;
+    }
+}
+
+#if defined(MB_MSL_STRICT_ADDRESS_SPACES)
+// tools/metalsim/strict_compile.py turns every pointer cast of the kernels, `(T *) x`, into
+// `(T *) (same_space<T *>) x`: C++ casts convert between address spaces silently, MSL refuses to.
+template <class To>
+struct same_space {
+    static_assert(std::is_pointer_v<To>);
+    To p;
+    template <class From>
+    same_space(From* from) : p((To)from) {
+        static_assert(space_of<From>() == space_of<std::remove_pointer_t<To>>(),
+                      "pointer cast between address spaces (MSL allows none)");
+    }
+    template <class I, class = std::enable_if_t<std::is_integral_v<I>>>
+    same_space(I value) : p((To)value) {}
+    operator To() const { return p; }
+};
+#endif
+
+// True for the pointee types of device and threadgroup pointers: where MSL declares atomics and
+// simdgroup matrix loads and stores (always true when the spaces are erased).
+template <class P>
+inline constexpr bool device_or_threadgroup =
+#if defined(MB_MSL_STRICT_ADDRESS_SPACES)
+    space_of<P>() == space::device || space_of<P>() == space::threadgroup;
+#else
+    true;
+#endif
+
+// A pointer in the default space for the shim's own reads and writes, and the runtime's memory as
+// a kernel's pointer parameter (the explicit conversions that kernels themselves may not make).
+template <class P>
+inline remove_address_space_t<P>* generic(P* p) {
+    return (remove_address_space_t<P>*)p;
+}
+template <class A>
+inline A from_runtime(void* p) {
+    return (A)p;
+}
+
 }  // namespace mb::sim::msl
 
 // ---------------------------------------------------------------- vectors
@@ -93,14 +223,17 @@ struct vec;
 namespace mb::sim::msl {
 
 template <class T>
-struct is_vec : std::false_type {};
+struct is_plain_vec : std::false_type {};
 template <class T, int N>
-struct is_vec<vec<T, N>> : std::true_type {};
+struct is_plain_vec<vec<T, N>> : std::true_type {};
+// A vector in any address space.
+template <class T>
+struct is_vec : is_plain_vec<std::remove_cv_t<remove_address_space_t<T>>> {};
 
 template <class T>
 constexpr int components() {
     if constexpr (is_vec<T>::value) {
-        return T::size;
+        return remove_address_space_t<T>::size;
     } else {
         return 1;
     }
@@ -172,33 +305,60 @@ struct vec : mb::sim::msl::vec_data<T, N> {
     }
     // Element-wise conversion, explicit as in MSL.
     template <class U>
-    explicit vec(const vec<U, N>& o) {
+    explicit vec(MB_SIM_ARG(vec<U, N>) o) {
         for (int i = 0; i < N; ++i) this->v[i] = static_cast<T>(o.v[i]);
     }
 
+#if defined(MB_MSL_STRICT_ADDRESS_SPACES)
+    // Copies from every address space; indexing and assignment in every address space.
+    // (A template: a constructor from `const device vec&` would count as a copy constructor and
+    // make vec non-trivially copyable.)
+    template <class U, class = std::enable_if_t<mb::sim::msl::in_other_space<U, vec>>>
+    vec(const U& o) {
+        for (int i = 0; i < N; ++i) this->v[i] = o.v[i];
+    }
+    template <class Self>
+    auto& operator[](this Self&& self, int i) {
+        return self.v[i];
+    }
+    template <class Self, class = std::enable_if_t<!std::is_const_v<Self>>>
+    Self& operator=(this Self& self, vec b) {
+        for (int i = 0; i < N; ++i) self.v[i] = b.v[i];
+        return self;
+    }
+#define MB_SIM_VEC_COMPOUND(op)                                                      \
+    template <class Self, class = std::enable_if_t<!std::is_const_v<Self>>>          \
+    Self& operator op##=(this Self& self, vec b) {                                   \
+        for (int i = 0; i < N; ++i) self.v[i] = static_cast<T>(self.v[i] op b.v[i]); \
+        return self;                                                                 \
+    }
+#else
     T& operator[](int i) { return this->v[i]; }
     const T& operator[](int i) const { return this->v[i]; }
-
-#define MB_SIM_VEC_BINOP(op)                                                        \
-    friend vec operator op(const vec& a, const vec& b) {                             \
-        vec r;                                                                       \
-        for (int i = 0; i < N; ++i) r.v[i] = static_cast<T>(a.v[i] op b.v[i]);       \
-        return r;                                                                    \
-    }                                                                                \
-    friend vec operator op(const vec& a, T b) {                                      \
-        vec r;                                                                       \
-        for (int i = 0; i < N; ++i) r.v[i] = static_cast<T>(a.v[i] op b);            \
-        return r;                                                                    \
-    }                                                                                \
-    friend vec operator op(T a, const vec& b) {                                      \
-        vec r;                                                                       \
-        for (int i = 0; i < N; ++i) r.v[i] = static_cast<T>(a op b.v[i]);            \
-        return r;                                                                    \
-    }                                                                                \
-    vec& operator op##=(const vec& b) {                                              \
+#define MB_SIM_VEC_COMPOUND(op)                                                         \
+    vec& operator op##=(const vec& b) {                                                 \
         for (int i = 0; i < N; ++i) this->v[i] = static_cast<T>(this->v[i] op b.v[i]); \
-        return *this;                                                                \
+        return *this;                                                                   \
     }
+#endif
+
+#define MB_SIM_VEC_BINOP(op)                                                   \
+    friend vec operator op(MB_SIM_ARG(vec) a, MB_SIM_ARG(vec) b) {             \
+        vec r;                                                                 \
+        for (int i = 0; i < N; ++i) r.v[i] = static_cast<T>(a.v[i] op b.v[i]); \
+        return r;                                                              \
+    }                                                                          \
+    friend vec operator op(MB_SIM_ARG(vec) a, T b) {                           \
+        vec r;                                                                 \
+        for (int i = 0; i < N; ++i) r.v[i] = static_cast<T>(a.v[i] op b);      \
+        return r;                                                              \
+    }                                                                          \
+    friend vec operator op(T a, MB_SIM_ARG(vec) b) {                           \
+        vec r;                                                                 \
+        for (int i = 0; i < N; ++i) r.v[i] = static_cast<T>(a op b.v[i]);      \
+        return r;                                                              \
+    }                                                                          \
+    MB_SIM_VEC_COMPOUND(op)
     MB_SIM_VEC_BINOP(+)
     MB_SIM_VEC_BINOP(-)
     MB_SIM_VEC_BINOP(*)
@@ -210,22 +370,23 @@ struct vec : mb::sim::msl::vec_data<T, N> {
     MB_SIM_VEC_BINOP(<<)
     MB_SIM_VEC_BINOP(>>)
 #undef MB_SIM_VEC_BINOP
+#undef MB_SIM_VEC_COMPOUND
 
-#define MB_SIM_VEC_CMP(op)                                                 \
-    friend mask operator op(const vec& a, const vec& b) {                   \
-        mask r;                                                             \
-        for (int i = 0; i < N; ++i) r.v[i] = a.v[i] op b.v[i];              \
-        return r;                                                           \
-    }                                                                       \
-    friend mask operator op(const vec& a, T b) {                            \
-        mask r;                                                             \
-        for (int i = 0; i < N; ++i) r.v[i] = a.v[i] op b;                   \
-        return r;                                                           \
-    }                                                                       \
-    friend mask operator op(T a, const vec& b) {                            \
-        mask r;                                                             \
-        for (int i = 0; i < N; ++i) r.v[i] = a op b.v[i];                   \
-        return r;                                                           \
+#define MB_SIM_VEC_CMP(op)                                          \
+    friend mask operator op(MB_SIM_ARG(vec) a, MB_SIM_ARG(vec) b) { \
+        mask r;                                                     \
+        for (int i = 0; i < N; ++i) r.v[i] = a.v[i] op b.v[i];      \
+        return r;                                                   \
+    }                                                               \
+    friend mask operator op(MB_SIM_ARG(vec) a, T b) {               \
+        mask r;                                                     \
+        for (int i = 0; i < N; ++i) r.v[i] = a.v[i] op b;           \
+        return r;                                                   \
+    }                                                               \
+    friend mask operator op(T a, MB_SIM_ARG(vec) b) {               \
+        mask r;                                                     \
+        for (int i = 0; i < N; ++i) r.v[i] = a op b.v[i];           \
+        return r;                                                   \
     }
     MB_SIM_VEC_CMP(==)
     MB_SIM_VEC_CMP(!=)
@@ -237,18 +398,18 @@ struct vec : mb::sim::msl::vec_data<T, N> {
     MB_SIM_VEC_CMP(||)
 #undef MB_SIM_VEC_CMP
 
-    friend vec operator+(const vec& a) { return a; }
-    friend vec operator-(const vec& a) {
+    friend vec operator+(MB_SIM_ARG(vec) a) { return a; }
+    friend vec operator-(MB_SIM_ARG(vec) a) {
         vec r;
         for (int i = 0; i < N; ++i) r.v[i] = static_cast<T>(-a.v[i]);
         return r;
     }
-    friend vec operator~(const vec& a) {
+    friend vec operator~(MB_SIM_ARG(vec) a) {
         vec r;
         for (int i = 0; i < N; ++i) r.v[i] = static_cast<T>(~a.v[i]);
         return r;
     }
-    friend mask operator!(const vec& a) {
+    friend mask operator!(MB_SIM_ARG(vec) a) {
         mask r;
         for (int i = 0; i < N; ++i) r.v[i] = !a.v[i];
         return r;
@@ -258,7 +419,7 @@ private:
     template <class U>
     void put(int& i, const U& part) {
         if constexpr (mb::sim::msl::is_vec<U>::value) {
-            for (int j = 0; j < U::size; ++j) this->v[i++] = static_cast<T>(part.v[j]);
+            for (int j = 0; j < mb::sim::msl::components<U>(); ++j) this->v[i++] = static_cast<T>(part.v[j]);
         } else {
             this->v[i++] = static_cast<T>(part);
         }
@@ -305,35 +466,51 @@ struct mat {
     template <class... V, class = std::enable_if_t<sizeof...(V) == C && (C > 1)>>
     explicit mat(const V&... cols) : columns{cols...} {}
     template <class U>
-    explicit mat(const mat<U, C, R>& o) {
+    explicit mat(MB_SIM_ARG(mat<U, C, R>) o) {
         for (int c = 0; c < C; ++c) columns[c] = vec<T, R>(o.columns[c]);
     }
 
+#if defined(MB_MSL_STRICT_ADDRESS_SPACES)
+    template <class U, class = std::enable_if_t<mb::sim::msl::in_other_space<U, mat>>>
+    mat(const U& o) {
+        for (int c = 0; c < C; ++c) columns[c] = o.columns[c];
+    }
+    template <class Self>
+    auto& operator[](this Self&& self, int c) {
+        return self.columns[c];
+    }
+    template <class Self, class = std::enable_if_t<!std::is_const_v<Self>>>
+    Self& operator=(this Self& self, mat b) {
+        for (int c = 0; c < C; ++c) self.columns[c] = b.columns[c];
+        return self;
+    }
+#else
     vec<T, R>& operator[](int c) { return columns[c]; }
     const vec<T, R>& operator[](int c) const { return columns[c]; }
+#endif
 
-    friend mat operator+(const mat& a, const mat& b) {
+    friend mat operator+(MB_SIM_ARG(mat) a, MB_SIM_ARG(mat) b) {
         mat r;
         for (int c = 0; c < C; ++c) r.columns[c] = a.columns[c] + b.columns[c];
         return r;
     }
-    friend mat operator-(const mat& a, const mat& b) {
+    friend mat operator-(MB_SIM_ARG(mat) a, MB_SIM_ARG(mat) b) {
         mat r;
         for (int c = 0; c < C; ++c) r.columns[c] = a.columns[c] - b.columns[c];
         return r;
     }
-    friend mat operator*(const mat& a, T s) {
+    friend mat operator*(MB_SIM_ARG(mat) a, T s) {
         mat r;
         for (int c = 0; c < C; ++c) r.columns[c] = a.columns[c] * s;
         return r;
     }
-    friend mat operator*(T s, const mat& a) { return a * s; }
-    friend vec<T, R> operator*(const mat& a, const vec<T, C>& x) {
+    friend mat operator*(T s, MB_SIM_ARG(mat) a) { return a * s; }
+    friend vec<T, R> operator*(MB_SIM_ARG(mat) a, MB_SIM_ARG(vec<T, C>) x) {
         vec<T, R> r(T(0));
         for (int c = 0; c < C; ++c) r += a.columns[c] * x.v[c];
         return r;
     }
-    friend vec<T, C> operator*(const vec<T, R>& x, const mat& a) {
+    friend vec<T, C> operator*(MB_SIM_ARG(vec<T, R>) x, MB_SIM_ARG(mat) a) {
         vec<T, C> r;
         for (int c = 0; c < C; ++c) {
             T s = T(0);
@@ -343,7 +520,7 @@ struct mat {
         return r;
     }
     template <int K>
-    friend mat<T, K, R> operator*(const mat& a, const mat<T, K, C>& b) {
+    friend mat<T, K, R> operator*(MB_SIM_ARG(mat) a, MB_SIM_ARG(mat<T, K, C>) b) {
         mat<T, K, R> r;
         for (int k = 0; k < K; ++k) r.columns[k] = a * b.columns[k];
         return r;
@@ -424,46 +601,46 @@ MB_SIM_MAT_TYPES(half, half)
 namespace metal {
 
 // Element-wise application over vectors of a function defined for scalars.
-#define MB_SIM_MAP1(name)                                        \
-    template <class T, int N>                                    \
-    inline vec<T, N> name(const vec<T, N>& a) {                  \
-        vec<T, N> r;                                             \
-        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i]);       \
-        return r;                                                \
+#define MB_SIM_MAP1(name)                                  \
+    template <class T, int N>                              \
+    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a) {       \
+        vec<T, N> r;                                       \
+        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i]); \
+        return r;                                          \
     }
 #define MB_SIM_MAP2(name)                                                           \
     template <class T, int N>                                                       \
-    inline vec<T, N> name(const vec<T, N>& a, const vec<T, N>& b) {                 \
+    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, MB_SIM_ARG(vec<T, N>) b) {       \
         vec<T, N> r;                                                                \
         for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b.v[i]);                  \
         return r;                                                                   \
     }                                                                               \
     template <class T, int N>                                                       \
-    inline vec<T, N> name(const vec<T, N>& a, mb::sim::msl::identity_t<T> b) {      \
+    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, mb::sim::msl::identity_t<T> b) { \
         vec<T, N> r;                                                                \
         for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b);                       \
         return r;                                                                   \
     }
-#define MB_SIM_MAP3(name)                                                                   \
-    template <class T, int N>                                                               \
-    inline vec<T, N> name(const vec<T, N>& a, const vec<T, N>& b, const vec<T, N>& c) {     \
-        vec<T, N> r;                                                                        \
-        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b.v[i], c.v[i]);                  \
-        return r;                                                                           \
-    }                                                                                       \
-    template <class T, int N>                                                               \
-    inline vec<T, N> name(const vec<T, N>& a, const vec<T, N>& b,                           \
-                          mb::sim::msl::identity_t<T> c) {                                  \
-        vec<T, N> r;                                                                        \
-        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b.v[i], c);                       \
-        return r;                                                                           \
-    }                                                                                       \
-    template <class T, int N>                                                               \
-    inline vec<T, N> name(const vec<T, N>& a, mb::sim::msl::identity_t<T> b,                \
-                          mb::sim::msl::identity_t<T> c) {                                  \
-        vec<T, N> r;                                                                        \
-        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b, c);                            \
-        return r;                                                                           \
+#define MB_SIM_MAP3(name)                                                                              \
+    template <class T, int N>                                                                          \
+    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, MB_SIM_ARG(vec<T, N>) b, MB_SIM_ARG(vec<T, N>) c) { \
+        vec<T, N> r;                                                                                   \
+        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b.v[i], c.v[i]);                             \
+        return r;                                                                                      \
+    }                                                                                                  \
+    template <class T, int N>                                                                          \
+    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, MB_SIM_ARG(vec<T, N>) b,                            \
+                          mb::sim::msl::identity_t<T> c) {                                             \
+        vec<T, N> r;                                                                                   \
+        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b.v[i], c);                                  \
+        return r;                                                                                      \
+    }                                                                                                  \
+    template <class T, int N>                                                                          \
+    inline vec<T, N> name(MB_SIM_ARG(vec<T, N>) a, mb::sim::msl::identity_t<T> b,                      \
+                          mb::sim::msl::identity_t<T> c) {                                             \
+        vec<T, N> r;                                                                                   \
+        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i], b, c);                                       \
+        return r;                                                                                      \
     }
 
 // Float functions: float through the compiler builtins (no <cmath>, whose global
@@ -607,12 +784,12 @@ inline bool isfinite(float x) { return __builtin_isfinite(x); }
 inline bool isfinite(half x) { return __builtin_isfinite(static_cast<float>(x)); }
 inline bool signbit(float x) { return __builtin_signbit(x); }
 inline bool signbit(half x) { return __builtin_signbit(static_cast<float>(x)); }
-#define MB_SIM_PRED(name)                                       \
-    template <class T, int N>                                   \
-    inline vec<bool, N> name(const vec<T, N>& a) {              \
-        vec<bool, N> r;                                         \
-        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i]);      \
-        return r;                                               \
+#define MB_SIM_PRED(name)                                  \
+    template <class T, int N>                              \
+    inline vec<bool, N> name(MB_SIM_ARG(vec<T, N>) a) {    \
+        vec<bool, N> r;                                    \
+        for (int i = 0; i < N; ++i) r.v[i] = name(a.v[i]); \
+        return r;                                          \
     }
 MB_SIM_PRED(isnan)
 MB_SIM_PRED(isinf)
@@ -623,13 +800,13 @@ MB_SIM_PRED(signbit)
 inline bool any(bool x) { return x; }
 inline bool all(bool x) { return x; }
 template <int N>
-inline bool any(const vec<bool, N>& a) {
+inline bool any(MB_SIM_ARG(vec<bool, N>) a) {
     bool r = false;
     for (int i = 0; i < N; ++i) r = r || a.v[i];
     return r;
 }
 template <int N>
-inline bool all(const vec<bool, N>& a) {
+inline bool all(MB_SIM_ARG(vec<bool, N>) a) {
     bool r = true;
     for (int i = 0; i < N; ++i) r = r && a.v[i];
     return r;
@@ -640,49 +817,49 @@ inline T select(T a, T b, bool c) {
     return c ? b : a;
 }
 template <class T, int N>
-inline vec<T, N> select(const vec<T, N>& a, const vec<T, N>& b, const vec<bool, N>& c) {
+inline vec<T, N> select(MB_SIM_ARG(vec<T, N>) a, MB_SIM_ARG(vec<T, N>) b, MB_SIM_ARG(vec<bool, N>) c) {
     vec<T, N> r;
     for (int i = 0; i < N; ++i) r.v[i] = c.v[i] ? b.v[i] : a.v[i];
     return r;
 }
 template <class T, int N>
-inline vec<T, N> select(const vec<T, N>& a, const vec<T, N>& b, bool c) {
+inline vec<T, N> select(MB_SIM_ARG(vec<T, N>) a, MB_SIM_ARG(vec<T, N>) b, bool c) {
     return c ? b : a;
 }
 
 // --- geometric
 
 template <class T, int N>
-inline T dot(const vec<T, N>& a, const vec<T, N>& b) {
+inline T dot(MB_SIM_ARG(vec<T, N>) a, MB_SIM_ARG(vec<T, N>) b) {
     T s = a.v[0] * b.v[0];
     for (int i = 1; i < N; ++i) s += a.v[i] * b.v[i];
     return s;
 }
 template <class T, int N>
-inline T length_squared(const vec<T, N>& a) {
+inline T length_squared(MB_SIM_ARG(vec<T, N>) a) {
     return dot(a, a);
 }
 template <class T, int N>
-inline T length(const vec<T, N>& a) {
+inline T length(MB_SIM_ARG(vec<T, N>) a) {
     return sqrt(dot(a, a));
 }
 template <class T, int N>
-inline T distance(const vec<T, N>& a, const vec<T, N>& b) {
+inline T distance(MB_SIM_ARG(vec<T, N>) a, MB_SIM_ARG(vec<T, N>) b) {
     return length(a - b);
 }
 template <class T, int N>
-inline vec<T, N> normalize(const vec<T, N>& a) {
+inline vec<T, N> normalize(MB_SIM_ARG(vec<T, N>) a) {
     return a * rsqrt(dot(a, a));
 }
 template <class T>
-inline vec<T, 3> cross(const vec<T, 3>& a, const vec<T, 3>& b) {
+inline vec<T, 3> cross(MB_SIM_ARG(vec<T, 3>) a, MB_SIM_ARG(vec<T, 3>) b) {
     return vec<T, 3>(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
 }
 
 // --- reinterpretation
 
 template <class To, class From>
-inline To as_type(const From& x) {
+inline To as_type(MB_SIM_ARG(From) x) {
     static_assert(sizeof(To) == sizeof(From), "as_type: sizes differ");
     To r;
     __builtin_memcpy(&r, &x, sizeof(To));
@@ -771,36 +948,51 @@ inline T atomic_update(volatile atomic<T>* obj, F f) {
         }
     }
 }
-}  // namespace mbsim_detail
 
 template <class T>
-inline void atomic_store_explicit(volatile atomic<T>* obj, mb::sim::msl::identity_t<T> v, memory_order) {
-    __atomic_store(&obj->value_, &v, __ATOMIC_RELAXED);
-}
+struct atomic_value;
 template <class T>
-inline T atomic_load_explicit(volatile atomic<T>* obj, memory_order) {
+struct atomic_value<atomic<T>> {
+    using type = T;
+};
+// The value type of an atomic object A (any address space and cv); the object must be in device
+// or threadgroup memory, as MSL declares its atomic functions.
+template <class A>
+using atomic_value_t =
+    typename atomic_value<std::remove_cv_t<mb::sim::msl::remove_address_space_t<A>>>::type;
+template <class A>
+inline volatile atomic<atomic_value_t<A>>* atomic_object(volatile A* obj) {
+    static_assert(mb::sim::msl::device_or_threadgroup<A>, "atomic functions take a device or threadgroup atomic");
+    return (volatile atomic<atomic_value_t<A>>*)obj;
+}
+}  // namespace mbsim_detail
+
+template <class A, class T = mbsim_detail::atomic_value_t<A>>
+inline void atomic_store_explicit(volatile A* obj, mb::sim::msl::identity_t<T> v, memory_order) {
+    __atomic_store(&mbsim_detail::atomic_object(obj)->value_, &v, __ATOMIC_RELAXED);
+}
+template <class A, class T = mbsim_detail::atomic_value_t<A>>
+inline T atomic_load_explicit(volatile A* obj, memory_order) {
     T r;
-    __atomic_load(&obj->value_, &r, __ATOMIC_RELAXED);
+    __atomic_load(&mbsim_detail::atomic_object(obj)->value_, &r, __ATOMIC_RELAXED);
     return r;
 }
-template <class T>
-inline T atomic_exchange_explicit(volatile atomic<T>* obj, mb::sim::msl::identity_t<T> v, memory_order) {
+template <class A, class T = mbsim_detail::atomic_value_t<A>>
+inline T atomic_exchange_explicit(volatile A* obj, mb::sim::msl::identity_t<T> v, memory_order) {
     T r;
-    __atomic_exchange(&obj->value_, &v, &r, __ATOMIC_RELAXED);
+    __atomic_exchange(&mbsim_detail::atomic_object(obj)->value_, &v, &r, __ATOMIC_RELAXED);
     return r;
 }
-template <class T>
-inline bool atomic_compare_exchange_weak_explicit(volatile atomic<T>* obj, T* expected,
-                                                  mb::sim::msl::identity_t<T> desired, memory_order,
-                                                  memory_order) {
-    return __atomic_compare_exchange(&obj->value_, expected, &desired, false, __ATOMIC_RELAXED,
-                                     __ATOMIC_RELAXED);
+template <class A, class T = mbsim_detail::atomic_value_t<A>>
+inline bool atomic_compare_exchange_weak_explicit(volatile A* obj, T* expected, mb::sim::msl::identity_t<T> desired,
+                                                  memory_order, memory_order) {
+    return __atomic_compare_exchange(&mbsim_detail::atomic_object(obj)->value_, expected, &desired, false,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
-#define MB_SIM_ATOMIC_RMW(name, expr)                                                      \
-    template <class T>                                                                     \
-    inline T atomic_fetch_##name##_explicit(volatile atomic<T>* obj,                       \
-                                            mb::sim::msl::identity_t<T> v, memory_order) { \
-        return mbsim_detail::atomic_update(obj, [v](T a) { return expr; });                      \
+#define MB_SIM_ATOMIC_RMW(name, expr)                                                                       \
+    template <class A, class T = mbsim_detail::atomic_value_t<A>>                                           \
+    inline T atomic_fetch_##name##_explicit(volatile A* obj, mb::sim::msl::identity_t<T> v, memory_order) { \
+        return mbsim_detail::atomic_update(mbsim_detail::atomic_object(obj), [v](T a) { return expr; });    \
     }
 MB_SIM_ATOMIC_RMW(add, a + v)
 MB_SIM_ATOMIC_RMW(sub, a - v)
@@ -1164,12 +1356,16 @@ inline simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(mb::sim::msl
 }
 
 // matrix_origin is (column, row) of the tile's first element in the source.
-template <class T, unsigned Cols, unsigned Rows>
-inline void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, const T* src,
-                           ulong elements_per_row = Cols, ulong2 matrix_origin = ulong2(0ul),
-                           bool transpose_matrix = false, MB_SIM_SITE) {
+// The source and destination are device or threadgroup memory, as MSL declares these functions.
+template <class T, unsigned Cols, unsigned Rows, class P>
+inline void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, P* src, ulong elements_per_row = Cols,
+                           ulong2 matrix_origin = ulong2(0ul), bool transpose_matrix = false, MB_SIM_SITE) {
+    static_assert(std::is_same_v<mb::sim::msl::element_t<P>, T>,
+                  "simdgroup_load: pointer and matrix element types differ");
+    static_assert(mb::sim::msl::device_or_threadgroup<P>,
+                  "simdgroup_load: source must be device or threadgroup memory");
     if (!mbsim_detail::matrix_leader(file, line)) return;
-    const T* base = src + matrix_origin.y * elements_per_row + matrix_origin.x;
+    const T* base = mb::sim::msl::generic(src) + matrix_origin.y * elements_per_row + matrix_origin.x;
     for (unsigned r = 0; r < Rows; ++r) {
         for (unsigned c = 0; c < Cols; ++c) {
             d.e[r][c] = mbsim_detail::to_float(transpose_matrix ? base[c * elements_per_row + r]
@@ -1178,12 +1374,15 @@ inline void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, const T* src,
     }
 }
 
-template <class T, unsigned Cols, unsigned Rows>
-inline void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, T* dst,
-                            ulong elements_per_row = Cols, ulong2 matrix_origin = ulong2(0ul),
-                            bool transpose_matrix = false, MB_SIM_SITE) {
+template <class T, unsigned Cols, unsigned Rows, class P>
+inline void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, P* dst, ulong elements_per_row = Cols,
+                            ulong2 matrix_origin = ulong2(0ul), bool transpose_matrix = false, MB_SIM_SITE) {
+    static_assert(std::is_same_v<mb::sim::msl::remove_address_space_t<P>, T>,
+                  "simdgroup_store: pointer and matrix element types differ (or the pointer is const)");
+    static_assert(mb::sim::msl::device_or_threadgroup<P>,
+                  "simdgroup_store: destination must be device or threadgroup memory");
     if (!mbsim_detail::matrix_leader(file, line)) return;
-    T* base = dst + matrix_origin.y * elements_per_row + matrix_origin.x;
+    T* base = mb::sim::msl::generic(dst) + matrix_origin.y * elements_per_row + matrix_origin.x;
     for (unsigned r = 0; r < Rows; ++r) {
         for (unsigned c = 0; c < Cols; ++c) {
             if (transpose_matrix) {
@@ -1288,11 +1487,16 @@ struct Buffer {
     static_assert(Slot < abi::kMaxBufferSlots, "[[buffer(N)]]: N > 30");
     template <class A>
     static A get(const Group& g, const Thread&) {
+#if defined(MB_MSL_STRICT_ADDRESS_SPACES)
+        constexpr msl::space s = msl::space_of<std::remove_pointer_t<std::remove_reference_t<A>>>();
+        static_assert(s == msl::space::device || s == msl::space::constant,
+                      "[[buffer(N)]] parameter must point to or refer to device or constant memory");
+#endif
         if constexpr (std::is_pointer_v<A>) {
-            return static_cast<A>(g.buffers[Slot]);
+            return msl::from_runtime<A>(g.buffers[Slot]);
         } else {
             static_assert(std::is_reference_v<A>, "[[buffer(N)]] parameter must be a pointer or reference");
-            return *static_cast<std::remove_reference_t<A>*>(g.buffers[Slot]);
+            return *msl::from_runtime<std::remove_reference_t<A>*>(g.buffers[Slot]);
         }
     }
     template <class A>
@@ -1308,7 +1512,11 @@ struct Threadgroup {
     template <class A>
     static A get(const Group& g, const Thread&) {
         static_assert(std::is_pointer_v<A>, "[[threadgroup(N)]] parameter must be a pointer");
-        return static_cast<A>(g.threadgroup[Slot]);
+#if defined(MB_MSL_STRICT_ADDRESS_SPACES)
+        static_assert(msl::space_of<std::remove_pointer_t<A>>() == msl::space::threadgroup,
+                      "[[threadgroup(N)]] parameter must point to threadgroup memory");
+#endif
+        return msl::from_runtime<A>(g.threadgroup[Slot]);
     }
     template <class A>
     static constexpr Param param() {
@@ -1455,8 +1663,8 @@ abi::FcDecl function_constant(uint32_t index, const char* name, T* value, bool* 
 // Last, so that none of the headers above sees them. tools/metalsim/metal_sim_gen.py removes
 // [[threadgroup(N)]] before `threadgroup` disappears and #undefs these after the source.
 #define kernel
-#define device
+#define device MB_SIM_AS_DEVICE
 #define thread
-#define threadgroup
-#define constant const
+#define threadgroup MB_SIM_AS_THREADGROUP
+#define constant const MB_SIM_AS_CONSTANT
 #define is_function_constant_defined(name) (name##_mbsim_defined)
