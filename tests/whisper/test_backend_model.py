@@ -136,6 +136,14 @@ def test_encoder_nodes_are_named_after_model_parts(tiny_en_backend):
     assert any(name.startswith("encoder.blocks.0.attn.") and name.endswith(("flash", "kq")) for name in names)
 
 
+def test_cpu_workers_stay_awake_between_decoder_steps(tiny_en_backend):
+    from metal_backend.whisper.backend_compute import DECODER_SPIN_US
+
+    cpu = [b for b in tiny_en_backend.backends if "spin_us" in b.options]
+    assert cpu, "no CPU backend among the model's backends"
+    assert all(b.options["spin_us"] == DECODER_SPIN_US for b in cpu)
+
+
 def test_decode_checks_its_arguments(tiny_en, tiny_en_backend, jfk_mel):
     features = tiny_en_backend.encode(jfk_mel)
     prompt = GreedyDecoder(tiny_en).prompt
