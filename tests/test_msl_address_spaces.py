@@ -6,7 +6,9 @@ between address spaces, implicitly or by a cast (or write constant memory, or us
 simdgroup matrix loads where MSL does not declare them) must fail it at the offending line, and the
 forms MSL allows must pass.
 
-A missing clang skips on a developer machine and fails when CI is "true" (.ci/run installs clang-19).
+A missing clang skips on a developer machine and fails when CI is "true" on Linux (.ci/run and the
+Linux jobs install clang-19). On macOS it skips when no clang >= 18 is there (Apple's clang is older):
+Apple's own Metal compiler builds every kernel there, which is what this check stands in for.
 """
 from __future__ import annotations
 
@@ -25,10 +27,15 @@ sys.path.insert(0, str(SCRIPT.parent))
 import strict_compile as sc  # noqa: E402
 
 
+def _must_run() -> bool:
+    """Whether a missing or unusable clang fails the test: in Linux CI, where no Apple compiler exists."""
+    return os.environ.get("CI") == "true" and sys.platform != "darwin"
+
+
 def _clang() -> str:
     clang = os.environ.get("CLANG") or shutil.which("clang-19") or shutil.which("clang")
     if clang is None:
-        if os.environ.get("CI") == "true":
+        if _must_run():
             pytest.fail("CI is missing clang-19 (the strict address-space check needs it)", pytrace=False)
         pytest.skip("clang (>= 18) not installed: the strict address-space check needs it (apt-get install clang-19)")
     return clang
@@ -40,7 +47,7 @@ def _run(clang: str, *files: Path) -> subprocess.CompletedProcess:
         capture_output=True, text=True, timeout=900,
     )
     if proc.returncode == 2:
-        if os.environ.get("CI") == "true":
+        if _must_run():
             pytest.fail(f"strict check's compiler unusable in CI: {proc.stderr.strip()}", pytrace=False)
         pytest.skip(proc.stderr.strip())
     return proc
