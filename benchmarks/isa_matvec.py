@@ -1,11 +1,13 @@
-"""Quantized-weight mat-vec under each instruction-set cap of the CPU device, side by side.
+"""Mat-vec under each instruction-set cap of the CPU device, side by side.
 
     python benchmarks/isa_matvec.py [--threads 1 16] [--tokens 1 2] [--min-time 0.3] [--only q4_0]
+        [--act f32|f16]
 
-For q4_0 q4_1 q5_0 q5_1 q8_0 weights, times mul_mat of a few weight shapes with 1 or 2 tokens under
-max_isa 0 (portable), 1 (avx2) and 2 (avx512: AVX512-VNNI byte dot products where the CPU has them),
-as many as the machine offers. Every cap computes the same bits (tests/test_cpu_isa_bits.py), so the
-columns differ only in speed. Prints ns per weight row and the ratio of each cap's time to the
+For q4_0 q4_1 q5_0 q5_1 q8_0 and f16 f32 bf16 weights, times mul_mat of a few weight shapes with 1
+or 2 tokens under max_isa 0 (portable), 1 (avx2) and 2 (avx512: AVX512-VNNI byte dot products and
+16-wide float tiles where the CPU has them), as many as the machine offers. For the quantized types
+every cap computes the same bits (tests/test_cpu_isa_bits.py); the float types' sums differ in order.
+--act f16 gives f16 activations (the f16 x f16 pairing for f16 weights). Prints ns per weight row and the ratio of each cap's time to the
 widest's (above 1: the widest is faster). Caps take turns in rounds and the best time is kept, so a
 burst of load elsewhere on the machine shows in one round only.
 """
@@ -20,7 +22,7 @@ import metal_backend as mb
 
 CPU = mb.device("CPU")
 ISA_NAMES = {0: "portable", 1: "avx2", 2: "avx512"}
-TYPES = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0"]
+TYPES = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "f16", "bf16", "f32"]
 SHAPES = [(384, 1536), (1536, 384), (4096, 4096)]  # (K, weight rows)
 
 
@@ -30,16 +32,16 @@ def caps() -> list[int]:
 
 
 class Case:
-    def __init__(self, wtype: str, k: int, m: int, n: int, threads: int, rng):
+    def __init__(self, wtype: str, k: int, m: int, n: int, threads: int, rng, act: str = "f32"):
         t = getattr(mb, wtype)
         self.ctx = mb.Context()
         tw = self.ctx.tensor(t, (m, k))
-        tx = self.ctx.tensor(mb.f32, (n, k))
+        tx = self.ctx.tensor(getattr(mb, act), (n, k))
         self.graph = mb.Graph(mb.ops.mul_mat(tw, tx))
         self.backend = CPU.init_backend(f"n_threads={threads}")
         self.buffer = mb.alloc_ctx_tensors(self.ctx, self.backend)
         tw.set(mb.quantize(rng.standard_normal((m, k)).astype(np.float32), t))
-        tx.set(rng.standard_normal((n, k)).astype(np.float32))
+        tx.set(mb.quantize(rng.standard_normal((n, k)).astype(np.float32), getattr(mb, act)))
         self.rows = m
 
     def best(self, cap: int, min_time: float) -> float:
@@ -63,7 +65,8 @@ def main():
     ap.add_argument("--tokens", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--min-time", type=float, default=0.2, help="seconds per cap per round")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--only", default="", help="run only weight types containing this")
+    ap.add_argument("--only", default="", help="run only this weight type, or the types containing this")
+    ap.add_argument("--act", default="f32", choices=["f32", "f16"], help="activation type")
     args = ap.parse_args()
     cs = caps()
     if not cs:
@@ -80,10 +83,10 @@ def main():
     print("  ".join(f"{h:>14}" for h in head))
     try:
         for threads in args.threads:
-            for wtype in (t for t in TYPES if args.only in t):
+            for wtype in (t for t in TYPES if (t == args.only if args.only in TYPES else args.only in t)):
                 for k, m in SHAPES:
                     for n in args.tokens:
-                        case = Case(wtype, k, m, n, threads, rng)
+                        case = Case(wtype, k, m, n, threads, rng, args.act)
                         best = {c: float("inf") for c in cs}
                         for _ in range(args.rounds):
                             for c in cs:
