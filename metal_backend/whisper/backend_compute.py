@@ -166,7 +166,8 @@ class BackendWhisper:
         # positions must hold finite values (a NaN key or value would turn the masked term into NaN).
         self.state_buffer.clear(0)
         self.n_sequences = 0
-        self.cache_buffers: list[mb.Buffer] = []
+        self.cache_buffer: mb.Buffer | None = None  # the self-attention caches and decoder inputs
+        self._cache_generation = 0
         self.decoder_graphs: dict[tuple[int, int, int], _DecoderGraph] = {}
         self.reorder_graphs: dict[tuple[int, int], _ReorderGraph] = {}
         self.k_cache: list[mb.Tensor] = []
@@ -188,7 +189,8 @@ class BackendWhisper:
         hp = self.hp
         d, n_ctx = hp.n_text_state, hp.n_text_ctx
         rows = n_sequences * n_ctx
-        tag = len(self.cache_buffers)
+        tag = self._cache_generation
+        self._cache_generation += 1
         k_cache = [self.ctx.tensor(mb.f16, (rows, d), name=f"k_cache.{i}.{tag}") for i in range(hp.n_text_layer)]
         v_cache = [self.ctx.tensor(mb.f16, (rows, d), name=f"v_cache.{i}.{tag}") for i in range(hp.n_text_layer)]
         # Decoder and reorder inputs, viewed at the size each graph needs.
@@ -203,7 +205,6 @@ class BackendWhisper:
             t.is_input = True
         buffer = mb.alloc_ctx_tensors(self.ctx, self.device.buffer_type)
         buffer.clear(0)
-        self.cache_buffers.append(buffer)
         if self.n_sequences and self._n_active:
             kept = self._n_active * n_ctx
             copies = [ops.cpy(ops.view(old, (kept, d)), ops.view(new, (kept, d)))
@@ -213,6 +214,10 @@ class BackendWhisper:
         self.n_sequences = n_sequences
         self.decoder_graphs.clear()
         self.reorder_graphs.clear()
+        # Only the graphs just dropped read the old caches and inputs: their memory goes back now.
+        previous, self.cache_buffer = self.cache_buffer, buffer
+        if previous is not None:
+            previous.free()
 
     # ---------------------------------------------------------------- weights
 

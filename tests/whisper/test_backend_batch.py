@@ -40,6 +40,7 @@ def test_batch_steps_and_reorders_match_numpy(tiny_en, tiny_en_numpy, mel, refer
     hp = tiny_en.hparams
     # Capacity 2: the first reorder to 4 sequences grows the cache (a device copy of the rows).
     backend = BackendWhisper(tiny_en, device=mb.device(), threads=2, max_sequences=2)
+    first_cache = backend.cache_buffer
     features = backend.encode(mel)
     rng = np.random.default_rng(1)
     prompt = [50257, 50362]
@@ -65,6 +66,10 @@ def test_batch_steps_and_reorders_match_numpy(tiny_en, tiny_en_numpy, mel, refer
             backend.reorder(orders[step])
             tiny_en_numpy.reorder(orders[step])
     assert backend.n_sequences >= 5
+    # Growing keeps one cache buffer, sized for the current capacity; the outgrown one was freed.
+    assert first_cache.is_freed and not backend.cache_buffer.is_freed
+    cache_bytes = 2 * hp.n_text_layer * backend.n_sequences * hp.n_text_ctx * hp.n_text_state * 2
+    assert cache_bytes <= backend.cache_buffer.size < 2 * cache_bytes
     placements = backend.placements()
     assert any(name.startswith("reorder") for name in placements)
     for name, counts in placements.items():
