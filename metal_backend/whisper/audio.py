@@ -199,11 +199,11 @@ def check_samples(audio: np.ndarray) -> np.ndarray:
     the first one is named).
     """
     audio = np.asarray(audio)
-    if audio.dtype.kind not in "f":
-        hint = " (divide int16 samples by 32768)" if audio.dtype.kind in "iu" else ""
-        raise WhisperError(f"audio samples must be floats in [-1, 1], got dtype {audio.dtype}{hint}")
+    if audio.dtype.kind != "f":
+        hint = "; scale integer PCM first, e.g. samples / 32768.0" if audio.dtype.kind in "iu" else ""
+        raise WhisperError(f"audio samples must be floating point in [-1, 1] (got dtype {audio.dtype}){hint}")
     if audio.ndim != 1:
-        raise WhisperError(f"audio must be a 1-D array of samples (got shape {audio.shape})")
+        raise WhisperError(f"audio samples must be a 1-D array of 16 kHz mono samples (got shape {audio.shape})")
     if audio.size == 0:
         raise WhisperError("audio is empty")
     audio = np.ascontiguousarray(audio, dtype=np.float32)

@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .audio import SAMPLE_RATE, load_audio
+from .audio import SAMPLE_RATE, check_samples, load_audio
 from .compute import WhisperCompute
 from .decoding import DecodingResult, WindowDecoder, resolve_language
 from .errors import WhisperError
@@ -53,19 +53,7 @@ def audio_samples(audio: str | os.PathLike | np.ndarray) -> np.ndarray:
     """16 kHz mono float32 samples of a file path or an array; bad arrays raise WhisperError
     naming the problem (integer or non-float dtype, not 1-D, empty, non-finite samples)."""
     if isinstance(audio, np.ndarray):
-        if audio.dtype.kind != "f":
-            raise WhisperError(f"audio samples must be floating point in [-1, 1] (got dtype {audio.dtype}); "
-                               f"scale integer PCM first, e.g. samples / 32768.0")
-        if audio.ndim != 1:
-            raise WhisperError(f"audio samples must be a 1-D array of 16 kHz mono samples (got shape {audio.shape})")
-        if audio.size == 0:
-            raise WhisperError("audio is empty")
-        finite = np.isfinite(audio)
-        if not finite.all():
-            bad = int(audio.size - np.count_nonzero(finite))
-            first = int(np.argmin(finite))
-            raise WhisperError(f"audio has {bad} non-finite samples (NaN or infinity), the first at index {first}")
-        return np.asarray(audio, dtype=np.float32)
+        return check_samples(audio)
     if isinstance(audio, (str, bytes, os.PathLike)):
         return load_audio(audio)
     raise WhisperError(f"audio must be a file path or a numpy array of samples (got {type(audio).__name__})")

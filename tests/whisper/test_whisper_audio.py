@@ -329,7 +329,7 @@ def test_other_formats_without_the_extra_name_it(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("audio,message", [
-    (np.zeros(100, np.int16), "must be floats in \\[-1, 1\\], got dtype int16 \\(divide int16 samples by 32768\\)"),
+    (np.zeros(100, np.int16), "must be floating point in \\[-1, 1\\] \\(got dtype int16\\); scale integer PCM first"),
     (np.zeros(100, bool), "got dtype bool"),
     (np.zeros((100, 2), np.float32), "1-D array"),
     (np.zeros(0, np.float64), "audio is empty"),
