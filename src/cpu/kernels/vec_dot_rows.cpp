@@ -25,75 +25,20 @@ static_assert(kVecDotRows == 4 && kVecDotTokens == 2, "the kernels below keep fo
 
 constexpr int64_t kBlock = 32;
 
-MB_TARGET_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-MB_TARGET_AVX2 inline __m256 load8(const uint16_t* p) { return load_f16x8(p); }
 inline float load1(const float* p) { return *p; }
 inline float load1(const uint16_t* p) { return fp16_to_fp32(*p); }
 
 struct Bf16 {
     uint16_t bits;
 };
-MB_TARGET_AVX2 inline __m256 load8(const Bf16* p) { return load_bf16x8(&p->bits); }
 inline float load1(const Bf16* p) { return bf16_to_fp32(p->bits); }
 
-// Float weights (TA: float, f16 as uint16_t, Bf16) times float or f16 activations (TB), NT tokens.
-// Each weight vector is loaded (and converted) once for all tokens. Eight independent FMA chains:
-// one token runs k unrolled by two, two tokens one chain per (row, token).
-template <typename TA, typename TB, int NT>
-MB_TARGET_AVX2 void tile_float(int64_t k, const uint8_t* a, size_t stride, const void* const* vb, float* out) {
-    constexpr int U = NT == 1 ? 2 : 1;
-    const TA* rows[4];
-    const TB* b[NT];
-    for (int r = 0; r < 4; ++r) rows[r] = reinterpret_cast<const TA*>(a + size_t(r) * stride);
-    for (int t = 0; t < NT; ++t) b[t] = static_cast<const TB*>(vb[t]);
-    __m256 acc[4][NT][U];
-    for (auto& row : acc)
-        for (auto& tok : row)
-            for (auto& v : tok) v = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 * U <= k; i += 8 * U) {
-        __m256 bv[NT][U];
-#pragma GCC unroll 4
-        for (int t = 0; t < NT; ++t)
-#pragma GCC unroll 2
-            for (int u = 0; u < U; ++u) bv[t][u] = load8(b[t] + i + 8 * u);
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; ++r) {
-#pragma GCC unroll 2
-            for (int u = 0; u < U; ++u) {
-                const __m256 av = load8(rows[r] + i + 8 * u);
-#pragma GCC unroll 2
-                for (int t = 0; t < NT; ++t) acc[r][t][u] = _mm256_fmadd_ps(av, bv[t][u], acc[r][t][u]);
-            }
-        }
-    }
-    for (; i + 8 <= k; i += 8) {
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; ++r) {
-            const __m256 av = load8(rows[r] + i);
-#pragma GCC unroll 2
-            for (int t = 0; t < NT; ++t) acc[r][t][0] = _mm256_fmadd_ps(av, load8(b[t] + i), acc[r][t][0]);
-        }
-    }
-    for (int t = 0; t < NT; ++t) {
-        __m256 sum[4];
-        for (int r = 0; r < 4; ++r) {
-            sum[r] = acc[r][t][0];
-            for (int u = 1; u < U; ++u) sum[r] = _mm256_add_ps(sum[r], acc[r][t][u]);
-        }
-        alignas(16) float tail[4] = {};
-        for (int64_t j = i; j < k; ++j) {
-            const float bj = load1(b[t] + j);
-            for (int r = 0; r < 4; ++r) tail[r] += load1(rows[r] + j) * bj;
-        }
-        _mm_storeu_ps(out + 4 * t, _mm_add_ps(lane_sums4(sum[0], sum[1], sum[2], sum[3]), _mm_load_ps(tail)));
-    }
-}
+// W weights (or activations) as floats, 8 wide (AVX2) or 16 wide (AVX-512F).
+MB_TARGET_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+MB_TARGET_AVX2 inline __m256 load8(const uint16_t* p) { return load_f16x8(p); }
+MB_TARGET_AVX2 inline __m256 load8(const Bf16* p) { return load_bf16x8(&p->bits); }
+MB_TARGET_AVX2 inline __m256 halves8(__m256 v) { return v; }
 
-// The same float tile 16 wide (AVX-512F), where the cap allows it. One 8-wide F16C conversion per
-// cycle bounds the AVX2 tile at about 8 multiply-adds per cycle for f16 weights, below what a core
-// reads from L2; measured on a Xeon with AVX-512, 1 thread, f16 1x384x1536: 0.030 ms (AVX2) against
-// ggml's 0.017 ms. Float sums, so the order (and the last bits) differ from the AVX2 tile's.
 // gcc 12's avx512fintrin.h builds some intrinsics on a self-initialised "undefined" vector, which
 // -Wuninitialized reports at every use; the values are defined.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -109,62 +54,73 @@ MB_TARGET_AVX512 inline __m512 load16(const Bf16* p) {
     const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(&p->bits)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
 }
-
-template <typename TA, typename TB, int NT>
-MB_TARGET_AVX512 void tile_float_avx512(int64_t k, const uint8_t* a, size_t stride, const void* const* vb,
-                                        float* out) {
-    constexpr int U = NT == 1 ? 2 : 1;
-    const TA* rows[4];
-    const TB* b[NT];
-    for (int r = 0; r < 4; ++r) rows[r] = reinterpret_cast<const TA*>(a + size_t(r) * stride);
-    for (int t = 0; t < NT; ++t) b[t] = static_cast<const TB*>(vb[t]);
-    __m512 acc[4][NT][U];
-    for (auto& row : acc)
-        for (auto& tok : row)
-            for (auto& v : tok) v = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 * U <= k; i += 16 * U) {
-        __m512 bv[NT][U];
-#pragma GCC unroll 4
-        for (int t = 0; t < NT; ++t)
-#pragma GCC unroll 2
-            for (int u = 0; u < U; ++u) bv[t][u] = load16(b[t] + i + 16 * u);
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; ++r) {
-#pragma GCC unroll 2
-            for (int u = 0; u < U; ++u) {
-                const __m512 av = load16(rows[r] + i + 16 * u);
-#pragma GCC unroll 2
-                for (int t = 0; t < NT; ++t) acc[r][t][u] = _mm512_fmadd_ps(av, bv[t][u], acc[r][t][u]);
-            }
-        }
-    }
-    for (; i + 16 <= k; i += 16) {
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; ++r) {
-            const __m512 av = load16(rows[r] + i);
-#pragma GCC unroll 2
-            for (int t = 0; t < NT; ++t) acc[r][t][0] = _mm512_fmadd_ps(av, load16(b[t] + i), acc[r][t][0]);
-        }
-    }
-    for (int t = 0; t < NT; ++t) {
-        __m256 sum[4];
-        for (int r = 0; r < 4; ++r) {
-            __m512 v = acc[r][t][0];
-            for (int u = 1; u < U; ++u) v = _mm512_add_ps(v, acc[r][t][u]);
-            // The upper 256 bits through a lane shuffle (AVX-512F; the extract forms are DQ or warn under gcc 12).
-            const __m256 high = _mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, 0xEE));
-            sum[r] = _mm256_add_ps(_mm512_castps512_ps256(v), high);
-        }
-        alignas(16) float tail[4] = {};
-        for (int64_t j = i; j < k; ++j) {
-            const float bj = load1(b[t] + j);
-            for (int r = 0; r < 4; ++r) tail[r] += load1(rows[r] + j) * bj;
-        }
-        _mm_storeu_ps(out + 4 * t, _mm_add_ps(lane_sums4(sum[0], sum[1], sum[2], sum[3]), _mm_load_ps(tail)));
-    }
+// The two 256-bit halves added, through a lane shuffle (AVX-512F; the extract forms are DQ or warn
+// under gcc 12).
+MB_TARGET_AVX512 inline __m256 halves16(__m512 v) {
+    return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, 0xEE)));
 }
 
+// Float weights (TA: float, f16 as uint16_t, Bf16) times float or f16 activations (TB), NT tokens.
+// Each weight vector is loaded (and converted) once for all tokens. Eight independent FMA chains:
+// one token runs k unrolled by two, two tokens one chain per (row, token). One body, written as a
+// macro because each width needs its own target attribute: 8 wide (AVX2), and 16 wide (AVX-512F)
+// where the cap allows. Measured on the Xeon host (benchmarks/isa_matvec.py --only f16, 1 and 4
+// threads) the 16-wide tile is 1.04-1.17x the 8-wide one for f16 weights. Float sums, so the two
+// widths differ in the order (and the last bits) of their sums.
+#define MB_TILE_FLOAT(NAME, TARGET, VEC, W, LOAD, ZERO, FMA, ADD, HALVES)                                      \
+    template <typename TA, typename TB, int NT>                                                               \
+    TARGET void NAME(int64_t k, const uint8_t* a, size_t stride, const void* const* vb, float* out) {         \
+        constexpr int U = NT == 1 ? 2 : 1;                                                                    \
+        const TA* rows[4];                                                                                    \
+        const TB* b[NT];                                                                                      \
+        for (int r = 0; r < 4; ++r) rows[r] = reinterpret_cast<const TA*>(a + size_t(r) * stride);            \
+        for (int t = 0; t < NT; ++t) b[t] = static_cast<const TB*>(vb[t]);                                    \
+        VEC acc[4][NT][U];                                                                                    \
+        for (auto& row : acc)                                                                                 \
+            for (auto& tok : row)                                                                             \
+                for (auto& v : tok) v = ZERO();                                                               \
+        int64_t i = 0;                                                                                        \
+        for (; i + W * U <= k; i += W * U) {                                                                  \
+            VEC bv[NT][U];                                                                                    \
+            _Pragma("GCC unroll 4") for (int t = 0; t < NT; ++t)                                            \
+                _Pragma("GCC unroll 2") for (int u = 0; u < U; ++u) bv[t][u] = LOAD(b[t] + i + W * u);     \
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; ++r) {                                           \
+                _Pragma("GCC unroll 2") for (int u = 0; u < U; ++u) {                                       \
+                    const VEC av = LOAD(rows[r] + i + W * u);                                                 \
+                    _Pragma("GCC unroll 2") for (int t = 0; t < NT; ++t)                                     \
+                        acc[r][t][u] = FMA(av, bv[t][u], acc[r][t][u]);                                       \
+                }                                                                                             \
+            }                                                                                                 \
+        }                                                                                                     \
+        for (; i + W <= k; i += W) {                                                                          \
+            _Pragma("GCC unroll 4") for (int r = 0; r < 4; ++r) {                                           \
+                const VEC av = LOAD(rows[r] + i);                                                             \
+                _Pragma("GCC unroll 2") for (int t = 0; t < NT; ++t)                                         \
+                    acc[r][t][0] = FMA(av, LOAD(b[t] + i), acc[r][t][0]);                                     \
+            }                                                                                                 \
+        }                                                                                                     \
+        for (int t = 0; t < NT; ++t) {                                                                        \
+            __m256 sum[4];                                                                                    \
+            for (int r = 0; r < 4; ++r) {                                                                     \
+                VEC v = acc[r][t][0];                                                                         \
+                for (int u = 1; u < U; ++u) v = ADD(v, acc[r][t][u]);                                         \
+                sum[r] = HALVES(v);                                                                           \
+            }                                                                                                 \
+            alignas(16) float tail[4] = {};                                                                   \
+            for (int64_t j = i; j < k; ++j) {                                                                 \
+                const float bj = load1(b[t] + j);                                                             \
+                for (int r = 0; r < 4; ++r) tail[r] += load1(rows[r] + j) * bj;                               \
+            }                                                                                                 \
+            _mm_storeu_ps(out + 4 * t, _mm_add_ps(lane_sums4(sum[0], sum[1], sum[2], sum[3]), _mm_load_ps(tail))); \
+        }                                                                                                     \
+    }
+
+MB_TILE_FLOAT(tile_float, MB_TARGET_AVX2, __m256, 8, load8, _mm256_setzero_ps, _mm256_fmadd_ps, _mm256_add_ps,
+              halves8)
+MB_TILE_FLOAT(tile_float_avx512, MB_TARGET_AVX512, __m512, 16, load16, _mm512_setzero_ps, _mm512_fmadd_ps,
+              _mm512_add_ps, halves16)
+
+#undef MB_TILE_FLOAT
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
