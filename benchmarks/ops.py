@@ -299,26 +299,9 @@ def time_bursts(fns, min_time, rounds=3, min_calls=3):
 PAUSE_S = 0.25
 
 
-def wake_ratios(ours, hot, samples=5):
-    """Median time of our first call after a PAUSE_S pause, and of our first call right after a numpy
-    matmul, each divided by our hot time."""
-    a = np.ones((384, 384), dtype=np.float32)
-    after_pause, after_numpy = [], []
-    for _ in range(samples):
-        time.sleep(PAUSE_S)
-        t0 = time.perf_counter()
-        ours()
-        after_pause.append(time.perf_counter() - t0)
-        a @ a
-        t0 = time.perf_counter()
-        ours()
-        after_numpy.append(time.perf_counter() - t0)
-    return float(np.median(after_pause)) / hot, float(np.median(after_numpy)) / hot
-
-
 def pause_ratio(fn, hot, samples=5):
-    """Median time of fn's first call after a PAUSE_S pause over its hot time: the same wake-up ratio
-    for a peer (torch's OpenMP workers park too), so that ours has a yardstick."""
+    """Median time of fn's first call after a PAUSE_S pause over its hot time: our wake-up ratio, and
+    the same for a peer (torch's OpenMP workers park too) as a yardstick."""
     after_pause = []
     for _ in range(samples):
         time.sleep(PAUSE_S)
@@ -326,6 +309,19 @@ def pause_ratio(fn, hot, samples=5):
         fn()
         after_pause.append(time.perf_counter() - t0)
     return float(np.median(after_pause)) / hot
+
+
+def after_numpy_ratio(ours, hot, samples=5):
+    """Median time of our first call right after a numpy matmul (OpenBLAS's workers still spinning)
+    over our hot time."""
+    a = np.ones((384, 384), dtype=np.float32)
+    after_numpy = []
+    for _ in range(samples):
+        a @ a
+        t0 = time.perf_counter()
+        ours()
+        after_numpy.append(time.perf_counter() - t0)
+    return float(np.median(after_numpy)) / hot
 
 
 def host_pause_cost(samples=5):
@@ -452,7 +448,7 @@ def run_table(nth, args):
             if rel > row.tol:
                 note = f"CHECK: relative error {rel:.2g} vs numpy"
             if row.weight_bytes:
-                pause, after_np = wake_ratios(ours, t_ours)
+                pause, after_np = pause_ratio(ours, t_ours), after_numpy_ratio(ours, t_ours)
         if row.weight_bytes and row.torch_fn is not None and times.get("torch"):
             torch_pause = pause_ratio(row.torch_fn, times["torch"])
         if g is not None:
