@@ -106,6 +106,12 @@ class Ggml:
     def __call__(self):
         ggml.ggml_backend_graph_compute(self.backend, self.graph)
 
+    def result(self):
+        n = ggml.ggml_nbytes(self.out)
+        buf = (ctypes.c_char * n)()
+        ggml.ggml_backend_tensor_get(self.out, ctypes.cast(buf, ctypes.c_void_p), 0, n)
+        return np.frombuffer(buf, dtype=np.float32).copy()
+
     def close(self):
         ggml.ggml_backend_buffer_free(self.buffer)
         ggml.ggml_backend_free(self.backend)
@@ -345,6 +351,16 @@ def host_pause_cost(samples=5):
     return float(np.median(cold)) - float(np.median(hot))
 
 
+def relative_error(got, ref):
+    """|got - ref| / |ref| (2-norms), ref in float64."""
+    got = np.asarray(got, dtype=np.float64).reshape(ref.shape)
+    return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
+
+
+def fmt_err(e):
+    return "-" if e is None else f"{e:.0e}"
+
+
 def fmt_ms(t):
     return "-" if t is None else (f"{t * 1e3:.3f}" if t < 0.01 else f"{t * 1e3:.2f}")
 
@@ -357,10 +373,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, nargs="+", default=[2], help="one table per thread count")
     ap.add_argument("--min-time", type=float, default=0.3, help="seconds each peer runs per row (at least)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds of bursts per row (each peer's best over all); more rounds, steadier ratios")
     ap.add_argument("--only", default="", help="run only rows whose name or shape contains this")
     args = ap.parse_args()
     if any(t < 1 for t in args.threads):
         ap.error(f"--threads takes counts of at least 1, got {args.threads}")
+    if args.rounds < 1:
+        ap.error(f"--rounds takes a count of at least 1, got {args.rounds}")
 
     print(f"metal_backend {mb.__version__}, CPU: {mb.device('CPU').description}, "
           f"threads {' '.join(map(str, args.threads))}, load average at start {os.getloadavg()[0]:.2f}")
@@ -377,11 +397,12 @@ def main():
               f"f16c={ggml.ggml_cpu_has_f16c()} llamafile-sgemm={ggml.ggml_cpu_has_llamafile()}")
     if torch is None:
         print("  torch: not installed; column empty")
-    print("ratios are peer time / our time (above 1: metal_backend faster); times are best of bursts run in "
-          "turn (see time_bursts)")
+    print(f"ratios are peer time / our time (above 1: metal_backend faster); times are best of bursts run in "
+          f"turn, {args.rounds} rounds (see time_bursts)")
     print("GB/s: weight bytes per second of our mat-vec; pause/hot and np/hot: our first call after a "
           f"{PAUSE_S} s pause / right after a numpy matmul, over our hot time (medians of 5); torch p/h: "
-          "torch's first call after the same pause over torch's hot time")
+          "torch's first call after the same pause over torch's hot time; err ours, err ggml: relative "
+          "error (2-norm) against numpy in float64 on the same (dequantised) weights")
     for nth in args.threads:
         run_table(nth, args)
     print(f"\nload average at end {os.getloadavg()[0]:.2f}")
@@ -404,8 +425,8 @@ def run_table(nth, args):
         print(f"  torch {torch.__version__}, {torch.get_num_threads()} threads")
 
     header = ("op", "shape (NxKxM)", "ours ms", "GFLOP/s", "GB/s", "numpy ms", "np/ours", "ggml ms",
-              "ggml/ours", "torch ms", "torch/ours", "pause/hot", "np/hot", "torch p/h", "note")
-    widths = (12, 15, 9, 8, 6, 9, 8, 9, 9, 9, 10, 9, 7, 9, 0)
+              "ggml/ours", "torch ms", "torch/ours", "pause/hot", "np/hot", "torch p/h", "err ours", "err ggml", "note")
+    widths = (12, 15, 9, 8, 6, 9, 8, 9, 9, 9, 10, 9, 7, 9, 8, 8, 0)
     print(" ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
 
     rng = np.random.default_rng(0)
@@ -432,23 +453,25 @@ def run_table(nth, args):
             fns.append(row.torch_fn)
             names.append("torch")
         try:
-            times = dict(zip(names, time_bursts(fns, args.min_time)))
+            times = dict(zip(names, time_bursts(fns, args.min_time, rounds=args.rounds)))
         except mb.MetalBackendError as e:
             fns = [f for f, n in zip(fns, names) if n != "ours"]
             names = [n for n in names if n != "ours"]
-            times = dict(zip(names, time_bursts(fns, args.min_time)))
+            times = dict(zip(names, time_bursts(fns, args.min_time, rounds=args.rounds)))
             note = f"ours: {type(e).__name__}: {str(e)[:60]}"
             ours = None
         t_ours = times.get("ours")
         pause = after_np = torch_pause = None
+        ref = np.asarray(row.numpy_fn(), dtype=np.float64)
+        rel_ours = rel_ggml = None
         if ours is not None:
-            ref = np.asarray(row.numpy_fn(), dtype=np.float64)
-            got = np.asarray(ours.result(), dtype=np.float64).reshape(ref.shape)
-            rel = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-30))
-            if rel > row.tol:
-                note = f"CHECK: relative error {rel:.2g} vs numpy"
-            if row.weight_bytes:
-                pause, after_np = pause_ratio(ours, t_ours), after_numpy_ratio(ours, t_ours)
+            rel_ours = relative_error(ours.result(), ref)
+            if rel_ours > row.tol:
+                note = f"CHECK: relative error {rel_ours:.2g} vs numpy"
+        if g is not None:
+            rel_ggml = relative_error(g.result(), ref)
+        if ours is not None and row.weight_bytes:
+            pause, after_np = pause_ratio(ours, t_ours), after_numpy_ratio(ours, t_ours)
         if row.weight_bytes and row.torch_fn is not None and times.get("torch"):
             torch_pause = pause_ratio(row.torch_fn, times["torch"])
         if g is not None:
@@ -460,7 +483,7 @@ def run_table(nth, args):
                  fmt_ratio(times.get("ggml"), t_ours), fmt_ms(times.get("torch")),
                  fmt_ratio(times.get("torch"), t_ours), "-" if pause is None else f"{pause:.2f}",
                  "-" if after_np is None else f"{after_np:.2f}",
-                 "-" if torch_pause is None else f"{torch_pause:.2f}", note)
+                 "-" if torch_pause is None else f"{torch_pause:.2f}", fmt_err(rel_ours), fmt_err(rel_ggml), note)
         print(" ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip(), flush=True)
     if limiter is not None:
         limiter.restore_original_limits()
