@@ -2,12 +2,12 @@
 
 With q4_0, q4_1, q5_0, q5_1 and q8_0 weights and few tokens, the activations are quantized to 8 bits
 and each 32-element block's products are summed in integers, which every path (portable, AVX2, AVX2
-with AVX512-VNNI byte dot products, one-row and four-row kernels) does exactly; the floats are then
-combined in one order (src/cpu/kernels/int8_dot_x86.h). So the results must agree bit for bit across
-max_isa 0 (portable), 1 (avx2) and 2 (avx512, VNNI where the CPU has it), for one token, two, and
-any count up to the GEMM switch, for odd row counts and K up to 4096. Many tokens take the f32 GEMM
-on dequantized weights: its AVX2 and AVX-512 tiles both add k in order with fused multiply-adds and
-agree bit for bit; the portable tile multiplies and adds apart (a fused one is a library call per
+with AVX512-VNNI or AVX-VNNI byte dot products, one-row and four-row kernels) does exactly; the
+floats are then combined in one order (src/cpu/kernels/int8_dot_x86.h). So the results must agree bit
+for bit across max_isa 0 (portable), 1 (avx2; AVX-VNNI where the CPU has it) and 2 (avx512;
+AVX512-VNNI where the CPU has it), for one token, two, and any count up to the GEMM switch, for odd
+row counts and K up to 4096. Many tokens take the f32 GEMM on dequantized weights: its AVX2 and
+AVX-512 tiles both add k in order with fused multiply-adds and agree bit for bit; the portable tile multiplies and adds apart (a fused one is a library call per
 product at baseline x86-64), so it is checked against the float64 reference only.
 
 Self-contained (numpy, pytest, metal_backend) so that it can run from any directory on a host with
@@ -196,8 +196,8 @@ def test_nan_and_inf_blocks_agree_across_caps(wtype):
 
 
 def test_q8_dot_prop_follows_the_cap():
-    """extra["q8_dot"] names the byte dot product in use: VNNI only at the avx512 level on a CPU with
-    AVX512-VNNI and AVX512VL."""
+    """extra["q8_dot"] names the byte dot product in use: AVX512-VNNI only at the avx512 level on a CPU
+    with AVX512-VNNI and AVX512VL; else AVX-VNNI (VEX) at the avx2 level and above on a CPU with it."""
     flags = _cpu_flags()
     before = int(CPU.props.extra["max_isa"])
     try:
@@ -206,6 +206,8 @@ def test_q8_dot_prop_follows_the_cap():
             want = ISA_NAMES[min(cap, 1)]
             if cap == 2 and flags and {"avx512_vnni", "avx512vl"} <= flags:
                 want = "avx512vnni"
+            elif cap >= 1 and "avx_vnni" in flags:
+                want = "avxvnni"
             assert CPU.props.extra["q8_dot"] == want, (cap, CPU.props.extra["q8_dot"])
     finally:
         CPU.set_prop("max_isa", before)

@@ -7,6 +7,8 @@
 //   ones (adjacent int16 pairs into int32).
 // - DotVnni: AVX512-VNNI's vpdpbusd, one instruction that multiplies and adds the four products to
 //   an int32 accumulator without saturation.
+// - DotAvxVnni: the same instruction in AVX-VNNI's VEX form, for CPUs that have it without AVX-512
+//   (Alder Lake and later client cores; Sapphire Rapids has both).
 // Both are exact here, so they give the same lanes: activation codes lie in [-127, 127] (the
 // quantizer clamps, NaN blocks included), and the unsigned operand is at most 31 (4- and 5-bit
 // codes, and the zero points 8 and 16) or 128 (|q8_0 code|, with the code's sign moved onto the
@@ -24,11 +26,13 @@
 // one, so no compiler contraction choice can make two paths differ.
 //
 // Why the VNNI instruction is inline assembly rather than its intrinsic: the kernels are templates
-// over DotAvx2/DotVnni compiled for the AVX2 target, so both share one body (hence one float order).
-// An intrinsic needs its function compiled for the AVX-512 target, which would either split the body
-// in two or let the compiler use AVX-512 in the AVX2 instantiation. The assembler encodes vpdpbusd
-// with EVEX (the AVX512-VNNI form, with AVX512VL for ymm registers); callers use DotVnni only where
-// cpu_has_avx512_vnni() holds.
+// over DotAvx2/DotVnni/DotAvxVnni compiled for the AVX2 target, so all share one body (hence one float
+// order). An intrinsic needs its function compiled for the AVX-512 (or avxvnni) target, which would
+// either split the body or let the compiler use those instructions in the AVX2 instantiation. Plain
+// `vpdpbusd` assembles to EVEX (the AVX512-VNNI form, with AVX512VL for ymm registers); with the {vex}
+// pseudo-prefix (written %{vex%} in inline assembly, where braces are special) it assembles to the
+// AVX-VNNI form. Callers use DotVnni only where cpu_has_avx512_vnni() holds and DotAvxVnni only where
+// cpu_has_avx_vnni() does.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +54,13 @@ struct DotVnni {
     MB_TARGET_AVX2 static __m256i lanes(__m256i init, __m256i u, __m256i s) {
         // AT&T order: vpdpbusd signed, unsigned, accumulator.
         __asm__("vpdpbusd %2, %1, %0" : "+x"(init) : "x"(u), "x"(s));
+        return init;
+    }
+};
+
+struct DotAvxVnni {
+    MB_TARGET_AVX2 static __m256i lanes(__m256i init, __m256i u, __m256i s) {
+        __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(init) : "x"(u), "x"(s));
         return init;
     }
 };

@@ -63,6 +63,17 @@ inline bool cpu_hardware_has_avx512_vnni() {
 #endif
 }
 
+// Whether the CPU has AVX-VNNI: vpdpbusd on ymm registers in a VEX encoding, without AVX-512 (or
+// beside it). An extension of the AVX2 level: the cap of 1 (avx2) keeps it, and the cap of 0 drops it.
+inline bool cpu_hardware_has_avx_vnni() {
+#if defined(MB_SIMD_X86)
+    static const bool has = cpu_isa_hardware() >= CpuIsa::Avx2 && __builtin_cpu_supports("avxvnni");
+    return has;
+#else
+    return false;
+#endif
+}
+
 // AVX2 with FMA and F16C, for kernels marked MB_TARGET_AVX2.
 inline bool cpu_has_avx2_fma_f16c() { return cpu_isa_in_use() >= CpuIsa::Avx2; }
 
@@ -71,6 +82,10 @@ inline bool cpu_has_avx512f() { return cpu_isa_in_use() >= CpuIsa::Avx512; }
 
 // AVX512-VNNI and AVX512VL, within the cap, for the kernels instantiated with DotVnni.
 inline bool cpu_has_avx512_vnni() { return cpu_has_avx512f() && cpu_hardware_has_avx512_vnni(); }
+
+// AVX-VNNI within the cap, for the kernels instantiated with DotAvxVnni. Where AVX512-VNNI is also in
+// use, the kernels take that one (the same instruction; a choice, not a difference in results).
+inline bool cpu_has_avx_vnni() { return cpu_has_avx2_fma_f16c() && cpu_hardware_has_avx_vnni(); }
 
 #if defined(MB_SIMD_X86)
 

@@ -240,9 +240,9 @@ MB_DOT_FLOAT_AVX2(dot_f16_f16_avx2, uint16_t, uint16_t, load_f16x8, load_f16x8, 
 
 #undef MB_DOT_FLOAT_AVX2
 
-// The 4- and 5-bit types in the order of int8_dot_x86.h, the lanes through Dot (AVX2 or VNNI). One
-// accumulator chain: the multi-row kernels (vec_dot_rows.cpp) carry one per row and token, and every
-// path has to add the blocks in the same order.
+// The 4- and 5-bit types in the order of int8_dot_x86.h, the lanes through Dot (AVX2, AVX512-VNNI or
+// AVX-VNNI). One accumulator chain: the multi-row kernels (vec_dot_rows.cpp) carry one per row and
+// token, and every path has to add the blocks in the same order.
 template <typename Dot, typename Block>
 MB_TARGET_AVX2 float dot_quant_x86(int64_t k, const void* va, const void* vb) {
     const auto* a = static_cast<const Block*>(va);
@@ -260,6 +260,13 @@ MB_TARGET_AVX2 float dot_quant_x86(int64_t k, const void* va, const void* vb) {
     }
     return kZero == 0 ? lane_sum(acc) + off : lane_sum(acc);
 }
+
+// dot_quant_x86 for one block type, by Dot (for dot_pair's table).
+template <typename Block>
+struct dot_quant_x86_for {
+    template <typename Dot>
+    static constexpr VecDotFn with = dot_quant_x86<Dot, Block>;
+};
 
 // Signed weight codes: |a| times b with a's sign moved onto b, so the unsigned-by-signed byte product
 // applies (|-128| reads as 128 unsigned, which is still exact).
@@ -386,7 +393,8 @@ float dot_q8_0_neon(int64_t k, const void* va, const void* vb) {
 struct DotPair {
     VecDotFn portable;
     VecDotFn simd;  // AVX2 (used when the CPU has it) or NEON; null where neither is built
-    VecDotFn vnni;  // the AVX2 kernel with AVX512-VNNI byte dot products; null where there is none
+    VecDotFn vnni;      // the AVX2 kernel with AVX512-VNNI byte dot products; null where there is none
+    VecDotFn avx_vnni;  // the same with AVX-VNNI's; null where there is none
 };
 
 bool simd_usable() {
@@ -401,14 +409,14 @@ bool simd_usable() {
 
 DotPair dot_pair(Type a, VecType vt) {
 #if defined(MB_SIMD_X86)
-#define MB_PAIR(P, A, N) DotPair{P, A, nullptr}
-#define MB_QUANT(P, AVX2, VNNI, N) DotPair{P, AVX2, VNNI}
+#define MB_PAIR(P, A, N) DotPair{P, A, nullptr, nullptr}
+#define MB_QUANT(P, X86, N) DotPair{P, X86<DotAvx2>, X86<DotVnni>, X86<DotAvxVnni>}
 #elif defined(MB_SIMD_NEON)
-#define MB_PAIR(P, A, N) DotPair{P, N, nullptr}
-#define MB_QUANT(P, AVX2, VNNI, N) DotPair{P, N, nullptr}
+#define MB_PAIR(P, A, N) DotPair{P, N, nullptr, nullptr}
+#define MB_QUANT(P, X86, N) DotPair{P, N, nullptr, nullptr}
 #else
-#define MB_PAIR(P, A, N) DotPair{P, nullptr, nullptr}
-#define MB_QUANT(P, AVX2, VNNI, N) DotPair{P, nullptr, nullptr}
+#define MB_PAIR(P, A, N) DotPair{P, nullptr, nullptr, nullptr}
+#define MB_QUANT(P, X86, N) DotPair{P, nullptr, nullptr, nullptr}
 #endif
     if (vt == VecType::F32) {
         switch (a) {
@@ -432,19 +440,15 @@ DotPair dot_pair(Type a, VecType vt) {
     } else {
         switch (a) {
             case Type::Q4_0:
-                return MB_QUANT(dot_quant_portable<BlockQ4_0>, (dot_quant_x86<DotAvx2, BlockQ4_0>),
-                                (dot_quant_x86<DotVnni, BlockQ4_0>), dot_quant_neon<BlockQ4_0>);
+                return MB_QUANT(dot_quant_portable<BlockQ4_0>, dot_quant_x86_for<BlockQ4_0>::with, dot_quant_neon<BlockQ4_0>);
             case Type::Q4_1:
-                return MB_QUANT(dot_quant_portable<BlockQ4_1>, (dot_quant_x86<DotAvx2, BlockQ4_1>),
-                                (dot_quant_x86<DotVnni, BlockQ4_1>), dot_quant_neon<BlockQ4_1>);
+                return MB_QUANT(dot_quant_portable<BlockQ4_1>, dot_quant_x86_for<BlockQ4_1>::with, dot_quant_neon<BlockQ4_1>);
             case Type::Q5_0:
-                return MB_QUANT(dot_quant_portable<BlockQ5_0>, (dot_quant_x86<DotAvx2, BlockQ5_0>),
-                                (dot_quant_x86<DotVnni, BlockQ5_0>), dot_quant_neon<BlockQ5_0>);
+                return MB_QUANT(dot_quant_portable<BlockQ5_0>, dot_quant_x86_for<BlockQ5_0>::with, dot_quant_neon<BlockQ5_0>);
             case Type::Q5_1:
-                return MB_QUANT(dot_quant_portable<BlockQ5_1>, (dot_quant_x86<DotAvx2, BlockQ5_1>),
-                                (dot_quant_x86<DotVnni, BlockQ5_1>), dot_quant_neon<BlockQ5_1>);
+                return MB_QUANT(dot_quant_portable<BlockQ5_1>, dot_quant_x86_for<BlockQ5_1>::with, dot_quant_neon<BlockQ5_1>);
             case Type::Q8_0:
-                return MB_QUANT(dot_q8_0_portable, dot_q8_0_x86<DotAvx2>, dot_q8_0_x86<DotVnni>, dot_q8_0_neon);
+                return MB_QUANT(dot_q8_0_portable, dot_q8_0_x86, dot_q8_0_neon);
             default:
                 break;
         }
@@ -533,6 +537,9 @@ VecDotFn vec_dot_fn(Type a, VecType vt) {
 #if defined(MB_SIMD_X86)
     if (p.vnni != nullptr && cpu_has_avx512_vnni()) {
         return p.vnni;
+    }
+    if (p.avx_vnni != nullptr && cpu_has_avx_vnni()) {
+        return p.avx_vnni;
     }
 #endif
     if (p.simd != nullptr && simd_usable()) {

@@ -259,7 +259,8 @@ VecDotRowsFn vec_dot_rows_fn(Type a, VecType vt) {
         if (a != Type::F16) return nullptr;
         return wide ? rows_float_avx512<uint16_t, uint16_t> : rows_float<uint16_t, uint16_t>;
     }
-    return cpu_has_avx512_vnni() ? rows_for_quant<DotVnni>(a) : rows_for_quant<DotAvx2>(a);
+    if (cpu_has_avx512_vnni()) return rows_for_quant<DotVnni>(a);
+    return cpu_has_avx_vnni() ? rows_for_quant<DotAvxVnni>(a) : rows_for_quant<DotAvx2>(a);
 #else
     (void)a;
     (void)vt;
