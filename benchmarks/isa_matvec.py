@@ -4,8 +4,9 @@
         [--act f32|f16]
 
 For q4_0 q4_1 q5_0 q5_1 q8_0 and f16 f32 bf16 weights, times mul_mat of a few weight shapes with 1
-or 2 tokens under max_isa 0 (portable), 1 (avx2) and 2 (avx512: AVX512-VNNI byte dot products and
-16-wide float tiles where the CPU has them), as many as the machine offers. For the quantized types
+or 2 tokens under max_isa 0 (portable), 1 (avx2: AVX-VNNI byte dot products where the CPU has them)
+and 2 (avx512: AVX512-VNNI byte dot products and 16-wide float tiles where the CPU has them), as many
+as the machine offers; a cap's name carries the VNNI form it uses (+avxvnni, +avx512vnni). For the quantized types
 every cap computes the same bits (tests/test_cpu_isa_bits.py); the float types' sums differ in order.
 --act f16 gives f16 activations (the f16 x f16 pairing for f16 weights). Prints ns per weight row and the ratio of each cap's time to the
 widest's (above 1: the widest is faster). Caps take turns in rounds and the best time is kept, so a
@@ -75,7 +76,8 @@ def main():
     names = []
     for c in cs:
         CPU.set_prop("max_isa", c)
-        names.append(ISA_NAMES[c] + ("+vnni" if CPU.props.extra["q8_dot"] == "avx512vnni" else ""))
+        q8 = CPU.props.extra["q8_dot"]
+        names.append(ISA_NAMES[c] + (f"+{q8}" if q8 in ("avx512vnni", "avxvnni") else ""))
     CPU.set_prop("max_isa", before)
     print(f"CPU: {CPU.description}; caps compared: {', '.join(names)}")
     rng = np.random.default_rng(0)

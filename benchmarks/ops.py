@@ -330,25 +330,41 @@ def after_numpy_ratio(ours, hot, samples=5):
     return float(np.median(after_numpy)) / hot
 
 
-def host_pause_cost(samples=5):
-    """Extra time, in seconds, of the first small numpy call after a PAUSE_S pause over a hot one: what
-    any library pays after sleeping here (cold caches, a core woken from idle), the floor under our
-    pause/hot ratio."""
-    v = np.ones(1000)
+def pause_cost(fn, samples=5):
+    """Extra time, in seconds, of fn's first call after a PAUSE_S pause over a hot call (medians)."""
     for _ in range(100):
-        v @ v
+        fn()
     hot = []
     for _ in range(200):
         t0 = time.perf_counter()
-        v @ v
+        fn()
         hot.append(time.perf_counter() - t0)
     cold = []
     for _ in range(samples):
         time.sleep(PAUSE_S)
         t0 = time.perf_counter()
-        v @ v
+        fn()
         cold.append(time.perf_counter() - t0)
     return float(np.median(cold)) - float(np.median(hot))
+
+
+def host_pause_cost():
+    """What any library pays after sleeping here (cold caches, a core woken from idle), the floor under
+    every pause/hot ratio: the extra time of a 1000-element numpy dot after the pause."""
+    v = np.ones(1000)
+    return pause_cost(lambda: v @ v)
+
+
+def ours_pause_floor(nth):
+    """The same for our smallest graph (one 1-element add) at nth threads: our own fixed cost of a call
+    after a pause, apart from the work."""
+    one = np.ones((1, 1), dtype=np.float32)
+
+    def build(ctx):
+        ta, tb = ctx.tensor(mb.f32, (1, 1)), ctx.tensor(mb.f32, (1, 1))
+        return [ta, tb], mb.ops.add(ta, tb)
+
+    return pause_cost(Ours(nth, build, [one, one]))
 
 
 def relative_error(got, ref):
@@ -412,8 +428,8 @@ def main():
 def run_table(nth, args):
     """Every row at nth threads for every peer."""
     print(f"\n== {nth} threads ==")
-    print(f"  host floor: a 1000-element numpy dot after a {PAUSE_S} s pause takes "
-          f"{host_pause_cost() * 1e6:.0f} us more than hot")
+    print(f"  host floor: after a {PAUSE_S} s pause a 1000-element numpy dot takes {host_pause_cost() * 1e6:.0f} us "
+          f"more than hot, our 1-element graph {ours_pause_floor(nth) * 1e6:.0f} us more")
     limiter = None
     if threadpool_limits is not None:
         limiter = threadpool_limits(limits=nth)
