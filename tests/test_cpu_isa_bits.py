@@ -7,8 +7,9 @@ floats are then combined in one order (src/cpu/kernels/int8_dot_x86.h). So the r
 for bit across max_isa 0 (portable), 1 (avx2; AVX-VNNI where the CPU has it) and 2 (avx512;
 AVX512-VNNI where the CPU has it), for one token, two, and any count up to the GEMM switch, for odd
 row counts and K up to 4096. Many tokens take the f32 GEMM on dequantized weights: its AVX2 and
-AVX-512 tiles both add k in order with fused multiply-adds and agree bit for bit; the portable tile multiplies and adds apart (a fused one is a library call per
-product at baseline x86-64), so it is checked against the float64 reference only.
+AVX-512 tiles both add k in order with fused multiply-adds and agree bit for bit; the portable tile
+multiplies and adds apart (a fused one is a library call per product at baseline x86-64), so it is
+checked against the float64 reference only.
 
 Self-contained (numpy, pytest, metal_backend) so that it can run from any directory on a host with
 other SIMD sets: `python3 -m pytest -q path/to/tests/test_cpu_isa_bits.py`. Results are read as raw

@@ -41,9 +41,8 @@ const char* isa_name(CpuIsa isa) {
 
 // What the quantized-weight dot products use now for their byte products.
 const char* q8_dot_name() {
-    if (cpu_has_avx512_vnni()) return "avx512vnni";
-    if (cpu_has_avx_vnni()) return "avxvnni";
-    return cpu_isa_in_use() == CpuIsa::Portable ? isa_name(CpuIsa::Portable) : isa_name(CpuIsa::Avx2);
+    if (cpu_isa_in_use() == CpuIsa::Portable) return isa_name(CpuIsa::Portable);
+    return by_byte_dot(isa_name(CpuIsa::Avx2), "avxvnni", "avx512vnni");
 }
 
 size_t page_size() {

@@ -91,9 +91,8 @@ uint64_t ThreadPool::await_run(uint64_t seen) {
             cpu_relax();
             if (spin % 64 == 0) {
                 const auto idle = Clock::now() - start;
-                const auto limit = in_burst_.load(std::memory_order_relaxed)
-                                       ? kSpinInBurst
-                                       : std::chrono::microseconds(spin_after_burst_us_.load(std::memory_order_relaxed));
+                const std::chrono::microseconds after_burst(spin_after_burst_us_.load(std::memory_order_relaxed));
+                const auto limit = in_burst_.load(std::memory_order_relaxed) ? kSpinInBurst : after_burst;
                 if (idle > limit) break;
                 if (idle > kSpinBeforeYield && spin % 1024 == 0) std::this_thread::yield();
             }

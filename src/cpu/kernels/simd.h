@@ -87,6 +87,27 @@ inline bool cpu_has_avx512_vnni() { return cpu_has_avx512f() && cpu_hardware_has
 // use, the kernels take that one (the same instruction; a choice, not a difference in results).
 inline bool cpu_has_avx_vnni() { return cpu_has_avx2_fma_f16c() && cpu_hardware_has_avx_vnni(); }
 
+// The byte dot product the quantized-weight kernels use now (int8_dot_x86.h), the one place that
+// orders the forms: AVX512-VNNI where it is in use, else AVX-VNNI, else AVX2's two-instruction form.
+// (Meaningful where cpu_has_avx2_fma_f16c() holds; below that the portable kernels run.)
+enum class ByteDot { Avx2, AvxVnni, Avx512Vnni };
+
+inline ByteDot byte_dot_in_use() {
+    if (cpu_has_avx512_vnni()) return ByteDot::Avx512Vnni;
+    return cpu_has_avx_vnni() ? ByteDot::AvxVnni : ByteDot::Avx2;
+}
+
+// The one of three (kernels, names) that goes with byte_dot_in_use().
+template <typename T>
+T by_byte_dot(T avx2, T avx_vnni, T avx512_vnni) {
+    switch (byte_dot_in_use()) {
+        case ByteDot::Avx512Vnni: return avx512_vnni;
+        case ByteDot::AvxVnni: return avx_vnni;
+        case ByteDot::Avx2: break;
+    }
+    return avx2;
+}
+
 #if defined(MB_SIMD_X86)
 
 MB_TARGET_AVX2 inline float hsum256(__m256 v) {

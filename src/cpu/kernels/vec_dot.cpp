@@ -440,13 +440,17 @@ DotPair dot_pair(Type a, VecType vt) {
     } else {
         switch (a) {
             case Type::Q4_0:
-                return MB_QUANT(dot_quant_portable<BlockQ4_0>, dot_quant_x86_for<BlockQ4_0>::with, dot_quant_neon<BlockQ4_0>);
+                return MB_QUANT(dot_quant_portable<BlockQ4_0>, dot_quant_x86_for<BlockQ4_0>::with,
+                                dot_quant_neon<BlockQ4_0>);
             case Type::Q4_1:
-                return MB_QUANT(dot_quant_portable<BlockQ4_1>, dot_quant_x86_for<BlockQ4_1>::with, dot_quant_neon<BlockQ4_1>);
+                return MB_QUANT(dot_quant_portable<BlockQ4_1>, dot_quant_x86_for<BlockQ4_1>::with,
+                                dot_quant_neon<BlockQ4_1>);
             case Type::Q5_0:
-                return MB_QUANT(dot_quant_portable<BlockQ5_0>, dot_quant_x86_for<BlockQ5_0>::with, dot_quant_neon<BlockQ5_0>);
+                return MB_QUANT(dot_quant_portable<BlockQ5_0>, dot_quant_x86_for<BlockQ5_0>::with,
+                                dot_quant_neon<BlockQ5_0>);
             case Type::Q5_1:
-                return MB_QUANT(dot_quant_portable<BlockQ5_1>, dot_quant_x86_for<BlockQ5_1>::with, dot_quant_neon<BlockQ5_1>);
+                return MB_QUANT(dot_quant_portable<BlockQ5_1>, dot_quant_x86_for<BlockQ5_1>::with,
+                                dot_quant_neon<BlockQ5_1>);
             case Type::Q8_0:
                 return MB_QUANT(dot_q8_0_portable, dot_q8_0_x86, dot_q8_0_neon);
             default:
@@ -535,11 +539,8 @@ void vec_prepare_row(VecType vt, Type src, const uint8_t* x, size_t stride, int6
 VecDotFn vec_dot_fn(Type a, VecType vt) {
     const DotPair p = dot_pair(a, vt);
 #if defined(MB_SIMD_X86)
-    if (p.vnni != nullptr && cpu_has_avx512_vnni()) {
-        return p.vnni;
-    }
-    if (p.avx_vnni != nullptr && cpu_has_avx_vnni()) {
-        return p.avx_vnni;
+    if (p.vnni != nullptr && simd_usable()) {
+        return by_byte_dot(p.simd, p.avx_vnni, p.vnni);
     }
 #endif
     if (p.simd != nullptr && simd_usable()) {

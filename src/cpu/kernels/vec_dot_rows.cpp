@@ -259,8 +259,7 @@ VecDotRowsFn vec_dot_rows_fn(Type a, VecType vt) {
         if (a != Type::F16) return nullptr;
         return wide ? rows_float_avx512<uint16_t, uint16_t> : rows_float<uint16_t, uint16_t>;
     }
-    if (cpu_has_avx512_vnni()) return rows_for_quant<DotVnni>(a);
-    return cpu_has_avx_vnni() ? rows_for_quant<DotAvxVnni>(a) : rows_for_quant<DotAvx2>(a);
+    return by_byte_dot(rows_for_quant<DotAvx2>(a), rows_for_quant<DotAvxVnni>(a), rows_for_quant<DotVnni>(a));
 #else
     (void)a;
     (void)vt;
