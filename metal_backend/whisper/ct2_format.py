@@ -24,8 +24,7 @@ import os
 from pathlib import Path
 
 import numpy as np
-
-from .byte_cursor import ByteCursor, map_file
+from metal_backend.io import ByteCursor, map_file
 from .errors import WhisperError
 from .mel import mel_filters
 from .model_data import SpecialTokens, Tensor, WhisperHParams, WhisperModelData, parse_alignment_heads
@@ -55,7 +54,7 @@ def read_ct2_variables(path: str | os.PathLike) -> tuple[str, int, dict[str, np.
     """
     path = Path(path)
     name = str(path)
-    cur = ByteCursor(map_file(path), name)
+    cur = ByteCursor(map_file(path, WhisperError), name, WhisperError)
 
     def string(what: str) -> str:
         (length,) = cur.ints("H", what)

@@ -1,9 +1,12 @@
 """The exception raised for bad input to the Whisper application."""
 
+from metal_backend.io import InputError
 
-class WhisperError(ValueError):
+
+class WhisperError(InputError):
     """A file or argument the Whisper application cannot use.
 
     The message names the file (when there is one) and what is wrong with it.
-    Derives from ValueError so callers that validate input generically catch it.
+    Derives from metal_backend.io.InputError (and so from ValueError): callers that validate
+    input generically catch it.
     """
