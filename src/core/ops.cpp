@@ -388,6 +388,20 @@ Tensor* pad(Tensor* a, int p0, int p1, int p2, int p3) {
     return t;
 }
 
+Tensor* pad_reflect_1d(Tensor* a, int p0, int p1) {
+    const char* who = "pad_reflect_1d";
+    need(a, who, "a");
+    MB_REQUIRE(!type_traits(a->type).is_quantized, who, "a " + desc(a) + " must not be quantized");
+    MB_REQUIRE(p0 >= 0 && p1 >= 0 && p0 < a->ne[0] && p1 < a->ne[0], who,
+            "p0 " + std::to_string(p0) + " and p1 " + std::to_string(p1) + " must be in [0, ne0 - 1] for a " +
+            desc(a));
+    int64_t ne[kMaxDims] = {a->ne[0] + p0 + p1, a->ne[1], a->ne[2], a->ne[3]};
+    Tensor* t = result(a, a->type, ne, std::max(a->n_dims, 1), Op::PAD_REFLECT_1D, {a});
+    t->op_params[0] = p0;
+    t->op_params[1] = p1;
+    return t;
+}
+
 Tensor* rope(Tensor* a, Tensor* pos, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale,
              float ext_factor, float attn_factor, float beta_fast, float beta_slow) {
     const char* who = "rope";
