@@ -2,11 +2,11 @@
 
     python benchmarks/vad.py [--minutes 10] [--device CPU] [--repeat 3] [--fw-onnx PATH]
 
-The audio: the test speech (tests/assets/generated: jfk.wav, passage.wav, espeak sentences) with
+The audio: the test speech (tests/assets/audio: jfk.wav, passage.wav, espeak sentences) with
 silence, white noise and tones between, repeated to --minutes. Peers, each on the same samples:
 - onnxruntime running silero-vad 6.2.3's silero_vad.onnx one window per call with the previous
   window's last 64 samples in front, as silero-vad's own wrapper runs it (the reference for the
-  probabilities; tests/assets/generated/silero_vad.onnx, fetched by scripts/fetch_test_assets.sh);
+  probabilities; tests/assets/vad/silero_vad.onnx);
 - faster-whisper's VAD path: its silero_vad_v6.onnx fed every window (with context) of the file in
   one call, as faster_whisper.vad.SileroVADModel does (installed faster_whisper or --fw-onnx;
   other weights, so only its time is compared);
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-ASSETS = ROOT / "tests" / "assets" / "generated"
+ASSETS = ROOT / "tests" / "assets" / "audio"
 RATE = 16000
 
 
@@ -48,7 +48,7 @@ def make_audio(minutes: float) -> np.ndarray:
         if path.is_file():
             parts.append(read_wav16(path))
     if not parts:
-        sys.exit(f"no speech in {ASSETS}: run scripts/fetch_test_assets.sh")
+        sys.exit(f"no speech in {ASSETS}: run scripts/make_test_audio.sh")
     t = np.arange(3 * RATE) / RATE
     gaps = [np.zeros(2 * RATE, np.float32), (0.05 * rng.standard_normal(3 * RATE)).astype(np.float32),
             (0.3 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)]
@@ -126,7 +126,7 @@ def main() -> None:
     print(f"{audio.size / RATE / 60:.1f} min of audio, {n} windows; device {args.device}")
 
     reference = None
-    onnx = ASSETS / "silero_vad.onnx"
+    onnx = ROOT / "tests" / "assets" / "vad" / "silero_vad.onnx"
     rows: list[tuple[str, int, float, str]] = []
     ours_time: dict[int, float] = {}
     for threads in (1, 2):
@@ -142,7 +142,7 @@ def main() -> None:
             reference = ref if reference is None else reference
             rows.append(("onnxruntime silero_vad.onnx, window by window", threads, t, ""))
     else:
-        print(f"(no {onnx}: run scripts/fetch_test_assets.sh for the onnxruntime reference)")
+        print(f"(no {onnx}: see tests/assets/vad/README.md)")
     fw = args.fw_onnx
     if fw is None and importlib.util.find_spec("faster_whisper") is not None:
         import faster_whisper
