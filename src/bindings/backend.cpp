@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "bindings/gil.h"
 #include "bindings/bindings.h"
 #include "core/backend.h"
 #include "core/device.h"
@@ -69,7 +70,7 @@ void init_backend(py::module_& m) {
         .def("synchronize", [](Backend& b) {
             // Taken before waiting: everything held then belongs to copies the wait completes.
             std::vector<std::shared_ptr<void>> done = b.take_held();
-            py::gil_scoped_release nogil;
+            ReleasedGil nogil;
             b.synchronize();
         }, "Waits for all queued work; raises DeviceError for work that failed.")
         .def("__repr__", [](const Backend& b) { return "<Backend " + b.name() + ">"; });

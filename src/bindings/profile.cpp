@@ -4,6 +4,7 @@
 
 #include <pybind11/stl.h>
 
+#include "bindings/gil.h"
 #include "bindings/tensor.h"
 #include "core/backend.h"
 #include "core/graph.h"
@@ -16,7 +17,7 @@ void init_profile(py::module_& m) {
     backend.def("_profile", [](Backend& b, Graph& g, int repeat) {
         GraphProfile p;
         {
-            py::gil_scoped_release nogil;
+            ReleasedGil nogil;
             p = profile_graph(b, g, repeat);
         }
         py::list nodes;
