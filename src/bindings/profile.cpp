@@ -24,9 +24,10 @@ void init_profile(py::module_& m) {
         for (const NodeProfile& n : p.nodes) {
             nodes.append(py::make_tuple(handle(n.node), n.start_us, n.time_us, n.host_us, n.bytes, n.flops));
         }
-        return py::make_tuple(p.backend, p.clock, p.wall_us, nodes);
+        return py::make_tuple(p.backend, p.clock, p.wall_us, nodes, p.aborted);
     }, py::arg("graph"), py::arg("repeat") = 1,
-       "(backend, clock, wall_us, [(node, start_us, time_us, host_us, bytes, flops)]): see Backend.profile.");
+       "(backend, clock, wall_us, [(node, start_us, time_us, host_us, bytes, flops)], aborted): see\n"
+       "Backend.profile.");
 }
 
 }  // namespace mb::bindings
