@@ -13,7 +13,7 @@ from .audio import SAMPLE_RATE, load_audio, read_wav, resample
 from .backend_compute import BackendAudioFeatures, BackendWhisper
 from .compute import WhisperCompute
 from .decoding import DecodingResult, GreedyDecoder, WindowDecoder, compression_ratio, initial_tokens
-from .errors import WhisperError
+from .errors import SettingLimitError, WhisperError
 from .language import detect_language
 from .logit_filters import LogitRules
 from .ggml_types import GgmlType, QuantizedTensor
@@ -44,6 +44,7 @@ __all__ = [
     "Transcript",
     "Whisper",
     "WhisperCompute",
+    "SettingLimitError",
     "WhisperError",
     "WhisperHParams",
     "WhisperModelData",

@@ -48,10 +48,10 @@ from typing import Any
 
 import metal_backend as mb
 
-from .errors import WhisperError
+from .errors import SettingLimitError, WhisperError
 from .mel import CHUNK_SECONDS
 from .model import Whisper
-from .options import DecodingOptions
+from .options import MAX_TEMPERATURES, DecodingOptions
 from .progress_bar import ProgressBar
 from .transcript import Transcript
 from .writers import FORMATS, transcript_dict, write_files
@@ -137,6 +137,12 @@ def temperatures(start: float, increment: float | None) -> tuple[float, ...]:
     if not math.isfinite(increment) or increment < 0:
         raise WhisperError(f"--temperature_increment_on_fallback must be >= 0 (got {increment})")
     count = int(math.floor((1.0 - start) / increment + 1e-6)) + 1 if start <= 1.0 else 1
+    # Counted before any is made: a tiny increment would otherwise build a huge tuple first.
+    if count > MAX_TEMPERATURES:
+        smallest = round((1.0 - start) / (MAX_TEMPERATURES - 1), 6)
+        raise SettingLimitError("--temperature_increment_on_fallback", increment, smallest,
+                                f"from --temperature {start} to 1.0 it gives {count} fallback temperatures, "
+                                f"more than {MAX_TEMPERATURES}")
     return tuple(round(start + i * increment, 6) for i in range(max(count, 1)))
 
 
