@@ -190,7 +190,19 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     transcribed = False  # whether the encoder graph holds a real window (for --profile)
     documents = []
+    claimed: dict[str, str] = {}  # output stem (casefolded) -> the input that writes it
     for audio in args.audio:
+        if args.output_format is not None:
+            # Two inputs with one stem (a/same.wav, b/same.wav) would write the same files; casefolded,
+            # since macOS and Windows file systems do not tell "A" from "a".
+            key = Path(audio).stem.casefold()
+            if key in claimed:
+                print(f"error: {audio}: its output files ({Path(args.output_dir) / Path(audio).stem}.*) would "
+                      f"overwrite those of {claimed[key]}; rename it or transcribe it with another --output_dir",
+                      file=sys.stderr)
+                status = 1
+                continue
+            claimed[key] = audio
         bar = _LongAudioBar(Path(audio).name, enabled=False if args.quiet else None)
         try:
             try:
