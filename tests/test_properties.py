@@ -432,23 +432,23 @@ def step_view(p: Planner):
     shape = tuple(t.shape)
     quant = t.type in QUANTS
     kinds = ["reshape"] if t.is_contiguous() and t.nelements > 0 else []
-    if len(shape) >= 2 and not quant:
-        kinds.append("transpose")
     if len(shape) >= 2:
-        kinds.append("permute")
+        kinds += ["transpose", "permute"]
     kinds.append("slice")
     kind = p.draw(st.sampled_from(kinds))
-    if kind == "transpose":
-        p.add_step(Step("transpose", (a,), mb.ops.transpose, lambda av: (np.swapaxes(av, -1, -2), None), view=True))
-    elif kind == "permute":
+    if kind in ("transpose", "permute"):
         nd = len(shape)
-        if quant:
-            outer = list(p.draw(st.permutations(list(range(nd - 1)))))
-            axes = outer + [nd - 1]
-        else:
-            axes = list(p.draw(st.permutations(list(range(nd)))))
-        p.add_step(Step(f"permute{tuple(axes)}", (a,), lambda x, axes=axes: mb.ops.permute(x, axes),
-                        lambda av, axes=axes: (np.transpose(av, axes), None), view=True))
+        axes = list(range(nd - 2)) + [nd - 1, nd - 2] if kind == "transpose" else \
+            list(p.draw(st.permutations(list(range(nd)))))
+        build = mb.ops.transpose if kind == "transpose" else (lambda x, axes=axes: mb.ops.permute(x, axes))
+        if quant and axes[-1] != nd - 1:
+            # Moving a quantized tensor's dim 0 (numpy's last axis) cuts its blocks, also where a row
+            # is exactly one block and the strides happen to be multiples of it: refused at build.
+            with pytest.raises(mb.InvalidArgumentError, match="cut its blocks"):
+                build(t)
+            return
+        label = "transpose" if kind == "transpose" else f"permute{tuple(axes)}"
+        p.add_step(Step(label, (a,), build, lambda av, axes=axes: (np.transpose(av, axes), None), view=True))
     elif kind == "reshape":
         n = int(np.prod(shape))
         last_choices = [d for d in range(1, n + 1) if n % d == 0 and (not quant or d % 32 == 0)]
@@ -468,8 +468,10 @@ def step_view(p: Planner):
             if quant:
                 return
             n = shape[0]
-            start = p.draw(st.integers(0, n - 1))
-            length = p.draw(st.integers(1, n - start))
+            # An empty tensor has no memory to offset into: its only view starts at 0 (numpy slices
+            # anywhere, but there is no byte to start at).
+            start = p.draw(st.integers(0, n - 1)) if n else 0
+            length = p.draw(st.integers(1, n - start)) if n else 0
             p.add_step(Step(f"slice[{start}:{start + length}]", (a,),
                             lambda x, s=start, l=length, e=nb[0]: mb.ops.view(x, (l,), (e,), s * e),
                             lambda av, s=start, l=length: (av[s:s + l], None), view=True))
@@ -477,7 +479,8 @@ def step_view(p: Planner):
         rows = shape[-2]
         if rows == 0:
             return
-        start = p.draw(st.integers(0, rows - 1))
+        empty = int(np.prod(shape)) == 0  # another dim is 0: as above, the view starts at byte 0
+        start = 0 if empty else p.draw(st.integers(0, rows - 1))
         length = p.draw(st.integers(1, rows - start))
         new = shape[:-2] + (length, shape[-1])
         strides = tuple(nb[nd - 1 - i] for i in range(nd))
@@ -726,6 +729,61 @@ def compute_targets():
 def test_random_graphs_match_numpy(prog):
     for device, params in compute_targets():
         check_program(prog, device, params, again=not params)
+
+
+ALL_QUANTS = (mb.q4_0, mb.q4_1, mb.q5_0, mb.q5_1, mb.q8_0)
+
+
+@st.composite
+def quantized_views(draw):
+    """A block-quantized tensor (rows of 1 to 3 blocks, the one-block case included) and a permute
+    or transpose of it: (type, numpy shape, numpy axes)."""
+    t = draw(st.sampled_from(ALL_QUANTS))
+    nd = draw(st.integers(2, 4))
+    shape = tuple(draw(st.integers(1, 4)) for _ in range(nd - 2)) + (draw(st.sampled_from([1, 2, 32, 64])),
+                                                                      32 * draw(st.integers(1, 3)))
+    axes = (list(range(nd - 2)) + [nd - 1, nd - 2] if draw(st.booleans())
+            else list(draw(st.permutations(list(range(nd))))))
+    return t, shape, axes
+
+
+@settings(settings.get_profile(PROFILE))
+@given(case=quantized_views())
+def test_quantized_permutes_are_refused_or_exact(case):
+    """Issue 24 item 5, as a property over shapes: a permute or transpose of a quantized tensor is
+    refused at build time exactly when it moves dim 0 (numpy's last axis), whatever the strides;
+    otherwise cont, cpy to f32 and mul_mat of the view equal numpy's transpose of the dequantized
+    values on every device."""
+    t, shape, axes = case
+    rng = np.random.default_rng(len(shape) * 1000 + sum(shape))
+    values = rng.standard_normal(shape).astype(np.float32)
+    ref = np.transpose(quantized_values(values, t), axes)
+    ctx = mb.Context()
+    w = ctx.tensor(t, shape)
+    if axes[-1] != len(shape) - 1:
+        with pytest.raises(mb.InvalidArgumentError, match="cut its blocks"):
+            mb.ops.permute(w, axes)
+        return
+    for device, params in compute_targets():
+        ctx = mb.Context()
+        w = ctx.tensor(t, shape)
+        v = mb.ops.permute(w, axes)
+        c = mb.ops.cont(v)
+        f = mb.ops.cpy(v, ctx.tensor(mb.f32, ref.shape))
+        x = ctx.tensor(mb.f32, ref.shape[:-2] + (3, ref.shape[-1]))
+        y = mb.ops.mul_mat(v, x)
+        backend = device.init_backend(params)
+        mb.alloc_ctx_tensors(ctx, backend)
+        w.set(values)
+        xv = rng.standard_normal(x.shape).astype(np.float32)
+        x.set(xv)
+        assert backend.graph_compute(mb.Graph(c, f, y)) == mb.Status.SUCCESS
+        where = f"{t} {shape} permute{tuple(axes)} on {device.name} {params}"
+        np.testing.assert_array_equal(c.get().astype(np.float64), ref, err_msg=where)
+        np.testing.assert_array_equal(f.get().astype(np.float64), ref, err_msg=where)
+        got, want = y.get().astype(np.float64), mul_mat_ref(ref, xv.astype(np.float64))
+        mag = mul_mat_ref(np.abs(ref), np.abs(xv.astype(np.float64)))
+        assert float(np.sum((got - want) ** 2)) <= 5e-4 * float(np.sum(mag ** 2)), where
 
 
 # ------------------------------------------------------------------------------------------ regressions
