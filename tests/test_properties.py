@@ -786,6 +786,82 @@ def test_quantized_permutes_are_refused_or_exact(case):
         assert float(np.sum((got - want) ** 2)) <= 5e-4 * float(np.sum(mag ** 2)), where
 
 
+def _queued_ranges(graph) -> list:
+    """[begin, end) byte ranges queued work reads or writes, as the backend marks them: each computing
+    node's result and its sources (views included, over the bytes they span)."""
+    out = []
+    for n in graph.nodes:
+        if n.op in ("NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE") or n.nelements == 0:
+            continue
+        for t in [n] + [s for s in n.src if s is not None]:
+            if t.nbytes:
+                out.append((t.buffer, t.offset, t.offset + t.nbytes))
+    return out
+
+
+@settings(settings.get_profile(PROFILE))
+@given(prog=programs(max_ops=4), data=st.data())
+def test_host_writes_during_async_work_follow_the_hazard_rule(prog, data):
+    """Issue 24 item 6, as a property: while a random program is queued on MetalSim, a host write
+    (Tensor.set, Buffer.memset, Buffer.set) into any tensor of the pool raises PendingWorkError exactly
+    when its bytes overlap what the queued work reads or writes; after synchronize() every node
+    holds what a compute with no write attempted gives (the write was refused, or touched nothing
+    the work uses)."""
+    sim = next((d for d in mb.devices() if d.name == "MetalSim"), None)
+    if sim is None:
+        pytest.skip("MetalSim not built")
+    ctx = mb.Context()
+    tensors = build(prog, ctx)
+    nodes = [t for t, x in zip(tensors, prog.items) if isinstance(x, Step)]
+    if not nodes:
+        return
+    graph = mb.Graph(nodes)
+    if any(n.op not in ("NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE") and not sim.supports_op(n)
+           for n in graph.nodes):
+        return
+    backend = sim.init_backend()
+    mb.alloc_ctx_tensors(ctx, backend)
+
+    def set_inputs():
+        for t, x in zip(tensors, prog.items):
+            if isinstance(x, Input):
+                t.set(x.values)
+
+    set_inputs()
+    assert backend.graph_compute(graph) == mb.Status.SUCCESS
+    want = [t.get_bytes() if t.is_contiguous() else None for t in tensors]
+    set_inputs()
+    backend.graph_compute_async(graph)
+    ranges = _queued_ranges(graph)
+    i = data.draw(st.integers(0, len(tensors) - 1), label="target")
+    t = tensors[i]
+    kind = data.draw(st.sampled_from(["set", "memset", "buffer.set"]), label="write")
+    if kind == "set" and not (isinstance(prog.items[i], Input) and t.is_contiguous()):
+        kind = "memset"
+    begin, end = t.offset, t.offset + t.nbytes
+    hit = any(b is t.buffer and lo < end and begin < hi for b, lo, hi in ranges) and end > begin
+    try:
+        if kind == "set":
+            t.set(prog.items[i].values)
+        elif kind == "memset":
+            t.buffer.memset(0, begin, end - begin)
+        else:
+            t.buffer.set(np.zeros(end - begin, np.uint8), begin)
+        raised = False
+    except mb.PendingWorkError as e:
+        raised = True
+        assert "graph_compute_async on MetalSim" in str(e)
+    finally:
+        backend.synchronize()
+    assert raised == hit, f"{kind} of #{i} [{begin}, {end}): raised {raised}, overlaps queued work {hit}: " \
+                          f"{prog.describe()}"
+    for j, (tj, w) in enumerate(zip(tensors, want)):
+        # A write that was allowed changed its own bytes (and views of them), nothing else.
+        written = not hit and tj.buffer is t.buffer and tj.offset < end and begin < tj.offset + tj.nbytes
+        if w is not None and not written:
+            assert tj.get_bytes() == w, f"#{j} differs from a compute without the write: {prog.describe()}"
+
+
 # ------------------------------------------------------------------------------------------ regressions
 # Programs that failed (issue 11 items 5 and 8, found by probing and by this suite's NaN injection),
 # kept as regular tests through the same checker.

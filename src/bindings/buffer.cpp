@@ -122,6 +122,7 @@ void init_buffer(py::module_& m) {
             auto info = as_bytes(data, "Buffer::set");
             size_t off = to_size(offset, "Buffer::set", "offset");
             size_t n = static_cast<size_t>(info.size * info.itemsize);
+            check_host_write(b, "Buffer::set", "buffer '" + b.name() + "'", off, n);
             ReleasedGil nogil;
             b.set(info.ptr, off, n);
         }, py::arg("data"), py::arg("offset") = 0, "Copies the bytes of `data` into the buffer at `offset`.")
@@ -140,11 +141,13 @@ void init_buffer(py::module_& m) {
             uint8_t v = byte_value(value, "Buffer::memset");
             size_t off = to_size(offset, "Buffer::memset", "offset");
             size_t n = range_length(b, off, size, "Buffer::memset");
+            check_host_write(b, "Buffer::memset", "buffer '" + b.name() + "'", off, n);
             ReleasedGil nogil;
             b.memset(v, off, n);
         }, py::arg("value"), py::arg("offset") = 0, py::arg("size") = py::none(), "Fills a byte range with `value`.")
         .def("clear", [](Buffer& b, py::object value) {
             uint8_t v = byte_value(value, "Buffer::clear");
+            check_host_write(b, "Buffer::clear", "buffer '" + b.name() + "'", 0, b.size());
             ReleasedGil nogil;
             b.clear(v);
         }, py::arg("value") = 0, "Fills the whole buffer with the byte `value`.")

@@ -217,11 +217,13 @@ void set_data(Tensor& t, py::handle data) {
         if (!PyBuffer_IsContiguous(reinterpret_cast<Py_buffer*>(info.view()), 'C')) {
             fail<InvalidArgumentError>(who, "raw data must be C-contiguous");
         }
+        check_host_write(buf, who, "tensor " + t.describe(), t.data_offset(), n);
         ReleasedGil nogil;
         buf.set(info.ptr, t.data_offset(), n);
         return;
     }
     std::vector<uint8_t> bytes = encode(t, data, who);
+    check_host_write(buf, who, "tensor " + t.describe(), t.data_offset(), bytes.size());
     ReleasedGil nogil;
     buf.set(bytes.data(), t.data_offset(), bytes.size());
 }
