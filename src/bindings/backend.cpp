@@ -1,6 +1,7 @@
 // Backends and their options.
 #include <pybind11/stl.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>

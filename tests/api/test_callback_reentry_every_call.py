@@ -15,6 +15,9 @@ import pytest
 import metal_backend as mb
 from isolated import run_isolated
 
+# Each case is a fresh interpreter (seconds each, dozens of them).
+pytestmark = pytest.mark.slow
+
 # call -> source run inside the callback; `g2` is a one-node graph over other tensors.
 CALLS = {
     "graph_compute": "be.graph_compute(g)",

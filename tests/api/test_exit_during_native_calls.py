@@ -16,6 +16,9 @@ import pytest
 
 from isolated import run_isolated
 
+# Each case is a fresh interpreter (seconds each, dozens of them).
+pytestmark = pytest.mark.slow
+
 SETUP = """
 import threading, time
 import numpy as np

@@ -4,8 +4,11 @@ Hypothesis draws a program: a few input tensors (random shapes, types f32/f16/q8
 takes them, values from a seeded numpy generator so that shrinking works on structure, not on float
 bits) and a chain of ops over them: binary ops with broadcasting, unary ops, scale, norm/rms_norm,
 soft_max(_ext) with masks, sum_rows/mean, mul_mat over f32/f16/q8_0/q4_0 weights, get_rows,
-cpy/cont of views, permute/transpose/reshape/view. The same program is built and computed on the
-CPU and on MetalSim (and Metal where present).
+cpy/cont of views, permute/transpose/reshape/view (of quantized tensors too: those that move dim 0
+must be refused). The same program is built and computed on the CPU and on MetalSim (and Metal
+where present). Two more properties: every permute of a q4_0..q8_0 tensor is refused or exact
+(cont, cpy, mul_mat), and host writes while a program is queued on MetalSim raise exactly when they
+overlap what the queued work reads or writes.
 
 Every node is checked on its own, against a float64 reference computed from the values its sources
 hold on that device after the compute, so a wrong kernel is caught where it is wrong and rounding
@@ -748,6 +751,7 @@ def quantized_views(draw):
     return t, shape, axes
 
 
+@pytest.mark.slow
 @settings(settings.get_profile(PROFILE))
 @given(case=quantized_views())
 def test_quantized_permutes_are_refused_or_exact(case):
@@ -800,6 +804,7 @@ def _queued_ranges(graph) -> list:
     return out
 
 
+@pytest.mark.slow
 @settings(settings.get_profile(PROFILE))
 @given(prog=programs(max_ops=4), data=st.data())
 def test_host_writes_during_async_work_follow_the_hazard_rule(prog, data):
