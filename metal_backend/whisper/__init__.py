@@ -15,7 +15,7 @@ from .audio import SAMPLE_RATE, load_audio, read_wav, resample
 from .backend_compute import BackendAudioFeatures, BackendWhisper
 from .compute import WhisperCompute
 from .decoding import DecodingResult, GreedyDecoder, WindowDecoder, compression_ratio, initial_tokens
-from .errors import WhisperError
+from .errors import SettingLimitError, WhisperError
 from .language import detect_language
 from .logit_filters import LogitRules
 from .loader import load_model_data
@@ -45,6 +45,7 @@ __all__ = [
     "Transcript",
     "Whisper",
     "WhisperCompute",
+    "SettingLimitError",
     "WhisperError",
     "WhisperHParams",
     "WhisperModelData",
