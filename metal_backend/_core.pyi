@@ -27,6 +27,12 @@ class Type(enum.Enum):
     q5_0 = 6
     q5_1 = 7
     q8_0 = 8
+    q2_K = 10
+    q3_K = 11
+    q4_K = 12
+    q5_K = 13
+    q6_K = 14
+    q8_K = 15
     i32 = 26
     bf16 = 30
     @property
@@ -48,6 +54,12 @@ q4_1: Type
 q5_0: Type
 q5_1: Type
 q8_0: Type
+q2_K: Type
+q3_K: Type
+q4_K: Type
+q5_K: Type
+q6_K: Type
+q8_K: Type
 types: Tuple[Type, ...]
 
 def quantize(array: Any, type: Type) -> bytes: ...

@@ -18,7 +18,7 @@ namespace mb::metal {
 namespace {
 
 bool conversion(Type from, Type to) {
-    if (from == to) return true;
+    if (from == to) return from != Type::Q8_K;
     switch (from) {
         case Type::F32:
             return true;
@@ -32,6 +32,14 @@ bool conversion(Type from, Type to) {
         case Type::Q5_1:
         case Type::Q8_0:
             return to == Type::F32 || to == Type::F16;
+        case Type::Q2_K:
+        case Type::Q3_K:
+        case Type::Q4_K:
+        case Type::Q5_K:
+        case Type::Q6_K:
+            return to == Type::F32 || to == Type::F16;  // nothing quantizes to them on the GPU
+        case Type::Q8_K:
+            return false;
     }
     return false;
 }
