@@ -21,7 +21,8 @@ bool conversion(Type from, Type to) {
     if (from == to) return from != Type::Q8_K;
     switch (from) {
         case Type::F32:
-            return true;
+            // Quantizing on the GPU: the 32-value block types (as ggml-metal), not the k-quants.
+            return !type_traits(to).is_quantized || type_traits(to).block_size == 32;
         case Type::F16:
         case Type::BF16:
         case Type::I32:
