@@ -52,11 +52,15 @@ from ._core import (
     q5_K,
     q6_K,
     q8_K,
+    iq4_nl,
+    iq4_xs,
+    mxfp4,
     quantize,
     registries,
     types,
 )
 from . import ops
+from .io import gguf
 from .profile import Profile, ProfileNode
 from .profile import profile as _profile
 
@@ -148,6 +152,7 @@ __all__ = [
     "f16",
     "f32",
     "from_dlpack",
+    "gguf",
     "i32",
     "ops",
     "q4_0",
@@ -161,6 +166,9 @@ __all__ = [
     "q5_K",
     "q6_K",
     "q8_K",
+    "iq4_nl",
+    "iq4_xs",
+    "mxfp4",
     "quantize",
     "registries",
     "types",

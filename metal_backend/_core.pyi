@@ -33,6 +33,9 @@ class Type(enum.Enum):
     q5_K = 13
     q6_K = 14
     q8_K = 15
+    iq4_nl = 20
+    iq4_xs = 23
+    mxfp4 = 39
     i32 = 26
     bf16 = 30
     @property
@@ -60,6 +63,9 @@ q4_K: Type
 q5_K: Type
 q6_K: Type
 q8_K: Type
+iq4_nl: Type
+iq4_xs: Type
+mxfp4: Type
 types: Tuple[Type, ...]
 
 def quantize(array: Any, type: Type) -> bytes: ...

@@ -153,6 +153,12 @@ template [[host_name("kernel_cpy_q4_1_f16")]] kernel kernel_cpy_q_t kernel_cpy_q
 template [[host_name("kernel_cpy_q5_0_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q5_0, half>;
 template [[host_name("kernel_cpy_q5_1_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q5_1, half>;
 template [[host_name("kernel_cpy_q8_0_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q8_0, half>;
+template [[host_name("kernel_cpy_iq4_nl_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_iq4_nl, float>;
+template [[host_name("kernel_cpy_iq4_nl_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_iq4_nl, half>;
+template [[host_name("kernel_cpy_iq4_xs_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_iq4_xs, float>;
+template [[host_name("kernel_cpy_iq4_xs_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_iq4_xs, half>;
+template [[host_name("kernel_cpy_mxfp4_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_mxfp4, float>;
+template [[host_name("kernel_cpy_mxfp4_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_mxfp4, half>;
 template [[host_name("kernel_cpy_q2_K_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q2_K, float>;
 template [[host_name("kernel_cpy_q2_K_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q2_K, half>;
 template [[host_name("kernel_cpy_q3_K_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q3_K, float>;
@@ -169,6 +175,9 @@ template [[host_name("kernel_cpy_q4_1_q4_1")]] kernel kernel_cpy_q_q_t kernel_cp
 template [[host_name("kernel_cpy_q5_0_q5_0")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q5_0>;
 template [[host_name("kernel_cpy_q5_1_q5_1")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q5_1>;
 template [[host_name("kernel_cpy_q8_0_q8_0")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q8_0>;
+template [[host_name("kernel_cpy_iq4_nl_iq4_nl")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_iq4_nl>;
+template [[host_name("kernel_cpy_iq4_xs_iq4_xs")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_iq4_xs>;
+template [[host_name("kernel_cpy_mxfp4_mxfp4")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_mxfp4>;
 template [[host_name("kernel_cpy_q2_K_q2_K")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q2_K>;
 template [[host_name("kernel_cpy_q3_K_q3_K")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q3_K>;
 template [[host_name("kernel_cpy_q4_K_q4_K")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q4_K>;

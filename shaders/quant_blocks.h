@@ -198,6 +198,70 @@ static inline int mb_qb_k3_scale(int j, MB_QB_THREAD const uint8_t * s) {
     return lo | (hi << 4);
 }
 
+// ---------------------------------------------------------------- non-linear 4-bit types
+//
+// The code picks a value from a 16-entry table instead of standing for itself.
+//   iq4_nl  32 values: value = d * kvalues_iq4nl[q], q as q4_0's nibbles (element j < 16 low nibble of
+//           qs[j], element j + 16 its high nibble).
+//   iq4_xs  256 values in 8 sub-blocks of 32: value = d * (ls - 32) * kvalues_iq4nl[q], ls the 6-bit
+//           sub-block scale (low nibble from scales_l[b / 2], bits 2b..2b+1 of scales_h on top); each
+//           sub-block's codes laid out as iq4_nl's in qs[16 b .. 16 b + 15].
+//   mxfp4   32 values: value = kvalues_mxfp4[q] * 2^(e - 128) (e an E8M0 exponent; the table holds twice
+//           the E2M1 values), codes as iq4_nl's.
+#if defined(__METAL_VERSION__)
+#define MB_QB_TABLE constant
+#else
+#define MB_QB_TABLE static const
+#endif
+
+MB_QB_TABLE int8_t mb_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+MB_QB_TABLE int8_t mb_kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+typedef struct {
+    MB_QB_HALF d;
+    uint8_t qs[MB_QK / 2];
+} block_iq4_nl;
+
+typedef struct {
+    MB_QB_HALF d;
+    uint16_t scales_h;
+    uint8_t scales_l[MB_QK_K / 64];
+    uint8_t qs[MB_QK_K / 2];
+} block_iq4_xs;
+
+typedef struct {
+    uint8_t e;
+    uint8_t qs[MB_QK / 2];
+} block_mxfp4;
+
+static_assert(sizeof(block_iq4_nl) == 18, "iq4_nl block must match ggml");
+static_assert(sizeof(block_iq4_xs) == 136, "iq4_xs block must match ggml");
+static_assert(sizeof(block_mxfp4) == 17, "mxfp4 block must match ggml");
+#if !defined(__METAL_VERSION__)
+static_assert(offsetof(block_iq4_nl, qs) == 2, "iq4_nl layout must match ggml");
+static_assert(offsetof(block_iq4_xs, scales_h) == 2 && offsetof(block_iq4_xs, scales_l) == 4 &&
+                  offsetof(block_iq4_xs, qs) == 8,
+              "iq4_xs layout must match ggml");
+static_assert(offsetof(block_mxfp4, qs) == 1, "mxfp4 layout must match ggml");
+#endif
+
+// The 6-bit scale (stored with +32) of sub-block b (0..7) of an iq4_xs block.
+static inline int mb_qb_iq4xs_scale(int b, uint32_t scales_h, MB_QB_THREAD const uint8_t * scales_l) {
+    return int(((scales_l[b / 2] >> (4 * (b % 2))) & 0xF) | (((scales_h >> (2 * b)) & 3u) << 4));
+}
+
+// 2^(e - 128): mxfp4's scale (half the E8M0 value, as the table holds twice the E2M1 values).
+static inline float mb_qb_e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? (0x00200000u << e) : (uint32_t(e - 1) << 23);
+#if defined(__METAL_VERSION__) || defined(MB_MSL_SHIM)
+    return metal::as_type<float>(bits);
+#else
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+#endif
+}
+
 // ---------------------------------------------------------------- quantizing 32 floats into a block
 
 #if defined(__METAL_VERSION__) || defined(MB_MSL_SHIM)

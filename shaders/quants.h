@@ -186,6 +186,37 @@ inline void dequantize16(device const block_q6_K * b, int il, thread float * out
     }
 }
 
+// The table types: half il of an iq4_nl / mxfp4 block, group il (0..15) of an iq4_xs block.
+inline void dequantize16(device const block_iq4_nl * b, int il, thread float * out) {
+    const float d = float(b->d);
+    const int shift = il * 4;
+    for (int j = 0; j < 16; ++j) {
+        out[j] = d * float(mb_kvalues_iq4nl[(b->qs[j] >> shift) & 0x0f]);
+    }
+}
+
+inline void dequantize16(device const block_mxfp4 * b, int il, thread float * out) {
+    const float d = mb_qb_e8m0_half(b->e);
+    const int shift = il * 4;
+    for (int j = 0; j < 16; ++j) {
+        out[j] = float(mb_kvalues_mxfp4[(b->qs[j] >> shift) & 0x0f]) * d;
+    }
+}
+
+inline void dequantize16(device const block_iq4_xs * b, int il, thread float * out) {
+    const int sub = il / 2;
+    uchar sl[MB_QK_K / 64];
+    for (int j = 0; j < MB_QK_K / 64; ++j) {
+        sl[j] = b->scales_l[j];
+    }
+    const float dl = float(b->d) * float(mb_qb_iq4xs_scale(sub, uint(b->scales_h), sl) - 32);
+    device const uchar * qs = b->qs + 16 * sub;
+    const int shift = 4 * (il % 2);
+    for (int j = 0; j < 16; ++j) {
+        out[j] = dl * float(mb_kvalues_iq4nl[(qs[j] >> shift) & 0x0f]);
+    }
+}
+
 // ---------------------------------------------------------------- 32 f32 values to one block
 
 // The scale a quantizer found, as stored: a block that held a NaN gets the quiet NaN.
@@ -283,6 +314,22 @@ inline void load16(device const block_q5_K * p, int k, int K, thread float * out
 
 inline void load16(device const block_q6_K * p, int k, int K, thread float * out) {
     dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline void load16(device const block_iq4_nl * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK, (k / 16) % 2, out);
+}
+
+inline void load16(device const block_mxfp4 * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK, (k / 16) % 2, out);
+}
+
+inline void load16(device const block_iq4_xs * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline int mb_qk(device const block_iq4_xs * p) {
+    return MB_QK_K;
 }
 
 // Values per block of a block type.

@@ -169,6 +169,9 @@ template [[host_name("kernel_get_rows_q4_1")]] kernel kernel_get_rows_q_t kernel
 template [[host_name("kernel_get_rows_q5_0")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q5_0>;
 template [[host_name("kernel_get_rows_q5_1")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q5_1>;
 template [[host_name("kernel_get_rows_q8_0")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q8_0>;
+template [[host_name("kernel_get_rows_iq4_nl")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_iq4_nl>;
+template [[host_name("kernel_get_rows_iq4_xs")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_iq4_xs>;
+template [[host_name("kernel_get_rows_mxfp4")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_mxfp4>;
 template [[host_name("kernel_get_rows_q2_K")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q2_K>;
 template [[host_name("kernel_get_rows_q3_K")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q3_K>;
 template [[host_name("kernel_get_rows_q4_K")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q4_K>;

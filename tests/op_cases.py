@@ -673,9 +673,10 @@ layout_cases()
 rope_cases()
 
 
-# ggml's super-block types (blocks of 256): mat-vec, the small-batch and tiled GEMM paths, broadcast,
+# ggml's super-block types (blocks of 256), iq4_nl, iq4_xs and mxfp4: mat-vec, the small-batch and tiled GEMM paths, broadcast,
 # get_rows, and copies out of them (and, on the CPU, into them).
-K_QUANTS = ((mb.q2_K, "q2_K"), (mb.q3_K, "q3_K"), (mb.q4_K, "q4_K"), (mb.q5_K, "q5_K"), (mb.q6_K, "q6_K"))
+K_QUANTS = ((mb.q2_K, "q2_K"), (mb.q3_K, "q3_K"), (mb.q4_K, "q4_K"), (mb.q5_K, "q5_K"), (mb.q6_K, "q6_K"),
+            (mb.iq4_nl, "iq4_nl"), (mb.iq4_xs, "iq4_xs"), (mb.mxfp4, "mxfp4"))
 
 
 def super_block_cases():

@@ -28,8 +28,11 @@ enum class Type : int32_t {
     Q5_K = 13,
     Q6_K = 14,
     Q8_K = 15,
+    IQ4_NL = 20,
+    IQ4_XS = 23,
     I32 = 26,
     BF16 = 30,
+    MXFP4 = 39,
 };
 
 struct TypeTraits {
@@ -63,7 +66,7 @@ inline uint32_t load_qh(const uint8_t* qh) {
 const TypeTraits& type_traits(Type t);
 Type type_from_id(int32_t id);
 
-// f32 f16 bf16 i32 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K q8_K
+// f32 f16 bf16 i32 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K q8_K iq4_nl iq4_xs mxfp4
 const std::vector<Type>& all_types();
 
 // Bytes taken by ne0 consecutive elements; throws InvalidArgumentError unless ne0 is a

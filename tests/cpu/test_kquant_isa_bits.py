@@ -15,7 +15,7 @@ import metal_backend as mb
 
 CPU = mb.device("CPU")
 ISA_NAMES = {0: "portable", 1: "avx2", 2: "avx512"}
-K_QUANTS = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K"]
+K_QUANTS = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_xs"]
 
 
 def _caps() -> list[int]:

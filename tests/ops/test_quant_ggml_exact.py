@@ -1,4 +1,4 @@
-"""ggml's super-block and non-linear quantized types against ggml itself and gguf-py.
+"""ggml's super-block (k-quants), non-linear (iq4_nl, iq4_xs) and mxfp4 types against ggml and gguf-py.
 
 mb.quantize must give ggml's bytes (ggml-python's libggml: ggml_quantize_chunk, which runs the
 reference quantizers quantize_row_*_ref without an importance matrix; q8_K through its type traits'
@@ -26,9 +26,12 @@ TYPES = {
     "q4_K": (12, GT.Q4_K),
     "q5_K": (13, GT.Q5_K),
     "q6_K": (14, GT.Q6_K),
+    "iq4_nl": (20, GT.IQ4_NL),
+    "iq4_xs": (23, GT.IQ4_XS),
+    "mxfp4": (39, GT.MXFP4),
 }
 SIZES = {"q2_K": (256, 84), "q3_K": (256, 110), "q4_K": (256, 144), "q5_K": (256, 176), "q6_K": (256, 210),
-         "q8_K": (256, 292)}
+         "q8_K": (256, 292), "iq4_nl": (32, 18), "iq4_xs": (256, 136), "mxfp4": (32, 17)}
 
 
 def _ggml_base() -> ctypes.CDLL:
@@ -117,7 +120,7 @@ def _rows(rng: np.random.Generator):
 
 
 ROWS = list(_rows(np.random.default_rng(20261201)))
-QUANTIZABLE = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_K"]
+QUANTIZABLE = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_K", "iq4_nl", "iq4_xs", "mxfp4"]
 
 
 def _first_difference(got: bytes, want: bytes, size: int) -> str:
@@ -135,9 +138,9 @@ def test_type_traits(name):
     block, size = SIZES[name]
     assert (t.block_size, t.type_size, t.is_quantized, t.name) == (block, size, True, name)
     assert t in mb.types and repr(t) == f"mb.{name}"
-    assert t.row_size(512) == 2 * size
-    with pytest.raises(mb.InvalidArgumentError, match=r"block size 256"):
-        t.row_size(128)
+    assert t.row_size(512) == 512 // block * size
+    with pytest.raises(mb.InvalidArgumentError, match=rf"block size {block}"):
+        t.row_size(block + 16)
 
 
 @pytest.mark.parametrize("name", QUANTIZABLE)
@@ -146,7 +149,7 @@ def test_quantize_matches_ggml(name, label, x):
     t = getattr(mb, name)
     got = mb.quantize(x, t)
     want = ggml_quantize(x, name)
-    assert len(got) == len(want) == x.size // 256 * t.type_size
+    assert len(got) == len(want) == x.size // t.block_size * t.type_size
     if got != want:
         pytest.fail(f"{name} {label}: " + _first_difference(got, want, t.type_size))
 
@@ -189,11 +192,12 @@ def test_round_trip_error_is_small(name):
     rng = np.random.default_rng(11)
     x = rng.standard_normal((16, 256)).astype(np.float32)
     y = mb.dequantize(mb.quantize(x, getattr(mb, name)), getattr(mb, name), x.shape)
-    bound = {"q2_K": 0.5, "q3_K": 0.3, "q4_K": 0.12, "q5_K": 0.06, "q6_K": 0.03}[name]
+    bound = {"q2_K": 0.5, "q3_K": 0.3, "q4_K": 0.12, "q5_K": 0.06, "q6_K": 0.03, "iq4_nl": 0.12, "iq4_xs": 0.12,
+             "mxfp4": 0.2}[name]
     assert np.sqrt(np.mean((x - y) ** 2)) < bound
 
 
-@pytest.mark.parametrize("name", QUANTIZABLE)
+@pytest.mark.parametrize("name", [n for n in QUANTIZABLE if SIZES[n][0] == 256])
 def test_partial_super_block_raises(name):
     with pytest.raises(mb.InvalidArgumentError, match=r"256"):
         mb.quantize(np.zeros(32, np.float32), getattr(mb, name))

@@ -38,6 +38,9 @@ bool conversion_allowed(Type from, Type to) {
         case Type::Q5_K:
         case Type::Q6_K:
         case Type::Q8_K:
+        case Type::IQ4_NL:
+        case Type::IQ4_XS:
+        case Type::MXFP4:
             return to_f32 || to == Type::F16;
     }
     return false;

@@ -118,6 +118,9 @@ bool is_weight_type(Type t) {
         case Type::Q4_K:
         case Type::Q5_K:
         case Type::Q6_K:
+        case Type::IQ4_NL:
+        case Type::IQ4_XS:
+        case Type::MXFP4:
             return true;
         default:
             return false;

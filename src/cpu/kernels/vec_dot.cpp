@@ -554,6 +554,9 @@ VecDotFn vec_dot_fn(Type a, VecType vt) {
     if (vt == VecType::Q8K) {
         return vec_dot_k_fn(a);
     }
+    if (VecDotFn f = vt == VecType::Q8 ? vec_dot_table_fn(a) : nullptr) {
+        return f;
+    }
     const DotPair p = dot_pair(a, vt);
 #if defined(MB_SIMD_X86)
     if (p.vnni != nullptr && simd_usable()) {

@@ -24,8 +24,8 @@ struct BlockQ8Act {
 enum class VecType {
     F32,  // f32, f16 (with f32 activations) and bf16 weights: activations stay f32
     F16,  // f16 weights with f16 activations (conv_1d after an f16 im2col)
-    Q8,   // q4_0 q4_1 q5_0 q5_1 q8_0 weights: activations as BlockQ8Act
-    Q8K,  // k-quant weights (q2_K .. q6_K): activations as q8_K blocks (vec_dot_k.h)
+    Q8,   // q4_0 q4_1 q5_0 q5_1 q8_0 iq4_nl mxfp4 weights: activations as BlockQ8Act
+    Q8K,  // k-quant (q2_K .. q6_K) and iq4_xs weights: activations as q8_K blocks (vec_dot_k.h)
 };
 
 // The activation form for weights of type a and activations of type b (f32, or f16 with f16 a).

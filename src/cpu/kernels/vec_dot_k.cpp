@@ -15,6 +15,7 @@
 #include "core/fp16.h"
 #include "core/quants_k.h"
 #include "cpu/kernels/simd.h"
+#include "cpu/kernels/vec_dot.h"
 
 namespace mb {
 
@@ -213,7 +214,57 @@ MB_TARGET_AVX2 float dot_k_avx2(int64_t k, const void* va, const void* vb) {
 
 #endif
 
+// ---- the table types
+
+inline int32_t table_dot32(const uint8_t* qs, const int8_t* table, const int8_t* y) {
+    int32_t s = 0;
+    for (int j = 0; j < 16; ++j) {
+        s += int32_t(table[qs[j] & 0xF]) * y[j] + int32_t(table[qs[j] >> 4]) * y[j + 16];
+    }
+    return s;
+}
+
+inline float block_scale(const block_iq4_nl& b) { return fp16_to_fp32(b.d); }
+inline float block_scale(const block_mxfp4& b) { return mb_qb_e8m0_half(b.e); }
+inline const int8_t* table_of(const block_iq4_nl&) { return mb_kvalues_iq4nl; }
+inline const int8_t* table_of(const block_mxfp4&) { return mb_kvalues_mxfp4; }
+
+template <class Block>
+float dot_table32(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const Block*>(va);
+    const auto* b = static_cast<const BlockQ8Act*>(vb);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < k / MB_QK; ++i) {
+        acc = std::fma(block_scale(a[i]) * b[i].d, float(table_dot32(a[i].qs, table_of(a[i]), b[i].qs)), acc);
+    }
+    return acc;
+}
+
+float dot_iq4_xs(int64_t k, const void* va, const void* vb) {
+    const auto* a = static_cast<const block_iq4_xs*>(va);
+    const auto* b = static_cast<const block_q8_K*>(vb);
+    float acc = 0.0f;
+    for (int64_t i = 0; i < k / kQK; ++i) {
+        int32_t isum = 0;
+        for (int s = 0; s < kQK / 32; ++s) {
+            const int32_t ls = mb_qb_iq4xs_scale(s, a[i].scales_h, a[i].scales_l) - 32;
+            isum += ls * table_dot32(a[i].qs + 16 * s, mb_kvalues_iq4nl, b[i].qs + 32 * s);
+        }
+        acc = std::fma(fp16_to_fp32(a[i].d) * b[i].d, float(isum), acc);
+    }
+    return acc;
+}
+
 }  // namespace
+
+VecDotKFn vec_dot_table_fn(Type t) {
+    switch (t) {
+        case Type::IQ4_NL: return dot_table32<block_iq4_nl>;
+        case Type::MXFP4: return dot_table32<block_mxfp4>;
+        case Type::IQ4_XS: return dot_iq4_xs;
+        default: return nullptr;
+    }
+}
 
 bool is_k_quant(Type t) {
     switch (t) {
@@ -222,6 +273,7 @@ bool is_k_quant(Type t) {
         case Type::Q4_K:
         case Type::Q5_K:
         case Type::Q6_K:
+        case Type::IQ4_XS:  // also paired with q8_K activations
             return true;
         default:
             return false;
@@ -239,6 +291,7 @@ void quantize_row_q8_K_act(const float* x, block_q8_K* y, int64_t k) {
 }
 
 VecDotKFn vec_dot_k_portable_fn(Type t) {
+    if (VecDotKFn f = vec_dot_table_fn(t)) return f;
     switch (t) {
         case Type::Q2_K: return dot_k_portable<block_q2_K>;
         case Type::Q3_K: return dot_k_portable<block_q3_K>;
@@ -251,6 +304,7 @@ VecDotKFn vec_dot_k_portable_fn(Type t) {
 }
 
 VecDotKFn vec_dot_k_fn(Type t) {
+    if (VecDotKFn f = vec_dot_table_fn(t)) return f;
 #if defined(MB_SIMD_X86)
     if (cpu_has_avx2_fma_f16c()) {
         switch (t) {

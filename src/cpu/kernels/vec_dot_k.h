@@ -11,7 +11,7 @@
 
 namespace mb {
 
-// Whether t is a k-quant weight type with a q8_K dot product here.
+// Whether t is a weight type whose dot products take q8_K activations (the k-quants and iq4_xs).
 bool is_k_quant(Type t);
 
 // One activation row of k floats (k a multiple of 256) as q8_K blocks. A super-block holding a NaN
@@ -25,5 +25,10 @@ using VecDotKFn = float (*)(int64_t k, const void* a, const void* b);
 VecDotKFn vec_dot_k_fn(Type t);
 // The portable kernel, whatever the CPU (tests compare the two).
 VecDotKFn vec_dot_k_portable_fn(Type t);
+
+// The table types (iq4_nl, mxfp4 with BlockQ8Act activations of vec_dot.h; iq4_xs with q8_K): the
+// table values times the activation codes summed in int32 per block, then one fused multiply-add by
+// the two scales. One portable kernel for every instruction set; nullptr for other types.
+VecDotKFn vec_dot_table_fn(Type t);
 
 }  // namespace mb
