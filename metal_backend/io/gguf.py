@@ -172,35 +172,42 @@ class GGUFFile:
     def load(self, device_or_buffer_type=None) -> Dict[str, Any]:
         """The tensors, name -> mb.Tensor (in one Context).
 
-        With None or a device that can wrap host memory (caps.buffer_from_host_ptr), the tensors lie in
-        one mapped buffer over a copy-on-write mmap of the file: no copy, and writing a tensor never
-        writes the file. With a buffer type, or a device that cannot wrap host memory, the data is
-        copied into a buffer of that type (its default one for a device)."""
-        dev_or_buft = device_or_buffer_type
-        if dev_or_buft is None:
-            dev_or_buft = _core.device("CPU")
+        With None (the CPU) or a device that can wrap host memory (caps.buffer_from_host_ptr), each
+        tensor lies in a mapped buffer over its bytes in a copy-on-write mmap of the file: no copy, and
+        writing a tensor never writes the file. With a buffer type, or where the device refuses to wrap
+        the memory, the data is copied into one buffer of that type (a device's default one)."""
+        target = device_or_buffer_type
+        if target is None:
+            from .. import device
+
+            target = device("CPU")
         ctx = _core.Context()
-        made = []
-        for info in self.tensors:
-            made.append((info, ctx.tensor(info.type, info.shape, name=info.name)))
-        size = len(self._mmap) - self.data_offset
-        if isinstance(dev_or_buft, _core.Device) and dev_or_buft.props.caps.buffer_from_host_ptr:
-            # The whole file is mapped; tensors sit at data_offset + offset in it.
-            buf = dev_or_buft.buffer_from_host_ptr(self._mmap)
-            base = self.data_offset
-        else:
-            buft = dev_or_buft.buffer_type if isinstance(dev_or_buft, _core.Device) else dev_or_buft
-            align = max(int(buft.alignment), 1)
-            buf = buft.alloc(max(size, 1) + align)
-            base = 0
-            for info, _ in made:
-                buf.set(memoryview(self._mmap)[self.data_offset + info.offset:
-                                               self.data_offset + info.offset + info.nbytes], info.offset)
-        out = {}
-        for info, t in made:
-            t.place(buf, base + info.offset)
-            out[info.name] = t
-        return out
+        made = [(info, ctx.tensor(info.type, info.shape, name=info.name)) for info in self.tensors]
+        view = memoryview(self._mmap)
+        if isinstance(target, _core.Device) and target.props.caps.buffer_from_host_ptr:
+            try:
+                for info, t in made:
+                    start = self.data_offset + info.offset
+                    t.place(target.buffer_from_host_ptr(view[start:start + max(info.nbytes, 1)]), 0)
+                return {info.name: t for info, t in made}
+            except _core.InvalidArgumentError:
+                # This device cannot wrap these addresses (alignment): copy instead.
+                ctx = _core.Context()
+                made = [(info, ctx.tensor(info.type, info.shape, name=info.name)) for info in self.tensors]
+        buft = target.buffer_type if isinstance(target, _core.Device) else target
+        align = max(int(buft.alignment), 1)
+        offsets = []
+        total = 0
+        for info, _ in made:
+            offsets.append(total)
+            total += -(-max(info.nbytes, 1) // align) * align
+        buf = buft.alloc(max(total, 1))
+        for (info, t), off in zip(made, offsets):
+            start = self.data_offset + info.offset
+            if info.nbytes:
+                buf.set(view[start:start + info.nbytes], off)
+            t.place(buf, off)
+        return {info.name: t for info, t in made}
 
 
 def open(path) -> GGUFFile:  # noqa: A001 - the API's name (mb.gguf.open)
@@ -211,11 +218,8 @@ def open(path) -> GGUFFile:  # noqa: A001 - the API's name (mb.gguf.open)
         if size == 0:
             raise GGUFError(f"[gguf.open] {path}: the file is empty (a GGUF file starts with b'GGUF')")
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
-    try:
-        return _parse(path, mm)
-    except BaseException:
-        mm.close()
-        raise
+    # On an error the mapping is left to the garbage collector: the traceback may still hold views of it.
+    return _parse(path, mm)
 
 
 def _parse(path: str, mm: mmap.mmap) -> GGUFFile:
