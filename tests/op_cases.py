@@ -687,3 +687,33 @@ copy_cases()
 rows_cases()
 layout_cases()
 rope_cases()
+
+
+# ggml's super-block types (blocks of 256), iq4_nl, iq4_xs and mxfp4: mat-vec, the small-batch and tiled GEMM paths, broadcast,
+# get_rows, and copies out of them (and, on the CPU, into them).
+K_QUANTS = ((mb.q2_K, "q2_K"), (mb.q3_K, "q3_K"), (mb.q4_K, "q4_K"), (mb.q5_K, "q5_K"), (mb.q6_K, "q6_K"),
+            (mb.iq4_nl, "iq4_nl"), (mb.iq4_xs, "iq4_xs"), (mb.mxfp4, "mxfp4"))
+
+
+def super_block_cases():
+    shapes = [
+        ("matvec", (17, 256), (1, 256)),
+        ("small_batch", (33, 512), (5, 512)),
+        ("batch", (19, 768), (37, 768)),
+        ("broadcast", (2, 1, 9, 256), (2, 3, 4, 256)),
+    ]
+    for t, tn in K_QUANTS:
+        for label, sa, sb in shapes:
+            case(f"mul_mat/{tn}xf32/{label}", "MUL_MAT", [In(sa, t), In(sb)], mb.ops.mul_mat, mul_mat_ref, MM_Q)
+        case(f"get_rows/{tn}/batched", "GET_ROWS", [In((3, 10, 512), t), In((3, 4), mb.i32, "index:10")],
+             mb.ops.get_rows, lambda a, i: np.stack([a[j][i[j].astype(int)] for j in range(a.shape[0])]), EXACT)
+        for dt, dn in ((mb.f32, "f32"), (mb.f16, "f16")):
+            case(f"cpy/{tn}_{dn}/contiguous", "CPY", [In((3, 2, 512), t), In((3, 2, 512), dt, "zeros")],
+                 lambda a, b: mb.ops.cpy(a, b), ref_bytes=lambda v, r, dt=dt: quantized_bytes(v[0], dt))
+        case(f"cpy/f32_{tn}/contiguous", "CPY", [In((3, 2, 512)), In((3, 2, 512), t, "zeros")],
+             lambda a, b: mb.ops.cpy(a, b), ref_bytes=lambda v, r, t=t: quantized_bytes(v[0], t))
+    case("mul_mat/q4_Kxf32/whisper_mlp", "MUL_MAT", [In((1536, 512), mb.q4_K), In((300, 512))], mb.ops.mul_mat,
+         mul_mat_ref, MM_Q)
+
+
+super_block_cases()
