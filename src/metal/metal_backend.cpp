@@ -105,6 +105,12 @@ Status MetalBackend::encode_graph(Graph& graph, bool timed) {
         if (op_is_view(node->op)) continue;
         // Refused even when empty: what a device supports must not depend on the sizes that day.
         if (!metal::supports_op(props, *node)) fail_cannot_run(who, device_->name(), *node);
+        if (!device_->supports_op(*node)) {
+            // Its rules allow it: its shader family did not compile.
+            fail<UnsupportedOpError>(who, device_->name(), " cannot run ", op_name(node->op), " -> ", node->describe(),
+                                     ": its shader family '", shader_family(node->op), "' ",
+                                     device_->shader_family_state(node->op));
+        }
         if (!computes(*node)) continue;
         hold(*node);
         for (Tensor* s : node->src) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -119,6 +120,15 @@ struct RuntimeOption {
 };
 using OptionValues = std::map<std::string, int64_t>;
 
+// How compiling one shader family went. A family is the kernels of one shaders/<family>.metal,
+// compiled as a library of its own, so that a family the compiler rejects costs only its own ops.
+struct FamilyResult {
+    std::string family;
+    bool ok = false;
+    std::string error;      // the compiler's own message when !ok
+    double compile_ms = 0;  // wall time of this family's compile
+};
+
 class Runtime {
 public:
     virtual ~Runtime() = default;
@@ -130,7 +140,23 @@ public:
     // Wraps [ptr, ptr + size) without copy; ptr and size page-aligned; size <= max_buffer_size.
     virtual std::shared_ptr<RtBuffer> map(void* ptr, size_t size) = 0;
 
-    // Throws UnsupportedOpError for an unknown kernel, InvalidArgumentError for bad constants.
+    // The shader families by name (the stems of shaders/*.metal, in name order).
+    virtual std::vector<std::string> shader_families() const = 0;
+    // Compiles every family of `families` at the same time and returns when all are done; `done` is
+    // called once per family as it finishes, from any thread. A family compiled before is not compiled
+    // again (its result is reported as it was). A rejected family is a result, never an exception;
+    // an unknown name throws InvalidArgumentError.
+    virtual void compile_families(const std::vector<std::string>& families,
+                                  const std::function<void(const FamilyResult&)>& done) = 0;
+    // Makes these families fail to compile from now on, as Apple's compiler might reject them, and
+    // forgets every earlier compile result. False where the runtime cannot (real Metal).
+    virtual bool reject_families(const std::vector<std::string>& families) { return false; }
+    // Makes each family's compile take this long per kernel, to model a compiler (MetalSim only;
+    // false elsewhere).
+    virtual bool set_compile_cost(int64_t us_per_kernel) { return false; }
+
+    // A kernel of a compiled family. Throws UnsupportedOpError for a kernel in no compiled family,
+    // InvalidArgumentError for bad constants.
     virtual std::shared_ptr<Pipeline> pipeline(const std::string& name, const std::vector<FunctionConstant>& constants) = 0;
     // Switches this runtime offers for its command buffers (each a backend option of the same name);
     // real Metal offers none.
