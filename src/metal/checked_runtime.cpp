@@ -163,6 +163,7 @@ public:
         return inner_->status();
     }
     std::string error() const override { return invalid_.empty() ? inner_->error() : invalid_; }
+    void set_label(const std::string& label) override { inner_->set_label(label); }
     void time_dispatches() override { inner_->time_dispatches(); }
     // Dispatches of an empty grid were not passed on: the runtime's entries are those it ran.
     DeviceTiming timing() const override { return invalid_.empty() ? inner_->timing() : DeviceTiming{}; }
@@ -227,6 +228,7 @@ public:
     }
 
     bool set_compile_cost(int64_t us_per_kernel) override { return inner_->set_compile_cost(us_per_kernel); }
+    bool set_fault_kernels(const std::vector<std::string>& kernels) override { return inner_->set_fault_kernels(kernels); }
 
     std::vector<RuntimeOption> options() const override { return inner_->options(); }
     std::unique_ptr<CommandBuffer> command_buffer(const OptionValues& options) override {

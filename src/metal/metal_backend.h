@@ -45,13 +45,14 @@ private:
         void* dst;
         size_t n;
     };
-    void commit(std::unique_ptr<CommandBuffer> cb);
+    void commit(std::unique_ptr<CommandBuffer> cb, std::string label);
     Status encode_graph(Graph& graph, bool timed);
     OptionValues runtime_options() const;  // the runtime's own switches, as set on this backend
 
     std::shared_ptr<MetalDevice> device_;
     std::mutex mutex_;
     std::vector<std::unique_ptr<CommandBuffer>> in_flight_;
+    std::vector<std::string> labels_;  // in_flight_'s labels: what each holds, for its errors
     std::vector<std::shared_ptr<Storage>> held_;  // memory in use by in-flight work
     std::vector<std::shared_ptr<RtBuffer>> staging_;
     std::vector<PendingRead> reads_;

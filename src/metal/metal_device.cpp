@@ -119,6 +119,7 @@ std::map<std::string, std::string> MetalDevice::extra_props() const {
         {"families", families},
         {"shader_compile", std::to_string(static_cast<int64_t>(families_->strategy()))},
         {"reject_shader_families", rejected_families_},
+        {"fault_kernels", fault_kernels_},
         {"shader_compile_us_per_kernel", std::to_string(compile_us_per_kernel_)},
     };
     for (const auto& [family, state] : families_->states()) out["shader_family." + family] = state;
@@ -195,9 +196,25 @@ void MetalDevice::set_prop(const std::string& key, int64_t value) {
 }
 
 void MetalDevice::set_prop_text(const std::string& key, const std::string& value) {
+    if (key == "fault_kernels") {
+        std::vector<std::string> names;
+        for (size_t start = 0; start <= value.size();) {
+            size_t end = value.find(',', start);
+            if (end == std::string::npos) end = value.size();
+            if (end > start) names.push_back(value.substr(start, end - start));
+            start = end + 1;
+        }
+        if (!runtime_->set_fault_kernels(names)) {
+            fail<InvalidArgumentError>("MetalDevice::set_prop", "fault_kernels is MetalSim's: ", name_,
+                                       " runs its kernels on the GPU");
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        fault_kernels_ = value;
+        return;
+    }
     if (key != "reject_shader_families") {
         fail<InvalidArgumentError>("MetalDevice::set_prop", "unknown or read-only text prop '", key,
-                                   "' (settable: reject_shader_families)");
+                                   "' (settable: reject_shader_families, fault_kernels)");
     }
     const std::vector<std::string> known = runtime_->shader_families();
     std::vector<std::string> names;

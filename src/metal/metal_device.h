@@ -60,6 +60,7 @@ private:
     std::unique_ptr<ShaderFamilies> families_;  // the state of each shader family's library
     std::string rejected_families_;            // MetalSim's reject_shader_families, as set
     int64_t compile_us_per_kernel_ = 0;        // MetalSim's modeled compile time
+    std::string fault_kernels_;                // MetalSim's fault_kernels, as set
     mutable std::mutex mutex_;
     RuntimeProps props_;
     bool use_shared_buffers_;

@@ -94,6 +94,8 @@ public:
     virtual CommandStatus status() const = 0;
     // The runtime's own message when status() is Error.
     virtual std::string error() const = 0;
+    // Names this command buffer's work (shown in GPU traces; the backend's errors name it too).
+    virtual void set_label(const std::string& label) {}
     // Asks for the device's own time of this command buffer's work; before anything is encoded.
     virtual void time_dispatches() {}
     // After wait() of a completed command buffer that was asked: what time_dispatches() measured.
@@ -154,6 +156,9 @@ public:
     // Makes each family's compile take this long per kernel, to model a compiler (MetalSim only;
     // false elsewhere).
     virtual bool set_compile_cost(int64_t us_per_kernel) { return false; }
+    // Makes every dispatch of these kernels fault on the GPU, failing its command buffer as a
+    // kernel's invalid memory access would (MetalSim only, to test recovery; false elsewhere).
+    virtual bool set_fault_kernels(const std::vector<std::string>& kernels) { return false; }
 
     // A kernel of a compiled family. Throws UnsupportedOpError for a kernel in no compiled family,
     // InvalidArgumentError for bad constants.

@@ -165,6 +165,10 @@ public:
         return e;
     }
 
+    void set_label(const std::string& label) override {
+        pooled([&] { cb_.label = [NSString stringWithUTF8String:label.c_str()]; });
+    }
+
     void time_dispatches() override {
         if (!timer_) timer_ = std::make_unique<GpuTimer>(device_, timestamps_);
     }

@@ -339,6 +339,12 @@ public:
         return true;
     }
 
+    bool set_fault_kernels(const std::vector<std::string>& kernels) override {
+        std::lock_guard<std::mutex> lock(family_mutex_);
+        faults_ = std::set<std::string>(kernels.begin(), kernels.end());
+        return true;
+    }
+
     bool set_compile_cost(int64_t us_per_kernel) override {
         std::lock_guard<std::mutex> lock(family_mutex_);
         compile_us_per_kernel_ = us_per_kernel;
@@ -433,6 +439,14 @@ private:
     }
 
     std::string run_dispatch(const Command& c, Work& work, size_t ordinal) {
+        {
+            std::lock_guard<std::mutex> lock(family_mutex_);
+            if (faults_.count(c.pipeline->name())) {
+                // As the GPU reports a kernel's invalid access: the command buffer fails, the queue goes on.
+                return "[mb::sim::run] " + c.pipeline->name() + ": threadgroup (0,0,0): GPU fault: invalid device "
+                       "memory access (injected by MetalSim's fault_kernels)";
+            }
+        }
         sim::Dispatch d;
         d.kernel = c.pipeline->kernel();
         d.grid = {c.groups.x, c.groups.y, c.groups.z};
@@ -455,7 +469,7 @@ private:
     RuntimeProps props_;
     std::map<std::string, std::vector<std::string>> family_kernels_;  // shader family -> its kernels
     std::mutex family_mutex_;
-    std::set<std::string> compiled_, rejected_;
+    std::set<std::string> compiled_, rejected_, faults_;
     int64_t compile_us_per_kernel_ = 0;
     std::atomic<size_t> allocated_{0};
     std::mutex queue_mutex_;
