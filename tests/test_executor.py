@@ -35,6 +35,7 @@ def test_native_executor_suite(tmp_path):
     assert int(m.group(1)) > 100 and int(m.group(2)) == 0, m.group(0)
     assert "missing barrier: lockstep hides it, run-ahead exposes it" in log
     assert "divergent barriers and simdgroup operations are errors" in log
+    assert "kernels needing simd reductions or matrices fail on a GPU without them" in log
 
 
 def test_shaders_pass_the_portability_lint():

@@ -229,6 +229,7 @@ public:
 
     bool set_compile_cost(int64_t us_per_kernel) override { return inner_->set_compile_cost(us_per_kernel); }
     bool set_fault_kernels(const std::vector<std::string>& kernels) override { return inner_->set_fault_kernels(kernels); }
+    bool set_profile(const std::string& profile) override { return inner_->set_profile(profile); }
 
     std::vector<RuntimeOption> options() const override { return inner_->options(); }
     std::unique_ptr<CommandBuffer> command_buffer(const OptionValues& options) override {

@@ -120,6 +120,7 @@ std::map<std::string, std::string> MetalDevice::extra_props() const {
         {"shader_compile", std::to_string(static_cast<int64_t>(families_->strategy()))},
         {"reject_shader_families", rejected_families_},
         {"fault_kernels", fault_kernels_},
+        {"profile", profile_},
         {"shader_compile_us_per_kernel", std::to_string(compile_us_per_kernel_)},
     };
     for (const auto& [family, state] : families_->states()) out["shader_family." + family] = state;
@@ -196,6 +197,18 @@ void MetalDevice::set_prop(const std::string& key, int64_t value) {
 }
 
 void MetalDevice::set_prop_text(const std::string& key, const std::string& value) {
+    if (key == "profile") {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!runtime_->set_profile(value)) {
+            fail<InvalidArgumentError>("MetalDevice::set_prop", "profile is MetalSim's: ", name_, " is the GPU it is");
+        }
+        // The new GPU's props, none narrowed.
+        props_ = runtime_->props();
+        use_shared_buffers_ = props_.has_unified_memory;
+        use_residency_sets_ = props_.supports_residency_sets;
+        profile_ = value;
+        return;
+    }
     if (key == "fault_kernels") {
         std::vector<std::string> names;
         for (size_t start = 0; start <= value.size();) {
@@ -214,7 +227,7 @@ void MetalDevice::set_prop_text(const std::string& key, const std::string& value
     }
     if (key != "reject_shader_families") {
         fail<InvalidArgumentError>("MetalDevice::set_prop", "unknown or read-only text prop '", key,
-                                   "' (settable: reject_shader_families, fault_kernels)");
+                                   "' (settable: reject_shader_families, fault_kernels, profile)");
     }
     const std::vector<std::string> known = runtime_->shader_families();
     std::vector<std::string> names;

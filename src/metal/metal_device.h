@@ -61,6 +61,7 @@ private:
     std::string rejected_families_;            // MetalSim's reject_shader_families, as set
     int64_t compile_us_per_kernel_ = 0;        // MetalSim's modeled compile time
     std::string fault_kernels_;                // MetalSim's fault_kernels, as set
+    std::string profile_;                      // MetalSim's device profile ("" its own)
     mutable std::mutex mutex_;
     RuntimeProps props_;
     bool use_shared_buffers_;

@@ -159,6 +159,11 @@ public:
     // Makes every dispatch of these kernels fault on the GPU, failing its command buffer as a
     // kernel's invalid memory access would (MetalSim only, to test recovery; false elsewhere).
     virtual bool set_fault_kernels(const std::vector<std::string>& kernels) { return false; }
+    // Makes the runtime act as another GPU: "" (its own) or "github_paravirtual" (the paravirtual GPU
+    // of GitHub's macOS runners: family Common3 only, no simdgroup reduction or matrix, no bfloat,
+    // a 5 GB working set). Changes props(); set before the device is used. False where the runtime
+    // cannot (real Metal); throws InvalidArgumentError for an unknown profile.
+    virtual bool set_profile(const std::string& profile) { return false; }
 
     // A kernel of a compiled family. Throws UnsupportedOpError for a kernel in no compiled family,
     // InvalidArgumentError for bad constants.

@@ -13,7 +13,7 @@ from metal_backend.whisper import DecodingOptions, Whisper
 from whisper_testing import JFK_TEXT, normalize
 
 SIM = [d for d in mb.devices() if d.name == "MetalSim"]
-pytestmark = [pytest.mark.skipif(not SIM, reason="MetalSim not built"), pytest.mark.models]
+pytestmark = pytest.mark.skipif(not SIM, reason="MetalSim not built")
 
 
 @pytest.fixture

@@ -209,6 +209,22 @@ private:
 class SimRuntime final : public Runtime, public std::enable_shared_from_this<SimRuntime> {
 public:
     SimRuntime() {
+        set_profile("");
+        // The families are the .metal files the linked kernels came from.
+        for (const std::string& name : sim::kernel_names()) {
+            std::string file = sim::find_kernel(name)->source;
+            const size_t dot = file.rfind(".metal");
+            family_kernels_[dot == std::string::npos ? file : file.substr(0, dot)].push_back(name);
+        }
+        queue_thread_ = std::thread([this] { run_queue(); });
+    }
+
+    bool set_profile(const std::string& profile) override {
+        if (profile != "" && profile != "github_paravirtual") {
+            fail<InvalidArgumentError>("MetalSim::set_profile", "unknown profile '", profile,
+                                       "' (profiles: '' for MetalSim's own, 'github_paravirtual')");
+        }
+        props_ = RuntimeProps{};
         props_.name = "MetalSim (MSL executor on " + host_cpu_name() + ")";
         props_.has_simdgroup_reduction = true;
         props_.has_simdgroup_mm = true;
@@ -220,13 +236,16 @@ public:
         props_.max_threadgroup_memory = sim::kMaxThreadgroupMemory;
         for (int f = 1001; f <= 1009; ++f) props_.families.push_back(f);  // Apple1..Apple9
         props_.families.push_back(5001);                                    // Metal3
-        // The families are the .metal files the linked kernels came from.
-        for (const std::string& name : sim::kernel_names()) {
-            std::string file = sim::find_kernel(name)->source;
-            const size_t dot = file.rfind(".metal");
-            family_kernels_[dot == std::string::npos ? file : file.substr(0, dot)].push_back(name);
+        if (profile == "github_paravirtual") {
+            // As ggml logs it on GitHub's macOS runners ("Apple Paravirtual device").
+            props_.name += ", profile github_paravirtual";
+            props_.has_simdgroup_reduction = false;
+            props_.has_simdgroup_mm = false;
+            props_.has_bfloat = false;
+            props_.families = {3003};  // MTLGPUFamilyCommon3
+            props_.max_working_set_size = size_t(5010) << 20;
         }
-        queue_thread_ = std::thread([this] { run_queue(); });
+        return true;
     }
     ~SimRuntime() override {
         {
@@ -460,6 +479,8 @@ private:
         }
         d.threadgroup_memory = c.threadgroup_memory;
         d.constants = c.pipeline->constants();
+        d.no_simd_reduction = !props_.has_simdgroup_reduction;
+        d.no_simd_matrix = !props_.has_simdgroup_mm;
         sim::Result r = sim::run(d, work.schedule == 1 ? sim::Schedule::RunAhead : sim::Schedule::Lockstep,
                                  host_core_count());
         if (work.timed) work.dispatch_ns[ordinal] = r.run_ns;
