@@ -7,6 +7,7 @@
 
 #import <Metal/Metal.h>
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <mutex>

@@ -3,6 +3,7 @@
 #include <dispatch/dispatch.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <mutex>
