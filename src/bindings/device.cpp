@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <pybind11/stl.h>
 
@@ -123,11 +124,31 @@ void init_device(py::module_& m) {
              "Wraps a writable, C-contiguous buffer-protocol object (numpy array, bytearray, memoryview,\n"
              "mmap) as a 'mapped' Buffer without copying. The buffer keeps `obj` alive and sees its writes.")
         .def("set_prop", [](Device& d, const std::string& key, py::handle value) {
-            if (!PyLong_Check(value.ptr())) throw py::type_error("[Device.set_prop] value must be an int or bool");
+            if (PyUnicode_Check(value.ptr())) return d.set_prop_text(key, value.cast<std::string>());
+            if (!PyLong_Check(value.ptr())) throw py::type_error("[Device.set_prop] value must be an int, bool or str");
             d.set_prop(key, value.cast<int64_t>());
         }, py::arg("key"), py::arg("value"),
            "Changes a settable device prop (see props.extra), e.g. dev.set_prop('has_simdgroup_mm', False)\n"
-           "to test fallbacks. Props can be narrowed below what the hardware has, never widened past it.")
+           "to test fallbacks. Props can be narrowed below what the hardware has, never widened past it.\n"
+           "Text props take a str: dev.set_prop('reject_shader_families', 'soft_max,rope') (MetalSim).")
+        .def_property_readonly("shader_families", [](Device& d) {
+            py::dict out;
+            for (const auto& [family, state] : d.shader_families(false)) out[py::str(family)] = state;
+            return out;
+        }, "Metal devices: each shader family (shaders/<family>.metal, one library each) and its state:\n"
+           "'not compiled', 'compiling', 'compiled in N ms' or 'failed: <the compiler's message>'. A\n"
+           "family that failed makes only its ops unsupported. Empty for devices without shaders.")
+        .def("compile_shader_families", [](Device& d) {
+            std::vector<std::pair<std::string, std::string>> states;
+            {
+                py::gil_scoped_release release;
+                states = d.shader_families(true);
+            }
+            py::dict out;
+            for (const auto& [family, state] : states) out[py::str(family)] = state;
+            return out;
+        }, "Compiles every shader family not compiled yet (waits for those compiling) and returns\n"
+           "shader_families. Families otherwise compile when the device is first used.")
         .def("init_backend", [](Device& d, const std::string& params) { return d.init_backend(params); },
              py::arg("params") = "", "Creates a Backend on this device. `params`: 'key=value,...' options.")
         .def("__repr__", [](const Device& d) { return "<Device " + d.name() + ": " + d.description() + ">"; });

@@ -17,6 +17,10 @@ void Device::set_prop(const std::string& key, int64_t) {
     fail<InvalidArgumentError>("Device::set_prop", "device '", name(), "' has no settable prop '", key, "'");
 }
 
+void Device::set_prop_text(const std::string& key, const std::string&) {
+    fail<InvalidArgumentError>("Device::set_prop", "device '", name(), "' has no settable text prop '", key, "'");
+}
+
 std::shared_ptr<Buffer> Device::buffer_from_host_ptr(void*, size_t, size_t, std::shared_ptr<void>) {
     fail<UnsupportedOpError>("Device::buffer_from_host_ptr", "device '", name(), "' cannot wrap host memory");
 }

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mb {
@@ -44,6 +45,12 @@ public:
     // Changes one of those facts where the device allows it (e.g. turning simdgroup support off to
     // test fallbacks). Throws InvalidArgumentError for unknown or read-only keys and bad values.
     virtual void set_prop(const std::string& key, int64_t value);
+    // The same for a prop whose value is text (e.g. a list of names).
+    virtual void set_prop_text(const std::string& key, const std::string& value);
+    // Devices that compile shaders (Metal): each shader family and its state ("not compiled",
+    // "compiling", "compiled in N ms", "failed: <the compiler's message>"), in name order; with
+    // `compile_all`, every family is compiled (or waited for) first. Empty elsewhere.
+    virtual std::vector<std::pair<std::string, std::string>> shader_families(bool compile_all) { return {}; }
 
     virtual std::shared_ptr<BufferType> default_buffer_type() = 0;
     virtual std::vector<std::shared_ptr<BufferType>> buffer_types() = 0;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -162,6 +163,7 @@ public:
         return inner_->status();
     }
     std::string error() const override { return invalid_.empty() ? inner_->error() : invalid_; }
+    void set_label(const std::string& label) override { inner_->set_label(label); }
     void time_dispatches() override { inner_->time_dispatches(); }
     // Dispatches of an empty grid were not passed on: the runtime's entries are those it ran.
     DeviceTiming timing() const override { return invalid_.empty() ? inner_->timing() : DeviceTiming{}; }
@@ -211,6 +213,23 @@ public:
         pipelines_[key] = p;
         return p;
     }
+
+    std::vector<std::string> shader_families() const override { return inner_->shader_families(); }
+    void compile_families(const std::vector<std::string>& families,
+                          const std::function<void(const FamilyResult&)>& done) override {
+        inner_->compile_families(families, done);
+    }
+    // A rejected family's pipelines must not outlive it here: the cache starts again.
+    bool reject_families(const std::vector<std::string>& families) override {
+        if (!inner_->reject_families(families)) return false;
+        std::lock_guard<std::mutex> lock(mutex_);
+        pipelines_.clear();
+        return true;
+    }
+
+    bool set_compile_cost(int64_t us_per_kernel) override { return inner_->set_compile_cost(us_per_kernel); }
+    bool set_fault_kernels(const std::vector<std::string>& kernels) override { return inner_->set_fault_kernels(kernels); }
+    bool set_profile(const std::string& profile) override { return inner_->set_profile(profile); }
 
     std::vector<RuntimeOption> options() const override { return inner_->options(); }
     std::unique_ptr<CommandBuffer> command_buffer(const OptionValues& options) override {

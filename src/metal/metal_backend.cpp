@@ -59,9 +59,11 @@ OptionValues MetalBackend::runtime_options() const {
     return values;
 }
 
-void MetalBackend::commit(std::unique_ptr<CommandBuffer> cb) {
+void MetalBackend::commit(std::unique_ptr<CommandBuffer> cb, std::string label) {
+    cb->set_label(label);
     cb->commit();
     in_flight_.push_back(std::move(cb));
+    labels_.push_back(std::move(label));
 }
 
 Status MetalBackend::graph_compute_async(Graph& graph) { return encode_graph(graph, false); }
@@ -110,6 +112,12 @@ Status MetalBackend::encode_graph(Graph& graph, bool timed) {
         if (op_is_view(node->op)) continue;
         // Refused even when empty: what a device supports must not depend on the sizes that day.
         if (!metal::supports_op(props, *node)) fail_cannot_run(who, device_->name(), *node);
+        if (!device_->supports_op(*node)) {
+            // Its rules allow it: its shader family did not compile.
+            fail<UnsupportedOpError>(who, device_->name(), " cannot run ", op_name(node->op), " -> ", node->describe(),
+                                     ": its shader family '", shader_family(node->op), "' ",
+                                     device_->shader_family_state(node->op));
+        }
         if (!computes(*node)) continue;
         hold(*node);
         for (Tensor* s : node->src) {
@@ -154,6 +162,7 @@ Status MetalBackend::encode_graph(Graph& graph, bool timed) {
         auto cb = device_->runtime().command_buffer(runtime_options());
         if (timed) cb->time_dispatches();
         op_enc.begin(cb->compute(concurrent));
+        const size_t first_node = i;
         while (i < nodes.size() && (i < bounds[k + 1] || k + 2 == bounds.size())) i += op_enc.encode(i);
         // Asked before every commit: on stop nothing of this graph is committed from here on.
         if (should_abort()) {
@@ -161,7 +170,11 @@ Status MetalBackend::encode_graph(Graph& graph, bool timed) {
             capture_next_ = false;
             return Status::ABORTED;
         }
-        commit(std::move(cb));
+        const Tensor& a = *nodes[first_node];
+        const Tensor& b = *nodes[i - 1];
+        commit(std::move(cb), "graph_compute_async on " + device_->name() + ": nodes " + std::to_string(first_node) + "-" +
+                                  std::to_string(i - 1) + " of " + std::to_string(nodes.size()) + " ('" + a.name + "' " +
+                                  op_name(a.op) + " .. '" + b.name + "' " + op_name(b.op) + ")");
     }
     if (capture_next_) {
         device_->runtime().capture_end();
@@ -183,8 +196,8 @@ void MetalBackend::synchronize() {
             }
         }
         if (in_flight_[k]->status() == CommandStatus::Error) {
-            errors += (errors.empty() ? "" : "; ") + std::string("command buffer ") + std::to_string(k) + ": " +
-                      in_flight_[k]->error();
+            errors += (errors.empty() ? "" : "; ") + std::string("command buffer ") + std::to_string(k) + " (" +
+                      labels_[k] + "): " + in_flight_[k]->error();
         }
     }
     std::string bad_input;
@@ -201,6 +214,7 @@ void MetalBackend::synchronize() {
     }
     error_records_.clear();
     in_flight_.clear();
+    labels_.clear();
     marks_.clear();
     held_.clear();
     staging_.clear();
@@ -227,7 +241,7 @@ void MetalBackend::set_tensor_async(Tensor& t, const void* src, size_t offset, s
                 PendingWork{std::make_shared<const std::string>("set_tensor_async on " + device_->name() + " of " + t.describe()),
                             Op::NONE, {}});
     staging_.push_back(std::move(staging));
-    commit(std::move(cb));
+    commit(std::move(cb), "set_tensor_async on " + device_->name() + " of " + t.describe());
 }
 
 void MetalBackend::get_tensor_async(const Tensor& t, void* dst, size_t offset, size_t n) {
@@ -245,7 +259,7 @@ void MetalBackend::get_tensor_async(const Tensor& t, void* dst, size_t offset, s
                 PendingWork{std::make_shared<const std::string>("get_tensor_async on " + device_->name() + " of " + t.describe()),
                             Op::NONE, {}});
     reads_.push_back({staging, dst, n});
-    commit(std::move(cb));
+    commit(std::move(cb), "get_tensor_async on " + device_->name() + " of " + t.describe());
 }
 
 void MetalBackend::graph_optimize(Graph& graph) {

@@ -45,7 +45,7 @@ private:
         void* dst;
         size_t n;
     };
-    void commit(std::unique_ptr<CommandBuffer> cb);
+    void commit(std::unique_ptr<CommandBuffer> cb, std::string label);
     // The only way to take mutex_: refuses a call from this backend's own abort callback first
     // (that thread's compute holds mutex_, so waiting for it would never end).
     std::unique_lock<std::mutex> lock_for(const char* who);
@@ -55,6 +55,7 @@ private:
     std::shared_ptr<MetalDevice> device_;
     std::mutex mutex_;
     std::vector<std::unique_ptr<CommandBuffer>> in_flight_;
+    std::vector<std::string> labels_;  // in_flight_'s labels: what each holds, for its errors
     std::vector<std::shared_ptr<Storage>> held_;  // memory in use by in-flight work
     std::vector<std::shared_ptr<RtBuffer>> staging_;
     std::vector<PendingRead> reads_;

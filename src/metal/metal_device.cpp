@@ -70,6 +70,7 @@ bool parse_bool(const std::string& key, int64_t v) {
 MetalDevice::MetalDevice(std::string name, std::shared_ptr<Runtime> runtime)
     : name_(std::move(name)),
       runtime_(make_checked_runtime(std::move(runtime))),
+      families_(std::make_unique<ShaderFamilies>(runtime_)),
       props_(runtime_->props()),
       use_shared_buffers_(props_.has_unified_memory),
       use_residency_sets_(props_.supports_residency_sets),
@@ -103,7 +104,7 @@ std::map<std::string, std::string> MetalDevice::extra_props() const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::string families;
     for (int f : p.families) families += (families.empty() ? "" : ",") + std::to_string(f);
-    return {
+    std::map<std::string, std::string> out{
         {"has_simdgroup_reduction", std::to_string(p.has_simdgroup_reduction)},
         {"has_simdgroup_mm", std::to_string(p.has_simdgroup_mm)},
         {"has_bfloat", std::to_string(p.has_bfloat)},
@@ -116,7 +117,14 @@ std::map<std::string, std::string> MetalDevice::extra_props() const {
         {"max_threads_per_threadgroup", std::to_string(max_threads_per_threadgroup_)},
         {"offload_min_batch", std::to_string(offload_min_batch_)},
         {"families", families},
+        {"shader_compile", std::to_string(static_cast<int64_t>(families_->strategy()))},
+        {"reject_shader_families", rejected_families_},
+        {"fault_kernels", fault_kernels_},
+        {"profile", profile_},
+        {"shader_compile_us_per_kernel", std::to_string(compile_us_per_kernel_)},
     };
+    for (const auto& [family, state] : families_->states()) out["shader_family." + family] = state;
+    return out;
 }
 
 void MetalDevice::set_prop(const std::string& key, int64_t value) {
@@ -155,6 +163,22 @@ void MetalDevice::set_prop(const std::string& key, int64_t value) {
         }
         props_.max_threadgroup_memory = static_cast<size_t>(value);
         runtime_->set_limits({max_threads_per_threadgroup_, props_.max_threadgroup_memory});
+    } else if (key == "shader_compile") {
+        if (value < 0 || value > 2) {
+            fail<InvalidArgumentError>("MetalDevice::set_prop", "shader_compile must be 0 (on demand), 1 (all up front) "
+                                       "or 2 (all in parallel in the background), got ", value);
+        }
+        families_->set_strategy(static_cast<CompileStrategy>(value));
+    } else if (key == "shader_compile_us_per_kernel") {
+        if (value < 0 || value > 10'000'000) {
+            fail<InvalidArgumentError>("MetalDevice::set_prop", "shader_compile_us_per_kernel must be in [0, 10000000], got ",
+                                       value);
+        }
+        if (!runtime_->set_compile_cost(value)) {
+            fail<InvalidArgumentError>("MetalDevice::set_prop", "shader_compile_us_per_kernel is MetalSim's: ", name_,
+                                       " compiles with the system's Metal compiler");
+        }
+        compile_us_per_kernel_ = value;
     } else if (key == "max_threads_per_threadgroup") {
         // Whole simdgroups: the kernels assume 32 lanes each.
         if (value < 32 || value > kMaxThreadsPerThreadgroup || value % 32 != 0) {
@@ -167,8 +191,73 @@ void MetalDevice::set_prop(const std::string& key, int64_t value) {
         fail<InvalidArgumentError>("MetalDevice::set_prop", "unknown or read-only prop '", key,
                                    "' (settable: has_simdgroup_reduction, has_simdgroup_mm, has_bfloat, "
                                    "use_shared_buffers, use_residency_sets, offload_min_batch, max_buffer_size, "
-                                   "max_threadgroup_memory, max_threads_per_threadgroup)");
+                                   "max_threadgroup_memory, max_threads_per_threadgroup, shader_compile, shader_compile_us_per_kernel; text: "
+                                   "reject_shader_families)");
     }
+}
+
+void MetalDevice::set_prop_text(const std::string& key, const std::string& value) {
+    if (key == "profile") {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!runtime_->set_profile(value)) {
+            fail<InvalidArgumentError>("MetalDevice::set_prop", "profile is MetalSim's: ", name_, " is the GPU it is");
+        }
+        // The new GPU's props, none narrowed.
+        props_ = runtime_->props();
+        use_shared_buffers_ = props_.has_unified_memory;
+        use_residency_sets_ = props_.supports_residency_sets;
+        profile_ = value;
+        return;
+    }
+    if (key == "fault_kernels") {
+        std::vector<std::string> names;
+        for (size_t start = 0; start <= value.size();) {
+            size_t end = value.find(',', start);
+            if (end == std::string::npos) end = value.size();
+            if (end > start) names.push_back(value.substr(start, end - start));
+            start = end + 1;
+        }
+        if (!runtime_->set_fault_kernels(names)) {
+            fail<InvalidArgumentError>("MetalDevice::set_prop", "fault_kernels is MetalSim's: ", name_,
+                                       " runs its kernels on the GPU");
+        }
+        std::lock_guard<std::mutex> lock(mutex_);
+        fault_kernels_ = value;
+        return;
+    }
+    if (key != "reject_shader_families") {
+        fail<InvalidArgumentError>("MetalDevice::set_prop", "unknown or read-only text prop '", key,
+                                   "' (settable: reject_shader_families, fault_kernels, profile)");
+    }
+    const std::vector<std::string> known = runtime_->shader_families();
+    std::vector<std::string> names;
+    for (size_t start = 0; start <= value.size();) {
+        size_t end = value.find(',', start);
+        if (end == std::string::npos) end = value.size();
+        std::string name = value.substr(start, end - start);
+        name.erase(0, name.find_first_not_of(" \t"));
+        name.erase(name.find_last_not_of(" \t") + 1);
+        if (!name.empty()) {
+            if (std::find(known.begin(), known.end(), name) == known.end()) {
+                std::string all;
+                for (const auto& k : known) all += (all.empty() ? "" : ", ") + k;
+                fail<InvalidArgumentError>("MetalDevice::set_prop", "reject_shader_families: no shader family '", name,
+                                           "' (families: ", all, ")");
+            }
+            names.push_back(name);
+        }
+        start = end + 1;
+    }
+    bool supported = true;
+    families_->reset([&] { supported = runtime_->reject_families(names); });
+    if (!supported) {
+        fail<InvalidArgumentError>("MetalDevice::set_prop", "reject_shader_families is MetalSim's: ", name_,
+                                   " compiles with the system's Metal compiler, which cannot be told to reject");
+    }
+    std::string joined;
+    for (const auto& n : names) joined += (joined.empty() ? "" : ",") + n;
+    std::lock_guard<std::mutex> lock(mutex_);
+    rejected_families_ = joined;
 }
 
 std::shared_ptr<BufferType> MetalDevice::default_buffer_type() {
@@ -180,7 +269,23 @@ bool MetalDevice::supports_buft(const BufferType& buft) const {
     return &buft == shared_.get() || &buft == private_.get() || &buft == mapped_.get();
 }
 
-bool MetalDevice::supports_op(const Tensor& node) const { return metal::supports_op(props(), node); }
+// The op's rules first (cheap, and no compile for an op the device refuses anyway), then its shader
+// family: compiled (or compiling, or compiled now) before the op is claimed.
+bool MetalDevice::supports_op(const Tensor& node) const {
+    if (!metal::supports_op(props(), node)) return false;
+    families_->first_use();
+    return families_->ready(shader_family(node.op));
+}
+
+std::vector<std::pair<std::string, std::string>> MetalDevice::shader_families(bool compile_all) {
+    if (compile_all) {
+        families_->first_use();
+        for (const std::string& f : runtime_->shader_families()) families_->ready(f);
+    }
+    return families_->states();
+}
+
+std::string MetalDevice::shader_family_state(Op op) const { return families_->state(shader_family(op)); }
 
 bool MetalDevice::offload_op(const Tensor& node) const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -233,6 +338,7 @@ std::shared_ptr<Buffer> MetalDevice::buffer_from_host_ptr(void* ptr, size_t size
 }
 
 std::shared_ptr<Backend> MetalDevice::init_backend(const std::string& params) {
+    families_->first_use();
     auto backend = std::make_shared<MetalBackend>(std::static_pointer_cast<MetalDevice>(shared_from_this()));
     backend->apply_params(params);
     return backend;

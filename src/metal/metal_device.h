@@ -9,12 +9,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/buffer_type.h"
 #include "core/device.h"
 #include "metal/checked_runtime.h"
 #include "metal/runtime.h"
+#include "metal/shader_families.h"
 
 namespace mb::metal {
 
@@ -29,6 +31,8 @@ public:
     DeviceCaps caps() const override;
     std::map<std::string, std::string> extra_props() const override;
     void set_prop(const std::string& key, int64_t value) override;
+    void set_prop_text(const std::string& key, const std::string& value) override;
+    std::vector<std::pair<std::string, std::string>> shader_families(bool compile_all) override;
 
     std::shared_ptr<BufferType> default_buffer_type() override;
     std::vector<std::shared_ptr<BufferType>> buffer_types() override { return {shared_, private_, mapped_}; }
@@ -43,12 +47,22 @@ public:
     // A snapshot of the props in force (the runtime's, as narrowed by set_prop).
     RuntimeProps props() const;
     bool supports_family(int family) const;
+    // The device's first use (a backend made, an op asked about): starts the shader families
+    // compiling as the "shader_compile" prop says.
+    void first_use() const { families_->first_use(); }
+    // The state of the shader family that runs `op` ("compiled in N ms", "failed: <message>", ...).
+    std::string shader_family_state(Op op) const;
     Runtime& runtime() const { return *runtime_; }
     std::shared_ptr<Runtime> runtime_ptr() const { return runtime_; }
 
 private:
     std::string name_;
     std::shared_ptr<CheckedRuntime> runtime_;
+    std::unique_ptr<ShaderFamilies> families_;  // the state of each shader family's library
+    std::string rejected_families_;            // MetalSim's reject_shader_families, as set
+    int64_t compile_us_per_kernel_ = 0;        // MetalSim's modeled compile time
+    std::string fault_kernels_;                // MetalSim's fault_kernels, as set
+    std::string profile_;                      // MetalSim's device profile ("" its own)
     mutable std::mutex mutex_;
     RuntimeProps props_;
     bool use_shared_buffers_;

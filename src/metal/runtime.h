@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -93,6 +94,8 @@ public:
     virtual CommandStatus status() const = 0;
     // The runtime's own message when status() is Error.
     virtual std::string error() const = 0;
+    // Names this command buffer's work (shown in GPU traces; the backend's errors name it too).
+    virtual void set_label(const std::string& label) {}
     // Asks for the device's own time of this command buffer's work; before anything is encoded.
     virtual void time_dispatches() {}
     // After wait() of a completed command buffer that was asked: what time_dispatches() measured.
@@ -119,6 +122,15 @@ struct RuntimeOption {
 };
 using OptionValues = std::map<std::string, int64_t>;
 
+// How compiling one shader family went. A family is the kernels of one shaders/<family>.metal,
+// compiled as a library of its own, so that a family the compiler rejects costs only its own ops.
+struct FamilyResult {
+    std::string family;
+    bool ok = false;
+    std::string error;      // the compiler's own message when !ok
+    double compile_ms = 0;  // wall time of this family's compile
+};
+
 class Runtime {
 public:
     virtual ~Runtime() = default;
@@ -130,7 +142,31 @@ public:
     // Wraps [ptr, ptr + size) without copy; ptr and size page-aligned; size <= max_buffer_size.
     virtual std::shared_ptr<RtBuffer> map(void* ptr, size_t size) = 0;
 
-    // Throws UnsupportedOpError for an unknown kernel, InvalidArgumentError for bad constants.
+    // The shader families by name (the stems of shaders/*.metal, in name order).
+    virtual std::vector<std::string> shader_families() const = 0;
+    // Compiles every family of `families` at the same time and returns when all are done; `done` is
+    // called once per family as it finishes, from any thread. A family compiled before is not compiled
+    // again (its result is reported as it was). A rejected family is a result, never an exception;
+    // an unknown name throws InvalidArgumentError.
+    virtual void compile_families(const std::vector<std::string>& families,
+                                  const std::function<void(const FamilyResult&)>& done) = 0;
+    // Makes these families fail to compile from now on, as Apple's compiler might reject them, and
+    // forgets every earlier compile result. False where the runtime cannot (real Metal).
+    virtual bool reject_families(const std::vector<std::string>& families) { return false; }
+    // Makes each family's compile take this long per kernel, to model a compiler (MetalSim only;
+    // false elsewhere).
+    virtual bool set_compile_cost(int64_t us_per_kernel) { return false; }
+    // Makes every dispatch of these kernels fault on the GPU, failing its command buffer as a
+    // kernel's invalid memory access would (MetalSim only, to test recovery; false elsewhere).
+    virtual bool set_fault_kernels(const std::vector<std::string>& kernels) { return false; }
+    // Makes the runtime act as another GPU: "" (its own) or "github_paravirtual" (the paravirtual GPU
+    // of GitHub's macOS runners: family Common3 only, no simdgroup reduction or matrix, no bfloat,
+    // a 5 GB working set). Changes props(); set before the device is used. False where the runtime
+    // cannot (real Metal); throws InvalidArgumentError for an unknown profile.
+    virtual bool set_profile(const std::string& profile) { return false; }
+
+    // A kernel of a compiled family. Throws UnsupportedOpError for a kernel in no compiled family,
+    // InvalidArgumentError for bad constants.
     virtual std::shared_ptr<Pipeline> pipeline(const std::string& name, const std::vector<FunctionConstant>& constants) = 0;
     // Switches this runtime offers for its command buffers (each a backend option of the same name);
     // real Metal offers none.

@@ -3,10 +3,11 @@
 - The Objective-C++ runtime and registry type-check with clang (ARC) against GNUstep's Foundation and
   tools/metal_api/Metal/Metal.h (tools/metal_syntax_check.sh). On macOS the module build itself
   compiles them against Apple's SDK, so there the check is skipped.
-- The embedded shader library (cmake/EmbedShaders.cmake) is one self-contained source: no include of
-  our own headers, every kernel of every .metal file and every kernel the op encoders name, function
-  constant indices unique across it, and it compiles as one translation unit through the MSL
-  executor's shim, so no two files define the same thing.
+- The embedded shader library (cmake/EmbedShaders.cmake) is one self-contained source per shader
+  family (shaders/<family>.metal, compiled by Metal as a library of its own): no include of our own
+  headers, together every kernel of every .metal file and every kernel the op encoders name, each
+  family exactly its file's kernels, function constant indices unique within a family, and each
+  family compiles as a translation unit of its own through the MSL executor's shim.
 
 A missing tool skips on a developer machine and fails when CI is "true", so CI cannot test less.
 """
@@ -55,8 +56,8 @@ def _cxx() -> str:
 
 
 @pytest.fixture(scope="module")
-def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The embedded library's source, read back from the generated C++ (so its literal is checked too)."""
+def libraries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each family's embedded source, read back from the generated C++ (so its literal is checked too)."""
     cmake = shutil.which("cmake")
     require(cmake is not None, "cmake")
     out = tmp_path_factory.mktemp("metal_library")
@@ -68,14 +69,31 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> Path:
     main = out / "main.cpp"
     main.write_text(
         "#include <cstdio>\n"
-        "namespace mb::metal { extern const char kMetalLibrarySource[]; }\n"
-        "int main() { return std::fputs(mb::metal::kMetalLibrarySource, stdout) < 0; }\n"
+        "#include <cstring>\n"
+        '#include "metal/apple/embedded_shaders.h"\n'
+        "int main(int argc, char** argv) {\n"
+        "    for (size_t i = 0; i < mb::metal::kMetalShaderFamilyCount; ++i) {\n"
+        "        const auto& f = mb::metal::kMetalShaderFamilies[i];\n"
+        "        if (argc == 1) std::printf(\"%s\\n\", f.name);\n"
+        "        else if (std::strcmp(argv[1], f.name) == 0) return std::fputs(f.source, stdout) < 0;\n"
+        "    }\n"
+        "    return argc == 1 ? 0 : 2;\n"
+        "}\n"
     )
     exe = out / "dump"
-    subprocess.run([_cxx(), "-std=c++17", str(main), str(cpp), "-o", str(exe)], check=True, timeout=300)
-    source = out / "library.metal"
-    source.write_text(subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout)
-    return source
+    subprocess.run([_cxx(), "-std=c++17", "-I", str(ROOT / "src"), str(main), str(cpp), "-o", str(exe)], check=True,
+                   timeout=300)
+    names = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.split()
+    sources = {}
+    for name in names:
+        source = out / f"{name}.library.metal"
+        source.write_text(subprocess.run([str(exe), name], check=True, capture_output=True, text=True).stdout)
+        sources[name] = source
+    return sources
+
+
+def test_one_library_per_shader_file(libraries):
+    assert sorted(libraries) == sorted(p.stem for p in SHADERS.glob("*.metal"))
 
 
 def _kernel_names(path: Path) -> set[str]:
@@ -88,29 +106,29 @@ def _kernel_names(path: Path) -> set[str]:
     return names
 
 
-def test_library_includes_none_of_our_headers(library):
-    text = library.read_text()
+def test_library_includes_none_of_our_headers(libraries):
     ours = {p.name for p in SHADERS.iterdir()}
-    included = re.findall(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', text, re.M)
-    assert included, "expected the system includes (<metal_stdlib>) to stay"
-    assert not [name for name in included if os.path.basename(name) in ours]
-    assert not re.search(r'^[ \t]*#[ \t]*include[ \t]*"', text, re.M)
-    assert not re.search(r"^[ \t]*#[ \t]*pragma[ \t]+once", text, re.M)
-    for header in ("kargs.h", "quants.h", "quant_blocks.h", "block_reduce.h"):
-        assert text.count(f'#line 1 "{header}"') == 1, header  # inlined exactly once
-    assert "msl_shim" not in text
+    for family, path in libraries.items():
+        text = path.read_text()
+        included = re.findall(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', text, re.M)
+        assert included, f"{family}: expected the system includes (<metal_stdlib>) to stay"
+        assert not [name for name in included if os.path.basename(name) in ours], family
+        assert not re.search(r'^[ \t]*#[ \t]*include[ \t]*"', text, re.M), family
+        assert not re.search(r"^[ \t]*#[ \t]*pragma[ \t]+once", text, re.M), family
+        for header in ("kargs.h", "quants.h", "quant_blocks.h", "block_reduce.h"):
+            assert text.count(f'#line 1 "{header}"') <= 1, (family, header)  # inlined at most once
+        assert "msl_shim" not in text
+    assert libraries["mul_mat"].read_text().count('#line 1 "kargs.h"') == 1
 
 
-def test_library_holds_every_kernel(library):
-    per_file = set()
-    for shader in sorted(SHADERS.glob("*.metal")):
-        per_file |= _kernel_names(shader)
-    assert per_file
-    assert _kernel_names(library) == per_file
+def test_library_holds_every_kernel(libraries):
+    for family, path in libraries.items():
+        assert _kernel_names(path) == _kernel_names(SHADERS / f"{family}.metal"), family
+    assert all(_kernel_names(path) for path in libraries.values())
 
 
-def test_library_holds_every_kernel_the_encoders_name(library):
-    names = _kernel_names(library)
+def test_library_holds_every_kernel_the_encoders_name(libraries):
+    names = set().union(*(_kernel_names(path) for path in libraries.values()))
     literals = set()
     for cpp in sorted((ROOT / "src" / "metal").rglob("*.cpp")):
         literals |= set(re.findall(r'"(kernel_\w*)"', cpp.read_text()))
@@ -121,35 +139,41 @@ def test_library_holds_every_kernel_the_encoders_name(library):
     assert not missing, f"kernels the encoders ask for but the library lacks: {missing}"
 
 
-def test_function_constant_indices_are_unique_in_the_library(library):
-    # One library holds every family's function constants; Metal matches constant values by index,
-    # so two constants sharing an index in one library is a trap.
-    text = library.read_text()
-    defines = dict(re.findall(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\d+)[ \t]*$", text, re.M))
-    by_index: dict[int, list[str]] = {}
-    for fc in mp.function_constants(mp.load(str(library))):
-        expr = re.sub(r"[A-Za-z_]\w*", lambda m: defines.get(m.group(0), m.group(0)), fc.index_expr)
-        assert re.fullmatch(r"[\d\s()+*-]+", expr), f"cannot evaluate the index of {fc.name}: {fc.index_expr}"
-        by_index.setdefault(eval(expr), []).append(fc.name)  # digits and + - * ( ) only
-    shared = {i: names for i, names in by_index.items() if len(names) > 1}
-    assert by_index and not shared, f"function constant indices used more than once: {shared}"
+def test_function_constant_indices_are_unique_in_each_library(libraries):
+    # A library holds its family's function constants; Metal matches constant values by index, so two
+    # constants sharing an index in one library is a trap.
+    constants = 0
+    for family, path in libraries.items():
+        text = path.read_text()
+        defines = dict(re.findall(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\d+)[ \t]*$", text, re.M))
+        by_index: dict[int, list[str]] = {}
+        for fc in mp.function_constants(mp.load(str(path))):
+            expr = re.sub(r"[A-Za-z_]\w*", lambda m: defines.get(m.group(0), m.group(0)), fc.index_expr)
+            assert re.fullmatch(r"[\d\s()+*-]+", expr), f"cannot evaluate the index of {fc.name}: {fc.index_expr}"
+            by_index.setdefault(eval(expr), []).append(fc.name)  # digits and + - * ( ) only
+        shared = {i: names for i, names in by_index.items() if len(names) > 1}
+        assert not shared, f"{family}: function constant indices used more than once: {shared}"
+        constants += len(by_index)
+    assert constants
 
 
-def test_library_compiles_as_one_translation_unit(library):
-    # The MSL executor's generator and shim compile the whole library as C++: a name defined by
-    # two .metal files (or two headers' copies) fails here as it would in Apple's compiler.
-    gen = library.with_suffix(".metal.cpp")
-    subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "metalsim" / "metal_sim_gen.py"), str(library), "-o", str(gen), "-I", str(SHADERS)],
-        check=True, timeout=300,
-    )
+def test_each_library_compiles_as_a_translation_unit(libraries, tmp_path):
+    # The MSL executor's generator and shim compile each family's library as C++: a name defined
+    # twice in one (a header's two copies) fails here as it would in Apple's compiler.
     cxx = _cxx()
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
     flags = (["-Wno-unknown-attributes", "-Xclang", "-ffloat16-excess-precision=none"] if "clang" in version
              else ["-Wno-attributes"])
-    proc = subprocess.run(
-        [cxx, "-std=c++17", "-fsyntax-only", *flags, "-fsigned-char", "-fno-strict-aliasing", "-fwrapv",
-         "-I", str(SHADERS), "-I", str(ROOT / "src"), str(gen)],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-6000:]
+    for family, path in libraries.items():
+        gen = tmp_path / f"{family}.metal.cpp"
+        subprocess.run(
+            [sys.executable, str(ROOT / "tools" / "metalsim" / "metal_sim_gen.py"), str(path), "-o", str(gen), "-I",
+             str(SHADERS)],
+            check=True, timeout=300,
+        )
+        proc = subprocess.run(
+            [cxx, "-std=c++17", "-fsyntax-only", *flags, "-fsigned-char", "-fno-strict-aliasing", "-fwrapv",
+             "-I", str(SHADERS), "-I", str(ROOT / "src"), str(gen)],
+            capture_output=True, text=True, timeout=600,
+        )
+        assert proc.returncode == 0, family + ": " + proc.stderr[-6000:]

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -106,6 +107,8 @@ public:
         ++log_.pipelines_made;
         return std::make_shared<FakePipeline>(name);
     }
+    std::vector<std::string> shader_families() const override { return {}; }
+    void compile_families(const std::vector<std::string>&, const std::function<void(const FamilyResult&)>&) override {}
     std::unique_ptr<CommandBuffer> command_buffer(const OptionValues&) override {
         return std::make_unique<FakeCommandBuffer>(log_);
     }

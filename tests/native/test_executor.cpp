@@ -537,6 +537,46 @@ void test_validation() {
 
 }  // namespace
 
+// A GPU without simd reductions or simdgroup matrices (MetalSim's github_paravirtual profile): a
+// kernel that uses them fails its dispatch naming the operation, one without them runs.
+void test_missing_features() {
+    std::printf("kernels needing simd reductions or matrices fail on a GPU without them\n");
+    const int rows = 4, n = 256;
+    auto src = random_floats(size_t(rows) * n, 11);
+    test_kargs_reduce args{n};
+    for (const char* name : {"kernel_test_reduce_simd", "kernel_test_reduce_tree"}) {
+        std::vector<float> dst(rows, -1.f);
+        sim::Dispatch d;
+        d.kernel = kernel(name);
+        d.grid = {rows, 1, 1};
+        d.threads = {256, 1, 1};
+        d.buffers = {bind(args), bind(src), bind(dst)};
+        d.threadgroup_memory = {256 * 4};
+        d.no_simd_reduction = true;
+        auto r = sim::run(d, sim::Schedule::Lockstep, 1);
+        if (std::strcmp(name, "kernel_test_reduce_simd") == 0) {
+            CHECK(!r.ok && contains(r.error, "simd_sum (reduce.metal:") && contains(r.error, "no simdgroup reduction"),
+                  "%s", r.error.c_str());
+        } else {
+            CHECK(r.ok, "%s", r.error.c_str());
+        }
+    }
+    const int M = 64, N = 48, K = 40;
+    auto a = random_floats(size_t(M) * K, 8), b = random_floats(size_t(K) * N, 9);
+    std::vector<float> c(size_t(M) * N, -5.f);
+    test_kargs_matmul margs{M, N, K};
+    sim::Dispatch d;
+    d.kernel = kernel("kernel_test_matmul_f32");
+    d.grid = {N / 8, M / 32, 1};
+    d.threads = {128, 1, 1};
+    d.buffers = {bind(margs), bind(a), bind(b), bind(c)};
+    d.threadgroup_memory = {256};
+    d.no_simd_matrix = true;
+    auto r = sim::run(d, sim::Schedule::Lockstep, 1);
+    CHECK(!r.ok && contains(r.error, "kernel_test_matmul_f32") && contains(r.error, "simdgroup matrix operations"),
+          "%s", r.error.c_str());
+}
+
 int main() {
     test_registry();
     test_add();
@@ -550,5 +590,6 @@ int main() {
     test_matmul();
     test_divergence();
     test_validation();
+    test_missing_features();
     return mb_check::check_report("test_executor");
 }

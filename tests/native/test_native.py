@@ -92,6 +92,7 @@ def test_native(host_build, name):
     if name == "executor":
         assert "missing barrier: lockstep hides it, run-ahead exposes it" in log
         assert "divergent barriers and simdgroup operations are errors" in log
+        assert "kernels needing simd reductions or matrices fail on a GPU without them" in log
 
 
 def test_native_registers_every_test(host_build):

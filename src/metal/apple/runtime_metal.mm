@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -164,6 +165,10 @@ public:
         return e;
     }
 
+    void set_label(const std::string& label) override {
+        pooled([&] { cb_.label = [NSString stringWithUTF8String:label.c_str()]; });
+    }
+
     void time_dispatches() override {
         if (!timer_) timer_ = std::make_unique<GpuTimer>(device_, timestamps_);
     }
@@ -270,6 +275,13 @@ public:
         std::shared_ptr<MetalPipeline> result;
         pooled([&] { result = std::make_shared<MetalPipeline>(name, library_.pipeline_state(name, constants)); });
         return result;
+    }
+
+    std::vector<std::string> shader_families() const override { return library_.families(); }
+    // Not in an autorelease pool of this thread: each compile block drains its own.
+    void compile_families(const std::vector<std::string>& families,
+                          const std::function<void(const FamilyResult&)>& done) override {
+        library_.compile(families, done);
     }
 
     std::unique_ptr<CommandBuffer> command_buffer(const OptionValues&) override {

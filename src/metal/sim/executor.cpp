@@ -222,6 +222,7 @@ public:
                                      const char* file, uint32_t line, uint32_t* lane_out) {
         if (li == &loop_info_) return loop_simd_exchange(op, value, file, line, lane_out);
         Lane* L = reinterpret_cast<Lane*>(li);
+        if (no_simd_reduction_ && is_reduction(op)) missing_feature(op, file, line);
         SimdGroup& sg = sgs_[L->sg];
         abi::SimdExchange& ex = sg.bank[sg.epoch & 1];
         if (sg.arrived == 0) {
@@ -293,6 +294,7 @@ private:
         group_.tgpg = abi::U3{d.grid.x, d.grid.y, d.grid.z};
         const bool fibers = kernel_->group == nullptr;
         if (fibers) prepare_stacks(job.stack_size, n_);
+        no_simd_reduction_ = d.no_simd_reduction;
 
         for (;;) {
             const uint64_t g = job.next_group.fetch_add(1, std::memory_order_relaxed);
@@ -306,6 +308,14 @@ private:
                 run_fibers(job.schedule == Schedule::RunAhead, (g & 1) != 0);
             } else {
                 run_loop();
+            }
+            if (error_.empty() && fibers && d.no_simd_matrix) {
+                for (uint32_t s = 0; s < n_sg_; ++s) {
+                    if (sgs_[s].lane0_matrix_ops) {
+                        error_ = "simdgroup matrix operations: this GPU has none (a device profile without them)";
+                        break;
+                    }
+                }
             }
             if (error_.empty()) check_arena(job);
             if (!error_.empty()) job.record_failure(g, message_prefix(job) + error_);
@@ -401,6 +411,16 @@ private:
         error_ = "divergent simdgroup operations: lane " + std::to_string(L->info.lane) + " of simdgroup " +
                  std::to_string(L->sg) + " at " + op_name(op) + " (" + site(file, line) +
                  ") while other lanes are at " + op_name(sg.op) + " (" + site(sg.file, sg.line) + ")";
+        abandon();
+    }
+
+    static bool is_reduction(abi::SyncOp op) {
+        return op >= abi::SyncOp::SimdSum && op <= abi::SyncOp::SimdPrefixExclusiveProduct;
+    }
+
+    [[gnu::cold, gnu::noinline, noreturn]] void missing_feature(abi::SyncOp op, const char* file, uint32_t line) {
+        error_ = std::string(op_name(op)) + " (" + site(file, line) +
+                 "): this GPU has no simdgroup reduction (a device profile without it)";
         abandon();
     }
 
@@ -557,6 +577,7 @@ private:
     // ------------------------------------------------------------ state
 
     const KernelInfo* kernel_ = nullptr;
+    bool no_simd_reduction_ = false;
     abi::Group group_{};
     uint32_t n_ = 0;
     uint32_t n_sg_ = 0;

@@ -70,6 +70,10 @@ struct Dispatch {
     std::vector<size_t> threadgroup_memory;   // bytes by [[threadgroup(i)]], multiples of 16
     std::vector<FunctionConstant> constants;  // by [[function_constant(i)]]
     size_t stack_size = 0;                    // per GPU thread; 0 = kDefaultFiberStack
+    // A GPU without these features (a device profile): a kernel that uses them fails its dispatch,
+    // as Apple's compiler refuses such a pipeline there.
+    bool no_simd_reduction = false;  // simd_sum/product/min/max/and/or/xor and the prefix sums
+    bool no_simd_matrix = false;     // simdgroup_matrix operations
 };
 
 struct Result {

@@ -2,15 +2,19 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -205,6 +209,22 @@ private:
 class SimRuntime final : public Runtime, public std::enable_shared_from_this<SimRuntime> {
 public:
     SimRuntime() {
+        set_profile("");
+        // The families are the .metal files the linked kernels came from.
+        for (const std::string& name : sim::kernel_names()) {
+            std::string file = sim::find_kernel(name)->source;
+            const size_t dot = file.rfind(".metal");
+            family_kernels_[dot == std::string::npos ? file : file.substr(0, dot)].push_back(name);
+        }
+        queue_thread_ = std::thread([this] { run_queue(); });
+    }
+
+    bool set_profile(const std::string& profile) override {
+        if (profile != "" && profile != "github_paravirtual") {
+            fail<InvalidArgumentError>("MetalSim::set_profile", "unknown profile '", profile,
+                                       "' (profiles: '' for MetalSim's own, 'github_paravirtual')");
+        }
+        props_ = RuntimeProps{};
         props_.name = "MetalSim (MSL executor on " + host_cpu_name() + ")";
         props_.has_simdgroup_reduction = true;
         props_.has_simdgroup_mm = true;
@@ -216,7 +236,16 @@ public:
         props_.max_threadgroup_memory = sim::kMaxThreadgroupMemory;
         for (int f = 1001; f <= 1009; ++f) props_.families.push_back(f);  // Apple1..Apple9
         props_.families.push_back(5001);                                    // Metal3
-        queue_thread_ = std::thread([this] { run_queue(); });
+        if (profile == "github_paravirtual") {
+            // As ggml logs it on GitHub's macOS runners ("Apple Paravirtual device").
+            props_.name += ", profile github_paravirtual";
+            props_.has_simdgroup_reduction = false;
+            props_.has_simdgroup_mm = false;
+            props_.has_bfloat = false;
+            props_.families = {3003};  // MTLGPUFamilyCommon3
+            props_.max_working_set_size = size_t(5010) << 20;
+        }
+        return true;
     }
     ~SimRuntime() override {
         {
@@ -256,7 +285,89 @@ public:
         }
         const sim::KernelInfo* k = sim::find_kernel(name);
         if (!k) fail<UnsupportedOpError>("MetalSim::pipeline", "no kernel named '", name, "' in the shader library");
+        // As on Metal, a kernel comes from its family's library, which must have compiled.
+        std::string family = k->source;
+        family = family.substr(0, family.rfind(".metal"));
+        {
+            std::lock_guard<std::mutex> lock(family_mutex_);
+            if (!compiled_.count(family)) {
+                fail<UnsupportedOpError>("MetalSim::pipeline", "kernel '", name, "' is in shader family '", family,
+                                         "', which ", rejected_.count(family) ? "did not compile" : "is not compiled yet");
+            }
+        }
         return std::make_shared<SimPipeline>(k, std::move(fcs));
+    }
+
+    std::vector<std::string> shader_families() const override {
+        std::vector<std::string> out;
+        for (const auto& kv : family_kernels_) out.push_back(kv.first);
+        return out;
+    }
+
+    // Every family on a thread of its own, as Metal compiles libraries in parallel. Compiling checks
+    // that the family has kernels and whether it is rejected; with a modeled compile time it also
+    // takes that long (shader_compile_us_per_kernel), so the compile strategies can be compared.
+    void compile_families(const std::vector<std::string>& families,
+                          const std::function<void(const FamilyResult&)>& done) override {
+        for (const std::string& f : families) {
+            if (!family_kernels_.count(f)) fail<InvalidArgumentError>("MetalSim::compile_families", "no shader family '", f, "'");
+        }
+        auto one = [&](const std::string& family) {
+            const auto start = std::chrono::steady_clock::now();
+            FamilyResult r{family, true, {}, 0.0};
+            bool again;
+            int64_t us;
+            {
+                std::lock_guard<std::mutex> lock(family_mutex_);
+                again = compiled_.count(family) || rejected_.count(family);
+                us = compile_us_per_kernel_;
+            }
+            if (!again && us > 0) {
+                std::this_thread::sleep_for(std::chrono::microseconds(us * int64_t(family_kernels_.at(family).size())));
+            }
+            {
+                std::lock_guard<std::mutex> lock(family_mutex_);
+                if (rejected_.count(family)) {
+                    r.ok = false;
+                    // Worded as Apple's compiler words an error, with the file it would name.
+                    r.error = "program_source: " + family + ".metal: error: rejected by MetalSim's "
+                              "reject_shader_families (as Apple's compiler might reject it)";
+                } else {
+                    compiled_.insert(family);
+                }
+            }
+            r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+            done(r);
+        };
+        std::vector<std::thread> threads;
+        for (size_t i = 1; i < families.size(); ++i) {
+            try {
+                threads.emplace_back(one, families[i]);
+            } catch (const std::system_error&) {
+                one(families[i]);
+            }
+        }
+        if (!families.empty()) one(families[0]);
+        for (auto& t : threads) t.join();
+    }
+
+    bool reject_families(const std::vector<std::string>& families) override {
+        std::lock_guard<std::mutex> lock(family_mutex_);
+        rejected_ = std::set<std::string>(families.begin(), families.end());
+        compiled_.clear();
+        return true;
+    }
+
+    bool set_fault_kernels(const std::vector<std::string>& kernels) override {
+        std::lock_guard<std::mutex> lock(family_mutex_);
+        faults_ = std::set<std::string>(kernels.begin(), kernels.end());
+        return true;
+    }
+
+    bool set_compile_cost(int64_t us_per_kernel) override {
+        std::lock_guard<std::mutex> lock(family_mutex_);
+        compile_us_per_kernel_ = us_per_kernel;
+        return true;
     }
 
     // The executor's schedule: 0 runs the threads of a threadgroup in lockstep, 1 lets one simdgroup
@@ -347,6 +458,14 @@ private:
     }
 
     std::string run_dispatch(const Command& c, Work& work, size_t ordinal) {
+        {
+            std::lock_guard<std::mutex> lock(family_mutex_);
+            if (faults_.count(c.pipeline->name())) {
+                // As the GPU reports a kernel's invalid access: the command buffer fails, the queue goes on.
+                return "[mb::sim::run] " + c.pipeline->name() + ": threadgroup (0,0,0): GPU fault: invalid device "
+                       "memory access (injected by MetalSim's fault_kernels)";
+            }
+        }
         sim::Dispatch d;
         d.kernel = c.pipeline->kernel();
         d.grid = {c.groups.x, c.groups.y, c.groups.z};
@@ -360,6 +479,8 @@ private:
         }
         d.threadgroup_memory = c.threadgroup_memory;
         d.constants = c.pipeline->constants();
+        d.no_simd_reduction = !props_.has_simdgroup_reduction;
+        d.no_simd_matrix = !props_.has_simdgroup_mm;
         sim::Result r = sim::run(d, work.schedule == 1 ? sim::Schedule::RunAhead : sim::Schedule::Lockstep,
                                  host_core_count());
         if (work.timed) work.dispatch_ns[ordinal] = r.run_ns;
@@ -367,6 +488,10 @@ private:
     }
 
     RuntimeProps props_;
+    std::map<std::string, std::vector<std::string>> family_kernels_;  // shader family -> its kernels
+    std::mutex family_mutex_;
+    std::set<std::string> compiled_, rejected_, faults_;
+    int64_t compile_us_per_kernel_ = 0;
     std::atomic<size_t> allocated_{0};
     std::mutex queue_mutex_;
     std::condition_variable queue_cv_;

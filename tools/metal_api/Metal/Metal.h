@@ -304,6 +304,8 @@ API_AVAILABLE(macos(10.15), ios(14.0))
 
 // doc: MTLCommandBuffer
 @protocol MTLCommandBuffer <NSObject>
+// doc: MTLCommandBuffer/label
+@property (nullable, copy, atomic) NSString *label;
 // doc: MTLCommandBuffer/status
 @property (readonly) MTLCommandBufferStatus status;
 // doc: MTLCommandBuffer/error
