@@ -50,7 +50,8 @@ class SpeechGate:
     feed(probabilities) takes the probabilities of the next complete windows and returns the
     events they decide, in order: ("start", sample) and ("end", sample), samples counted from the
     start of the stream, padding applied (a start is never before the end of the previous
-    stretch). in_speech says whether a stretch is open.
+    stretch). in_speech says whether a stretch is open; voiced_end is the sample where the last
+    window that was not silence ended (no padding): no word can start after it.
     """
 
     def __init__(self, parameters: VadParameters, sample_rate: int = 16000):
@@ -59,6 +60,7 @@ class SpeechGate:
         self._windows = 0  # windows seen
         self._silence = 0  # windows below `low` in a row while in speech
         self._last_end = 0
+        self.voiced_end = 0
         self._pad = int(parameters.speech_pad_ms * sample_rate / 1000)
         self._min_silence = max(1, -(-int(parameters.min_silence_duration_ms * sample_rate / 1000) // WINDOW))
 
@@ -73,6 +75,7 @@ class SpeechGate:
                 if prob >= p.threshold:
                     self.in_speech = True
                     self._silence = 0
+                    self.voiced_end = self._windows * WINDOW
                     events.append(("start", max(start - self._pad, self._last_end, 0)))
                 continue
             if prob < low:
@@ -85,4 +88,5 @@ class SpeechGate:
                     events.append(("end", end))
             else:
                 self._silence = 0
+                self.voiced_end = self._windows * WINDOW
         return events

@@ -64,6 +64,7 @@ MAX_WINDOW_SECONDS = 30.0
 # one temperature (no fallback re-decodes). Any DecodingOptions field may be given instead.
 STREAM_DEFAULTS = {"beam_size": None, "temperature": 0.0}
 _PROMPT_WORDS = 200
+_TOKENS_PER_SECOND = 8
 
 
 class StreamFinishedError(WhisperError):
@@ -258,7 +259,7 @@ class Stream:
         for i in range(0, data.size, self._max_step):
             committed += self._piece(data[i:i + self._max_step])
         if final and self._slice_start is not None:
-            committed += self._close(self._audio_end)
+            committed += self._close(self._audio_end, self._gate.voiced_end)
         if final:
             self._set_tentative("")
         return committed
@@ -277,7 +278,7 @@ class Stream:
                 self._speech_start = position + self._pad
                 self._last_hypothesis = self._slice_start
             elif self._slice_start is not None:
-                committed += self._close(min(position, self._audio_end))
+                committed += self._close(min(position, self._audio_end), position - self._pad)
         if self._slice_start is None:
             self._drop_before(self._audio_end - self._pad - WINDOW)
         elif self._audio_end - self._last_hypothesis >= self._min_step:
@@ -290,7 +291,7 @@ class Stream:
         start, end = self._slice_start, self._audio_end
         if end - start < self._min_speech:
             return []
-        words = self._hypothesis(start, end)
+        words = self._hypothesis(start, end, self._gate.voiced_end)
         committed = self._segments_of(self._agreement.insert(words))
         self._set_tentative("".join(w.text for w in self._agreement.tentative).strip())
         if end - start > self._trim:
@@ -323,13 +324,13 @@ class Stream:
         self._slice_start = position
         self._drop_before(position)
 
-    def _close(self, end: int) -> list[Segment]:
+    def _close(self, end: int, voiced_end: int) -> list[Segment]:
         """The final pass over the stretch that ends at `end`: every word it hears is committed."""
         start = self._slice_start
         self._slice_start = None
         committed: list[Segment] = []
         if end - self._speech_start >= self._min_speech or self._agreement.tentative:
-            words = self._hypothesis(start, end) if end > start else []
+            words = self._hypothesis(start, end, voiced_end) if end > start else []
             committed = self._segments_of(self._agreement.flush(words))
         else:
             self._agreement.forget()
@@ -343,22 +344,37 @@ class Stream:
             self._audio = self._audio[drop:].copy()
             self._audio_start += drop
 
-    def _hypothesis(self, start: int, end: int) -> list[TimedWord]:
+    def _hypothesis(self, start: int, end: int, voiced_end: int) -> list[TimedWord]:
+        """The words Whisper hears in the buffer [start, end) (absolute samples), less those that
+        start after voiced_end and those of segments whose no-speech probability is above the
+        threshold: Whisper fills the silence after an abrupt end with text ("Thank you."), in a
+        segment of its own placed at the very end, where the VAD heard nothing."""
         audio = self._audio[start - self._audio_start:end - self._audio_start]
         offset = start / SAMPLE_RATE
         limit = end / SAMPLE_RATE
+        voiced = voiced_end / SAMPLE_RATE
         before = [w.text for w in self._prompt_words if w.end <= offset + 1e-6]
         prompt = (self._initial_prompt + "".join(before)).strip()
-        options = replace(self._hyp_options, initial_prompt=prompt or None, language=self._language)
+        # A bound on the tokens of a buffer (speech runs at 3-5 tokens a second) keeps a decoding
+        # loop from costing a whole window's 224 tokens on every push.
+        max_tokens = min(_TOKENS_PER_SECOND * audio.size // SAMPLE_RATE + 16, 224)
+        if self.options.max_new_tokens is not None:
+            max_tokens = min(max_tokens, self.options.max_new_tokens)
+        options = replace(self._hyp_options, initial_prompt=prompt or None, language=self._language,
+                          max_new_tokens=max_tokens)
         result = self.model.transcribe(audio, options)
         if self._language is None and result.language is not None:
             self._language = result.language
         self._last_hypothesis = end
         segments: list[Segment] = []
         words: list[TimedWord] = []
+        no_speech = self.options.no_speech_threshold
         for index, seg in enumerate(result.segments):
+            if no_speech is not None and seg.no_speech_prob > no_speech:
+                continue  # a window Whisper itself hears no speech in (the long-form loop also
+                # wants a low log-probability; in a stream that window is the silence after the end)
             seg_words = [TimedWord(min(offset + w.start, limit), min(offset + w.end, limit), w.word, w.probability,
-                                   index) for w in (seg.words or [])]
+                                   index) for w in (seg.words or []) if offset + w.start < voiced]
             segments.append(replace(seg, start=min(offset + seg.start, limit), end=min(offset + seg.end, limit),
                                     words=[Word(w.start, w.end, w.text, w.probability) for w in seg_words]))
             words += seg_words
