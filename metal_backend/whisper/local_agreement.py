@@ -16,7 +16,7 @@ hypothesis's, with its timing and punctuation.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 _TOLERANCE = 0.1  # seconds a re-aligned committed word may start before the last committed end
 _MAX_NGRAM = 5
@@ -71,8 +71,8 @@ class LocalAgreement:
             if old.key != word.key:
                 break
             agreed.append(word)
-        self._commit(agreed)
         self._current = new[len(agreed):]
+        agreed = self._commit(agreed)
         self._previous = self._current
         return agreed
 
@@ -80,10 +80,9 @@ class LocalAgreement:
         """Commits every uncommitted word of `words` (a final hypothesis), or of the last
         hypothesis when None; the next hypothesis is then compared with nothing."""
         rest = self._unseen(words) if words is not None else self._current
-        self._commit(rest)
         self._previous = []
         self._current = []
-        return rest
+        return self._commit(rest)
 
     def forget(self) -> None:
         """Drops the last hypothesis (its audio is gone from the buffer), keeping what was committed."""
@@ -99,8 +98,16 @@ class LocalAgreement:
                     return words[n:]
         return words
 
-    def _commit(self, words: list[TimedWord]) -> None:
-        if not words:
-            return
-        self.committed_end = max(self.committed_end, words[-1].end)
-        self._committed_tail = (self._committed_tail + [w.key for w in words])[-_MAX_NGRAM:]
+    def _commit(self, words: list[TimedWord]) -> list[TimedWord]:
+        """Records words as committed; returns them with starts moved to no earlier than the end
+        of the word before (the tolerance admits a re-aligned start slightly before it)."""
+        out: list[TimedWord] = []
+        end = self.committed_end
+        for w in words:
+            start = max(w.start, end)
+            end = max(w.end, start)
+            out.append(replace(w, start=start, end=end))
+        if out:
+            self.committed_end = end
+            self._committed_tail = (self._committed_tail + [w.key for w in out])[-_MAX_NGRAM:]
+        return out
