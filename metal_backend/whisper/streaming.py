@@ -369,10 +369,11 @@ class Stream:
         segments: list[Segment] = []
         words: list[TimedWord] = []
         no_speech = self.options.no_speech_threshold
-        for index, seg in enumerate(result.segments):
+        for seg in result.segments:
             if no_speech is not None and seg.no_speech_prob > no_speech:
                 continue  # a window Whisper itself hears no speech in (the long-form loop also
                 # wants a low log-probability; in a stream that window is the silence after the end)
+            index = len(segments)  # the word's segment in _hypothesis_segments
             seg_words = [TimedWord(min(offset + w.start, limit), min(offset + w.end, limit), w.word, w.probability,
                                    index) for w in (seg.words or []) if offset + w.start < voiced]
             segments.append(replace(seg, start=min(offset + seg.start, limit), end=min(offset + seg.end, limit),

@@ -113,6 +113,23 @@ def test_passage_stream_matches_offline(model, vad, passage):
     assert s.tentative == ""
 
 
+def test_one_long_stretch_keeps_the_buffer_within_a_window(model, vad, passage):
+    """With a VAD that never hears the pauses end speech (min silence 5 s), 40 s of the passage
+    are one stretch: the buffer is cut at committed segment ends and never holds more than 30 s,
+    and the text is still the offline text."""
+    samples, _ = passage
+    samples = samples[:40 * SR]
+    s = model.stream(vad=vad, language="en", vad_parameters={"min_silence_duration_ms": 5000})
+    held = []
+    for i in range(0, samples.size, 2 * SR):
+        s.push(samples[i:i + 2 * SR])
+        held.append(s.buffer_seconds)
+    s.finish()
+    assert max(held) <= 30.0 and max(held) < 40.0 - 10.0, held
+    offline = model.transcribe(samples, beam_size=None, temperature=0.0, language="en")
+    assert word_error_rate(offline.text, s.text) <= 0.05, (s.text, offline.text)
+
+
 def test_silence_and_noise_commit_nothing(model, vad):
     rng = np.random.default_rng(1)
     audio = np.concatenate([np.zeros(10 * SR), 0.05 * rng.standard_normal(10 * SR),
