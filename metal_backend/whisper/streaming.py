@@ -18,7 +18,9 @@ How (Whisper-Streaming's LocalAgreement-2, gated by a voice activity detector):
   word is committed once two consecutive transcriptions agree on it (LocalAgreement); the words
   after the agreed prefix are the tentative text.
 - The end of a stretch (the VAD heard min_silence_duration_ms of silence) closes it with a final
-  pass whose words are all committed; the next stretch starts from an empty buffer.
+  pass whose words are all committed. A stretch that follows within context_gap_seconds keeps
+  the closed one's audio in its buffer as left context (its committed words are not committed
+  again: LocalAgreement drops them); after a longer silence the buffer starts empty.
 - The committed words before the buffer are the prompt of each transcription (with
   initial_prompt in front), as the long-form loop conditions on previous text.
 - The buffer never exceeds max_buffer_seconds (at most 30 s, one Whisper window): past
@@ -120,7 +122,8 @@ class Stream:
     def __init__(self, model: Transcriber, options: DecodingOptions, vad: VoiceActivityDetector,
                  vad_parameters: VadParameters | None = None, *, on_commit: CommitCallback | None = None,
                  on_tentative: TentativeCallback | None = None, min_step_seconds: float = 0.5,
-                 max_step_seconds: float = 5.0, trim_seconds: float = 15.0, max_buffer_seconds: float = 25.0):
+                 max_step_seconds: float = 5.0, trim_seconds: float = 15.0, max_buffer_seconds: float = 25.0,
+                 context_gap_seconds: float = 2.0):
         if not 0.0 < min_step_seconds <= max_step_seconds:
             raise WhisperError(f"min_step_seconds must be in (0, max_step_seconds] (got {min_step_seconds!r})")
         if not (0.0 < trim_seconds <= max_buffer_seconds
@@ -143,6 +146,7 @@ class Stream:
         self._max_step = int(max_step_seconds * SAMPLE_RATE)
         self._trim = int(trim_seconds * SAMPLE_RATE)
         self._max_buffer = int(max_buffer_seconds * SAMPLE_RATE)
+        self._context_gap = int(context_gap_seconds * SAMPLE_RATE)
         self._pad = int(self.vad_parameters.speech_pad_ms * SAMPLE_RATE / 1000)
         self._min_speech = int(self.vad_parameters.min_speech_duration_ms * SAMPLE_RATE / 1000)
 
@@ -159,6 +163,7 @@ class Stream:
         self._audio = np.zeros(0, np.float32)  # held samples, the first at absolute sample _audio_start
         self._audio_start = 0
         self._slice_start: int | None = None  # absolute sample where the open stretch's buffer starts
+        self._context_start: int | None = None  # buffer start kept from a closed stretch (left context)
         self._speech_start = 0  # where the VAD heard speech start (before padding is taken off)
         self._last_hypothesis = 0  # buffer end of the last transcription
         self._hypothesis_segments: list[Segment] = []
@@ -200,6 +205,7 @@ class Stream:
 
     @property
     def finished(self) -> bool:
+        """Whether finish() was called."""
         with self._lock:
             return self._finished
 
@@ -274,13 +280,20 @@ class Stream:
         events = self._gate.feed(np.asarray(self.vad.push(piece), dtype=np.float64).ravel())
         for kind, position in events:
             if kind == "start":
-                self._slice_start = max(position, self._audio_start)
+                start = max(position, self._audio_start)
+                self._slice_start = start if self._context_start is None else self._context_start
+                self._context_start = None
                 self._speech_start = position + self._pad
-                self._last_hypothesis = self._slice_start
+                self._last_hypothesis = start
             elif self._slice_start is not None:
                 committed += self._close(min(position, self._audio_end), position - self._pad)
         if self._slice_start is None:
-            self._drop_before(self._audio_end - self._pad - WINDOW)
+            if self._context_start is not None and (
+                    self._audio_end - self._gate.voiced_end > self._context_gap
+                    or self._audio_end - self._context_start > self._trim):
+                self._context_start = None
+            if self._context_start is None:
+                self._drop_before(self._audio_end - self._pad - WINDOW)
         elif self._audio_end - self._last_hypothesis >= self._min_step:
             committed += self._step()
         return committed
@@ -335,7 +348,12 @@ class Stream:
         else:
             self._agreement.forget()
         self._set_tentative("")
-        self._drop_before(end)
+        if committed:
+            # The stretch stays in the buffer as left context for the next one, if that follows
+            # within context_gap_seconds: tiny models hear a sentence better after the one before.
+            self._context_start = start
+        else:
+            self._drop_before(end)
         return committed
 
     def _drop_before(self, position: int) -> None:

@@ -90,7 +90,9 @@ def test_tentative_text_is_rewritten_in_place_on_a_terminal(tiny_en_dir, asset):
         drain(0.5)
     drain(0.5)
     os.close(master)
-    assert proc.wait(10) == 0, proc.stderr.read().decode()
+    errors = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(10) == 0, errors
     out = received.decode()
     assert "\r\x1b[K\x1b[2m" in out, out  # a tentative line drawn
     committed = [LINE.match(line.split("\r\x1b[K")[-1]) for line in out.replace("\r\n", "\n").split("\n")
