@@ -2,8 +2,7 @@
 # Remakes the Whisper test audio in tests/assets/audio/ (idempotent).
 #
 # The files are committed, so tests and users never run this: it records how they were made and
-# remakes any that are deleted. It also fetches the VAD tests' reference model (silero_vad.onnx; needs
-# python3 with pip). Needs espeak-ng, sox and npm on PATH; it installs nothing itself:
+# remakes any that are deleted. Needs espeak-ng, sox and npm on PATH; it installs nothing itself:
 #   apt-get install -y espeak-ng sox npm
 # Files that already exist are kept, so a second run does nothing.
 set -euo pipefail
@@ -64,16 +63,4 @@ fi
 # cross two 30 s windows with it.
 if [[ ! -s "${out}/passage.wav" || ! -s "${out}/passage.json" ]]; then
     python3 "${root}/scripts/make_passage.py" "${out}/passage.wav" --sentences 12
-fi
-
-# The VAD tests' reference: silero_vad.onnx of the silero-vad 6.2.3 wheel (the v6.2 model, MIT), run
-# by onnxruntime. The wheel is only downloaded and unpacked, not installed.
-onnx="${out}/silero_vad.onnx"
-onnx_sha256="1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3"
-if [[ ! -s "${onnx}" ]]; then
-    python3 -m pip download --quiet --no-deps silero-vad==6.2.3 -d "${work}"
-    python3 -m zipfile -e "${work}"/silero_vad-6.2.3-py3-none-any.whl "${work}/silero"
-    echo "${onnx_sha256}  ${work}/silero/silero_vad/data/silero_vad.onnx" | sha256sum --check --quiet
-    mv "${work}/silero/silero_vad/data/silero_vad.onnx" "${onnx}"
-    echo "make_test_audio: wrote ${onnx}"
 fi

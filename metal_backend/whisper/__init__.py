@@ -10,14 +10,15 @@ BackendWhisper (backend_compute.py) runs it as metal_backend graphs, and Whisper
 transcription on top of Whisper.transcribe and the Silero VAD.
 """
 
+from metal_backend.io.ggml_types import GgmlType, QuantizedTensor
+
 from .audio import SAMPLE_RATE, load_audio, read_wav, resample
 from .backend_compute import BackendAudioFeatures, BackendWhisper
 from .compute import WhisperCompute
 from .decoding import DecodingResult, GreedyDecoder, WindowDecoder, compression_ratio, initial_tokens
-from .errors import WhisperError
+from .errors import SettingLimitError, WhisperError
 from .language import detect_language
 from .logit_filters import LogitRules
-from .ggml_types import GgmlType, QuantizedTensor
 from .loader import load_model_data
 from .mel import N_FRAMES, N_SAMPLES, log_mel_spectrogram, mel_filters, mel_windows
 from .model import Whisper
@@ -50,6 +51,7 @@ __all__ = [
     "VadParameters",
     "Whisper",
     "WhisperCompute",
+    "SettingLimitError",
     "WhisperError",
     "WhisperHParams",
     "WhisperModelData",
