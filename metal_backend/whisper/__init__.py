@@ -6,7 +6,8 @@ and decoding (timestamps, beam search, temperature fallback, language detection,
 the long-form loop). The network itself runs behind the small WhisperCompute
 interface (compute.py), so the decoding logic is shared by every implementation.
 BackendWhisper (backend_compute.py) runs it as metal_backend graphs, and Whisper
-(model.py) ties loading, devices and transcription together.
+(model.py) ties loading, devices and transcription together. Stream (streaming.py) is live
+transcription on top of Whisper.transcribe and the Silero VAD.
 """
 
 from metal_backend.io.ggml_types import GgmlType, QuantizedTensor
@@ -24,6 +25,8 @@ from .model import Whisper
 from .model_data import SpecialTokens, WhisperHParams, WhisperModelData
 from .options import DecodingOptions
 from .tokenizer import Tokenizer
+from .speech_gate import VadParameters
+from .streaming import Stream, StreamFinishedError
 from .transcribe import transcribe
 from .transcript import Segment, Transcript, Word
 
@@ -41,8 +44,11 @@ __all__ = [
     "SAMPLE_RATE",
     "Segment",
     "SpecialTokens",
+    "Stream",
+    "StreamFinishedError",
     "Tokenizer",
     "Transcript",
+    "VadParameters",
     "Whisper",
     "WhisperCompute",
     "SettingLimitError",

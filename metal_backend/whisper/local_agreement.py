@@ -1,0 +1,113 @@
+"""LocalAgreement-2: the commit rule of live transcription (Machacek et al. 2023, Whisper-Streaming).
+
+The audio buffer is transcribed again each time more of it has arrived. Each transcription is a
+hypothesis: a list of timed words. A word is committed (final, never revised) once two
+consecutive hypotheses agree on it: the longest common prefix of the last two hypotheses, word by
+word, is committed. Before comparing, each new hypothesis loses the words that were already
+committed: those that start before the last committed word ended (less a 0.1 s tolerance for the
+word alignment's jitter), and then a head of up to 5 words that repeats the tail of the committed
+text word for word (a committed word whose re-aligned start moved past the tolerance).
+
+Words are compared by their normalised spelling (lower case, punctuation dropped), so a comma that
+appears once the next word is heard does not hold a word back; the committed word is the newer
+hypothesis's, with its timing and punctuation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+_TOLERANCE = 0.1  # seconds a re-aligned committed word may start before the last committed end
+_MAX_NGRAM = 5
+
+
+@dataclass(frozen=True)
+class TimedWord:
+    """One word of a hypothesis: absolute start and end (seconds), its text (leading space
+    included), its probability, and which segment of its hypothesis it belongs to."""
+
+    start: float
+    end: float
+    text: str
+    probability: float
+    segment: int
+
+    @property
+    def key(self) -> str:
+        """The spelling words are compared by."""
+        return word_key(self.text)
+
+
+def word_key(text: str) -> str:
+    """Lower case, letters, digits and inner apostrophes only."""
+    return re.sub(r"[^\w']", "", text.lower()).strip("'")
+
+
+class LocalAgreement:
+    """The committed/tentative split of a stream of hypotheses (see the module docstring).
+
+    insert(words) takes a new hypothesis and returns the words it commits; flush() commits what is
+    left of the last hypothesis (the final pass of a finished stretch of speech); tentative holds
+    the words heard but not committed yet.
+    """
+
+    def __init__(self) -> None:
+        self.committed_end = 0.0
+        self._committed_tail: list[str] = []
+        self._previous: list[TimedWord] = []
+        self._current: list[TimedWord] = []
+
+    @property
+    def tentative(self) -> list[TimedWord]:
+        """The uncommitted words of the last hypothesis."""
+        return list(self._current)
+
+    def insert(self, words: list[TimedWord]) -> list[TimedWord]:
+        """Takes a hypothesis (words in order, absolute times); returns the words it commits."""
+        new = self._unseen(words)
+        agreed: list[TimedWord] = []
+        for old, word in zip(self._previous, new):
+            if old.key != word.key:
+                break
+            agreed.append(word)
+        self._current = new[len(agreed):]
+        agreed = self._commit(agreed)
+        self._previous = self._current
+        return agreed
+
+    def flush(self, words: list[TimedWord] | None = None) -> list[TimedWord]:
+        """Commits every uncommitted word of `words` (a final hypothesis), or of the last
+        hypothesis when None; the next hypothesis is then compared with nothing."""
+        rest = self._unseen(words) if words is not None else self._current
+        self._previous = []
+        self._current = []
+        return self._commit(rest)
+
+    def forget(self) -> None:
+        """Drops the last hypothesis (its audio is gone from the buffer), keeping what was committed."""
+        self._previous = []
+        self._current = []
+
+    def _unseen(self, words: list[TimedWord]) -> list[TimedWord]:
+        words = [w for w in words if w.key and w.start > self.committed_end - _TOLERANCE]
+        tail = self._committed_tail
+        if words and tail and abs(words[0].start - self.committed_end) < 1.0:
+            for n in range(min(_MAX_NGRAM, len(tail), len(words)), 0, -1):
+                if tail[-n:] == [w.key for w in words[:n]]:
+                    return words[n:]
+        return words
+
+    def _commit(self, words: list[TimedWord]) -> list[TimedWord]:
+        """Records words as committed; returns them with starts moved to no earlier than the end
+        of the word before (the tolerance admits a re-aligned start slightly before it)."""
+        out: list[TimedWord] = []
+        end = self.committed_end
+        for w in words:
+            start = max(w.start, end)
+            end = max(w.end, start)
+            out.append(replace(w, start=start, end=end))
+        if out:
+            self.committed_end = end
+            self._committed_tail = (self._committed_tail + [w.key for w in out])[-_MAX_NGRAM:]
+        return out

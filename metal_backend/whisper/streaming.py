@@ -1,0 +1,441 @@
+"""Live transcription: Whisper over audio that is still arriving.
+
+    s = model.stream(language="en")
+    for chunk in chunks:                 # 16 kHz mono float samples, any length
+        for seg in s.push(chunk):        # what this push committed: final, absolute times
+            print(seg.start, seg.end, seg.text)
+        show(s.tentative)                # heard, not committed yet (may still change)
+    s.finish()                           # commits the rest
+    s.segments                           # everything committed
+
+How (Whisper-Streaming's LocalAgreement-2, gated by a voice activity detector):
+
+- A Silero VAD (metal_backend.vad) scores every 512-sample window as it arrives; SpeechGate turns
+  the scores into stretches of speech. Outside speech nothing is transcribed and only a short
+  pre-roll of audio (speech_pad_ms) is kept, so silence and noise cost the VAD alone.
+- Inside a stretch the buffer (the stretch so far) is transcribed again whenever at least
+  min_step_seconds of new audio arrived since the last transcription, with word timestamps. A
+  word is committed once two consecutive transcriptions agree on it (LocalAgreement); the words
+  after the agreed prefix are the tentative text.
+- The end of a stretch (the VAD heard min_silence_duration_ms of silence) closes it with a final
+  pass whose words are all committed. A stretch that follows within context_gap_seconds keeps
+  the closed one's audio in its buffer as left context (its committed words are not committed
+  again: LocalAgreement drops them); after a longer silence the buffer starts empty.
+- The committed words before the buffer are the prompt of each transcription (with
+  initial_prompt in front), as the long-form loop conditions on previous text.
+- The buffer never exceeds max_buffer_seconds (at most 30 s, one Whisper window): past
+  trim_seconds it is cut at the end of the last Whisper segment whose words are all committed;
+  at max_buffer_seconds at the last committed word, or, when nothing was committed, by a final
+  pass over the whole buffer.
+
+Compute per push is bounded: a push runs the VAD over its samples and at most one transcription
+per max_step_seconds of speech it brings (so a 0.5 s chunk costs at most one transcription,
+plus a final pass when it ends a stretch). Memory is bounded too: at most the buffer and one
+push of audio are held; the committed segments are text (a few hundred bytes each).
+
+Threads: push() may be called from one or more threads while others read `tentative`,
+`segments` and `pushed_seconds`. Those read a snapshot taken under the stream's lock, which is
+held only to swap state, never during a transcription. One push transcribes at a time: a push
+that arrives while another thread's push is transcribing only queues its samples and returns []
+at once (nothing is dropped); the queued samples are transcribed by the next push or by
+finish(), and what they commit is returned there (and passed to on_commit). finish() waits for a
+running push. Callbacks run on the thread whose push did the work, after it, without the state
+lock (so they may read the stream; a push from a callback is queued like any concurrent one).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import fields, replace
+from typing import Callable, Protocol
+
+import numpy as np
+
+from .audio import SAMPLE_RATE, check_samples
+from .errors import WhisperError
+from .local_agreement import LocalAgreement, TimedWord
+from .mel import HOP_LENGTH
+from .options import DecodingOptions
+from .speech_gate import WINDOW, SpeechGate, VadParameters
+from .tokenizer import Tokenizer
+from .transcript import Segment, Transcript, Word
+
+MAX_WINDOW_SECONDS = 30.0
+# Streaming decodes the buffer many times over, so its defaults favour bounded compute: greedy,
+# one temperature (no fallback re-decodes). Any DecodingOptions field may be given instead.
+STREAM_DEFAULTS = {"beam_size": None, "temperature": 0.0}
+_PROMPT_WORDS = 200
+_TOKENS_PER_SECOND = 8
+
+
+class StreamFinishedError(WhisperError):
+    """push() or finish() work on a stream that finish() already closed."""
+
+
+class VoiceActivityDetector(Protocol):
+    """What the stream needs of a VAD (metal_backend.vad.SileroVad has it): push(chunk) returns the
+    speech probabilities of the complete 512-sample windows the chunk completes; reset() starts over."""
+
+    def push(self, chunk: np.ndarray) -> np.ndarray: ...
+
+    def reset(self) -> None: ...
+
+
+class Transcriber(Protocol):
+    """What the stream needs of a model (metal_backend.whisper.Whisper has it)."""
+
+    data: object
+
+    def transcribe(self, audio: np.ndarray, options: DecodingOptions | None = None) -> Transcript: ...
+
+
+CommitCallback = Callable[[list[Segment]], None]
+TentativeCallback = Callable[[str], None]
+
+
+def stream_options(options: DecodingOptions | None, overrides: dict) -> DecodingOptions:
+    """The stream's decoding options: options (or DecodingOptions with STREAM_DEFAULTS) with overrides."""
+    if options is None:
+        options = DecodingOptions(**STREAM_DEFAULTS)
+    elif not isinstance(options, DecodingOptions):
+        raise WhisperError(f"options must be DecodingOptions (got {type(options).__name__})")
+    if overrides:
+        known = {f.name for f in fields(DecodingOptions)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise WhisperError(f"unknown decoding option {unknown[0]!r}; expected DecodingOptions fields")
+        options = replace(options, **overrides)
+    return options
+
+
+class Stream:
+    """Live transcription of one audio stream (see the module docstring for how and for threads).
+
+    Made by Whisper.stream(). push(samples) takes 16 kHz mono float samples (any length, 1-D,
+    finite; WhisperError otherwise, StreamFinishedError after finish()) and returns the segments
+    that push committed. Segments carry absolute times (seconds since the first sample pushed) and,
+    when word_timestamps=True was asked, their words. on_commit(segments) is called with every
+    non-empty commit, on_tentative(text) whenever the tentative text changes.
+    """
+
+    def __init__(self, model: Transcriber, options: DecodingOptions, vad: VoiceActivityDetector,
+                 vad_parameters: VadParameters | None = None, *, on_commit: CommitCallback | None = None,
+                 on_tentative: TentativeCallback | None = None, min_step_seconds: float = 0.5,
+                 max_step_seconds: float = 5.0, trim_seconds: float = 15.0, max_buffer_seconds: float = 25.0,
+                 context_gap_seconds: float = 2.0):
+        if not 0.0 < min_step_seconds <= max_step_seconds:
+            raise WhisperError(f"min_step_seconds must be in (0, max_step_seconds] (got {min_step_seconds!r})")
+        if not (0.0 < trim_seconds <= max_buffer_seconds
+                and max_buffer_seconds + max_step_seconds <= MAX_WINDOW_SECONDS):
+            raise WhisperError(f"need 0 < trim_seconds <= max_buffer_seconds and max_buffer_seconds + "
+                               f"max_step_seconds <= {MAX_WINDOW_SECONDS:g} (got trim {trim_seconds!r}, max buffer "
+                               f"{max_buffer_seconds!r}, max step {max_step_seconds!r})")
+        self.model = model
+        self.options = options
+        self.vad = vad
+        self.vad_parameters = vad_parameters if vad_parameters is not None else VadParameters()
+        self.on_commit = on_commit
+        self.on_tentative = on_tentative
+        self._want_words = options.word_timestamps
+        self._hyp_options = replace(options, word_timestamps=True, initial_prompt=None)
+        self._initial_prompt = (options.initial_prompt or "").strip()
+        self._language = options.language
+        self._tokenizer = Tokenizer(model.data.vocab, model.data.special)
+        self._min_step = int(min_step_seconds * SAMPLE_RATE)
+        self._max_step = int(max_step_seconds * SAMPLE_RATE)
+        self._trim = int(trim_seconds * SAMPLE_RATE)
+        self._max_buffer = int(max_buffer_seconds * SAMPLE_RATE)
+        self._context_gap = int(context_gap_seconds * SAMPLE_RATE)
+        self._pad = int(self.vad_parameters.speech_pad_ms * SAMPLE_RATE / 1000)
+        self._min_speech = int(self.vad_parameters.min_speech_duration_ms * SAMPLE_RATE / 1000)
+
+        self._lock = threading.Lock()  # state readers see: pending, segments, tentative, finished
+        self._work = threading.Lock()  # held by the one push (or finish) that transcribes
+        self._pending: list[np.ndarray] = []
+        self._pushed = 0
+        self._finished = False
+        self._segments: list[Segment] = []
+        self._tentative = ""
+
+        vad.reset()
+        self._gate = SpeechGate(self.vad_parameters, SAMPLE_RATE)
+        self._audio = np.zeros(0, np.float32)  # held samples, the first at absolute sample _audio_start
+        self._audio_start = 0
+        self._slice_start: int | None = None  # absolute sample where the open stretch's buffer starts
+        self._context_start: int | None = None  # buffer start kept from a closed stretch (left context)
+        self._speech_start = 0  # where the VAD heard speech start (before padding is taken off)
+        self._last_hypothesis = 0  # buffer end of the last transcription
+        self._hypothesis_segments: list[Segment] = []
+        self._agreement = LocalAgreement()
+        self._prompt_words: deque[TimedWord] = deque(maxlen=_PROMPT_WORDS)
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def segments(self) -> list[Segment]:
+        """Every segment committed so far (a copy of the list)."""
+        with self._lock:
+            return list(self._segments)
+
+    @property
+    def tentative(self) -> str:
+        """The words heard after the committed ones, not final yet ("" when none)."""
+        with self._lock:
+            return self._tentative
+
+    @property
+    def text(self) -> str:
+        """The committed text so far."""
+        with self._lock:
+            return "".join(s.text for s in self._segments).strip()
+
+    @property
+    def pushed_seconds(self) -> float:
+        """Seconds of audio accepted by push() so far."""
+        with self._lock:
+            return self._pushed / SAMPLE_RATE
+
+    @property
+    def buffer_seconds(self) -> float:
+        """Seconds of audio the stream holds now (the open stretch or the pre-roll, plus queued pushes)."""
+        with self._lock:
+            queued = sum(c.size for c in self._pending)
+            return (self._audio.size + queued) / SAMPLE_RATE
+
+    @property
+    def finished(self) -> bool:
+        """Whether finish() was called."""
+        with self._lock:
+            return self._finished
+
+    def push(self, samples: np.ndarray) -> list[Segment]:
+        """Adds samples; returns the segments this push committed (see the class docstring)."""
+        chunk = self._check(samples)
+        with self._lock:
+            if self._finished:
+                raise StreamFinishedError("push() after finish(): the stream is closed; start a new one with "
+                                          "model.stream()")
+            if chunk.size:
+                self._pending.append(chunk)
+                self._pushed += chunk.size
+        if not self._work.acquire(blocking=False):
+            return []  # another thread is transcribing; it or the next push takes these samples
+        try:
+            before = self.tentative
+            committed = self._run(final=False)
+        finally:
+            self._work.release()
+        self._notify(committed, before)
+        return committed
+
+    def finish(self) -> list[Segment]:
+        """Transcribes what is queued, closes the open stretch with a final pass and returns what
+        that committed. Later pushes raise StreamFinishedError; finish() again returns []."""
+        with self._work:
+            with self._lock:
+                if self._finished:
+                    return []
+                self._finished = True
+                before = self._tentative
+            committed = self._run(final=True)
+        self._notify(committed, before)
+        return committed
+
+    def transcript(self) -> Transcript:
+        """The committed segments as a Transcript (for the file writers)."""
+        segments = self.segments
+        return Transcript(text="".join(s.text for s in segments).strip(), segments=segments,
+                          language=self._language or "en")
+
+    # ------------------------------------------------------------------ work
+
+    def _check(self, samples: np.ndarray) -> np.ndarray:
+        array = np.asarray(samples)
+        if array.ndim == 1 and array.size == 0 and array.dtype.kind == "f":
+            return np.zeros(0, np.float32)
+        return check_samples(array)
+
+    def _run(self, final: bool) -> list[Segment]:
+        with self._lock:
+            chunks, self._pending = self._pending, []
+        committed: list[Segment] = []
+        data = np.concatenate(chunks) if len(chunks) > 1 else (chunks[0] if chunks else np.zeros(0, np.float32))
+        # Pieces of at most max_step_seconds keep the buffer within its limit however large a push is.
+        for i in range(0, data.size, self._max_step):
+            committed += self._piece(data[i:i + self._max_step])
+        if final and self._slice_start is not None:
+            committed += self._close(self._audio_end, self._gate.voiced_end)
+        if final:
+            self._set_tentative("")
+        return committed
+
+    @property
+    def _audio_end(self) -> int:
+        return self._audio_start + self._audio.size
+
+    def _piece(self, piece: np.ndarray) -> list[Segment]:
+        committed: list[Segment] = []
+        self._audio = np.concatenate([self._audio, piece]) if self._audio.size else piece.copy()
+        events = self._gate.feed(np.asarray(self.vad.push(piece), dtype=np.float64).ravel())
+        for kind, position in events:
+            if kind == "start":
+                start = max(position, self._audio_start)
+                self._slice_start = start if self._context_start is None else self._context_start
+                self._context_start = None
+                self._speech_start = position + self._pad
+                self._last_hypothesis = start
+            elif self._slice_start is not None:
+                committed += self._close(min(position, self._audio_end), position - self._pad)
+        if self._slice_start is None:
+            if self._context_start is not None and (
+                    self._audio_end - self._gate.voiced_end > self._context_gap
+                    or self._audio_end - self._context_start > self._trim):
+                self._context_start = None
+            if self._context_start is None:
+                self._drop_before(self._audio_end - self._pad - WINDOW)
+        elif self._audio_end - self._last_hypothesis >= self._min_step:
+            committed += self._step()
+        return committed
+
+    def _step(self) -> list[Segment]:
+        """One transcription of the open stretch: commit what the last two agree on, then keep the
+        buffer within its limits."""
+        start, end = self._slice_start, self._audio_end
+        if end - start < self._min_speech:
+            return []
+        words = self._hypothesis(start, end, self._gate.voiced_end)
+        committed = self._segments_of(self._agreement.insert(words))
+        self._set_tentative("".join(w.text for w in self._agreement.tentative).strip())
+        if end - start > self._trim:
+            committed += self._limit(end)
+        return committed
+
+    def _limit(self, end: int) -> list[Segment]:
+        """Cuts the buffer at a committed segment end past trim_seconds; forces it under max_buffer_seconds."""
+        done = self._agreement.committed_end
+        cut = None
+        segs = self._hypothesis_segments
+        for i, seg in enumerate(segs[:-1]):
+            if seg.words and seg.words[-1].end <= done + 1e-6:
+                next_start = segs[i + 1].words[0].start if segs[i + 1].words else seg.end
+                cut = min(seg.end, next_start)
+        if cut is None and end - self._slice_start > self._max_buffer - self._max_step:
+            if done > self._slice_start / SAMPLE_RATE + 1.0:
+                cut = done
+            else:  # nothing committed in a full buffer: a final pass over it, then a fresh buffer
+                committed = self._segments_of(self._agreement.flush())
+                self._set_tentative("")
+                self._cut(end)
+                return committed
+        if cut is not None:
+            self._cut(int(round(cut * SAMPLE_RATE)))
+        return []
+
+    def _cut(self, position: int) -> None:
+        position = min(max(position, self._slice_start), self._audio_end)
+        self._slice_start = position
+        self._drop_before(position)
+
+    def _close(self, end: int, voiced_end: int) -> list[Segment]:
+        """The final pass over the stretch that ends at `end`: every word it hears is committed."""
+        start = self._slice_start
+        self._slice_start = None
+        committed: list[Segment] = []
+        if end - self._speech_start >= self._min_speech or self._agreement.tentative:
+            words = self._hypothesis(start, end, voiced_end) if end > start else []
+            committed = self._segments_of(self._agreement.flush(words))
+        else:
+            self._agreement.forget()
+        self._set_tentative("")
+        if committed:
+            # The stretch stays in the buffer as left context for the next one, if that follows
+            # within context_gap_seconds: tiny models hear a sentence better after the one before.
+            self._context_start = start
+        else:
+            self._drop_before(end)
+        return committed
+
+    def _drop_before(self, position: int) -> None:
+        drop = min(max(position - self._audio_start, 0), self._audio.size)
+        if drop:
+            self._audio = self._audio[drop:].copy()
+            self._audio_start += drop
+
+    def _hypothesis(self, start: int, end: int, voiced_end: int) -> list[TimedWord]:
+        """The words Whisper hears in the buffer [start, end) (absolute samples), less those that
+        start after voiced_end and those of segments whose no-speech probability is above the
+        threshold: Whisper fills the silence after an abrupt end with text ("Thank you."), in a
+        segment of its own placed at the very end, where the VAD heard nothing."""
+        audio = self._audio[start - self._audio_start:end - self._audio_start]
+        offset = start / SAMPLE_RATE
+        limit = end / SAMPLE_RATE
+        voiced = voiced_end / SAMPLE_RATE
+        before = [w.text for w in self._prompt_words if w.end <= offset + 1e-6]
+        prompt = (self._initial_prompt + "".join(before)).strip()
+        # A bound on the tokens of a buffer (speech runs at 3-5 tokens a second) keeps a decoding
+        # loop from costing a whole window's 224 tokens on every push.
+        max_tokens = min(_TOKENS_PER_SECOND * audio.size // SAMPLE_RATE + 16, 224)
+        if self.options.max_new_tokens is not None:
+            max_tokens = min(max_tokens, self.options.max_new_tokens)
+        options = replace(self._hyp_options, initial_prompt=prompt or None, language=self._language,
+                          max_new_tokens=max_tokens)
+        result = self.model.transcribe(audio, options)
+        if self._language is None and result.language is not None:
+            self._language = result.language
+        self._last_hypothesis = end
+        segments: list[Segment] = []
+        words: list[TimedWord] = []
+        no_speech = self.options.no_speech_threshold
+        for seg in result.segments:
+            if no_speech is not None and seg.no_speech_prob > no_speech:
+                continue  # a window Whisper itself hears no speech in (the long-form loop also
+                # wants a low log-probability; in a stream that window is the silence after the end)
+            index = len(segments)  # the word's segment in _hypothesis_segments
+            seg_words = [TimedWord(min(offset + w.start, limit), min(offset + w.end, limit), w.word, w.probability,
+                                   index) for w in (seg.words or []) if offset + w.start < voiced]
+            segments.append(replace(seg, start=min(offset + seg.start, limit), end=min(offset + seg.end, limit),
+                                    words=[Word(w.start, w.end, w.text, w.probability) for w in seg_words]))
+            words += seg_words
+        self._hypothesis_segments = segments
+        return words
+
+    def _segments_of(self, words: list[TimedWord]) -> list[Segment]:
+        """Committed words as segments: one per run of words from one Whisper segment."""
+        out: list[Segment] = []
+        runs: list[list[TimedWord]] = []
+        for w in words:
+            if runs and runs[-1][-1].segment == w.segment:
+                runs[-1].append(w)
+            else:
+                runs.append([w])
+        self._prompt_words.extend(words)
+        with self._lock:
+            for run in runs:
+                text = "".join(w.text for w in run)
+                source = self._hypothesis_segments[run[0].segment] if run[0].segment < len(
+                    self._hypothesis_segments) else None
+                seg = Segment(id=len(self._segments), seek=int(run[0].start * SAMPLE_RATE) // HOP_LENGTH,
+                              start=round(run[0].start, 3), end=round(max(run[-1].end, run[0].start), 3), text=text,
+                              tokens=self._tokenizer.encode(text),
+                              temperature=source.temperature if source else 0.0,
+                              avg_logprob=source.avg_logprob if source else 0.0,
+                              compression_ratio=source.compression_ratio if source else 0.0,
+                              no_speech_prob=source.no_speech_prob if source else 0.0,
+                              words=[Word(round(w.start, 3), round(w.end, 3), w.text, w.probability) for w in run]
+                              if self._want_words else None)
+                self._segments.append(seg)
+                out.append(seg)
+        return out
+
+    def _set_tentative(self, text: str) -> None:
+        with self._lock:
+            self._tentative = text
+
+    def _notify(self, committed: list[Segment], tentative_before: str) -> None:
+        if committed and self.on_commit is not None:
+            self.on_commit(committed)
+        if self.on_tentative is not None:
+            text = self.tentative
+            if text != tentative_before:
+                self.on_tentative(text)
