@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Generates the Whisper test audio into tests/assets/generated/ (idempotent).
+# Generates the Whisper test audio and fetches the VAD's reference model into tests/assets/generated/
+# (idempotent).
 #
-# Needs espeak-ng, sox and npm on PATH; it installs nothing itself. CI installs:
+# Needs espeak-ng, sox, npm and python3 (with pip) on PATH; it installs nothing itself. CI installs:
 #   apt-get install -y espeak-ng sox npm
 # Files that already exist are kept, so a second run does nothing.
 set -euo pipefail
@@ -53,4 +54,16 @@ fi
 # cross two 30 s windows with it.
 if [[ ! -s "${out}/passage.wav" || ! -s "${out}/passage.json" ]]; then
     python3 "${root}/scripts/make_passage.py" "${out}/passage.wav" --sentences 12
+fi
+
+# The VAD tests' reference: silero_vad.onnx of the silero-vad 6.2.3 wheel (the v6.2 model, MIT), run
+# by onnxruntime. The wheel is only downloaded and unpacked, not installed.
+onnx="${out}/silero_vad.onnx"
+onnx_sha256="1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3"
+if [[ ! -s "${onnx}" ]]; then
+    python3 -m pip download --quiet --no-deps silero-vad==6.2.3 -d "${work}"
+    python3 -m zipfile -e "${work}"/silero_vad-6.2.3-py3-none-any.whl "${work}/silero"
+    echo "${onnx_sha256}  ${work}/silero/silero_vad/data/silero_vad.onnx" | sha256sum --check --quiet
+    mv "${work}/silero/silero_vad/data/silero_vad.onnx" "${onnx}"
+    echo "fetch_test_assets: wrote ${onnx}"
 fi
