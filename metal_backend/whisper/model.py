@@ -112,18 +112,7 @@ class Whisper:
         if self._owner == threading.get_ident():
             raise WhisperError("transcribe() called from inside a transcribe() of the same model (a progress "
                                "callback?); the model runs one transcription at a time")
-        if vad_filter is not None and not isinstance(vad_filter, bool):
-            raise WhisperError(f"vad_filter must be True, False or None (got {vad_filter!r})")
-        if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool)
-                                       or batch_size <= 0):
-            raise WhisperError(f"batch_size must be a positive integer or None (got {batch_size!r})")
-        use_vad = vad_filter if vad_filter is not None else batch_size is not None
-        if vad_parameters is not None and not use_vad:
-            raise WhisperError("vad_parameters were given but the VAD is off (vad_filter=False)")
-        vad_options = None
-        if use_vad:
-            vad_options = (batched_vad_options(vad_parameters) if batch_size is not None
-                           else VadOptions.from_parameters(vad_parameters))
+        vad_options = self.check_transcribe_arguments(vad_filter, vad_parameters, batch_size)
         with self._lock:
             self._owner = threading.get_ident()
             try:
@@ -138,6 +127,26 @@ class Whisper:
         timings["decode_per_token"] = timings["decode"] / max(timings["tokens"], 1.0)
         return result
 
+
+    @staticmethod
+    def check_transcribe_arguments(vad_filter: bool | None = None,
+                                   vad_parameters: VadOptions | Mapping[str, Any] | None = None,
+                                   batch_size: int | None = None) -> VadOptions | None:
+        """The VadOptions transcribe() would use for these arguments (None: no VAD); bad values
+        raise WhisperError naming them."""
+        if vad_filter is not None and not isinstance(vad_filter, bool):
+            raise WhisperError(f"vad_filter must be True, False or None (got {vad_filter!r})")
+        if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool)
+                                       or batch_size <= 0):
+            raise WhisperError(f"batch_size must be a positive integer or None (got {batch_size!r})")
+        use_vad = vad_filter if vad_filter is not None else batch_size is not None
+        if vad_parameters is not None and not use_vad:
+            raise WhisperError("vad_parameters were given but the VAD is off (vad_filter=False)")
+        if not use_vad:
+            return None
+        if batch_size is not None:
+            return batched_vad_options(vad_parameters)
+        return VadOptions.from_parameters(vad_parameters)
 
     def _transcribe_speech(self, audio: str | os.PathLike | np.ndarray, options: DecodingOptions,
                            vad_options: VadOptions | None, batch_size: int | None,
@@ -172,7 +181,9 @@ class Whisper:
                 from metal_backend.vad import SileroVad
             except ImportError as exc:
                 raise WhisperError(f"vad_filter needs metal_backend.vad: {exc}") from None
-            self._vad = SileroVad.load(device=self.device)
+            options = self.compute.backend.options
+            threads = options["n_threads"] if "n_threads" in options else None
+            self._vad = SileroVad.load(device=self.device, threads=threads)
         return self._vad
 
 
