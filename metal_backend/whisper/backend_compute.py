@@ -200,7 +200,11 @@ class BackendWhisper:
 
         self.encoder_scheduler = mb.Scheduler(self.backends)
         self.decoder_scheduler = mb.Scheduler(self.backends)
-        self.encoder_graph, self.encoder_out = self._build_encoder()
+        # Built on first use: mb.alloc_ctx_tensors places every unallocated tensor of the Context, so
+        # a graph whose nodes the scheduler has not placed yet would be swept into the next buffer
+        # made for new tensors (_allocate_windows) and left pointing into it when that is freed.
+        self._encoder: tuple[mb.Graph, mb.Tensor] | None = None
+        self._encoder_computed = False
         self._windows: _WindowBatch | None = None
         self._window = 0
         self._n_past = -1
@@ -228,8 +232,7 @@ class BackendWhisper:
         for t in (self.tokens_in, self.positions_in, self.rows_in, self.mask_in, self.source_rows_in,
                   self.target_rows_in):
             t.is_input = True
-        buffer = mb.alloc_ctx_tensors(self.ctx, self.device.buffer_type)
-        buffer.clear(0)
+        buffer = self._new_buffer()
         if self.n_sequences and self._n_active:
             kept = self._n_active * n_ctx
             copies = [ops.cpy(ops.view(old, (kept, d)), ops.view(new, (kept, d)))
@@ -378,8 +381,18 @@ class BackendWhisper:
         return self._linear(_named(ops.gelu_erf(self._linear(h, f"{prefix}.mlp.0")), f"{prefix}.mlp.gelu"),
                             f"{prefix}.mlp.2")
 
-    def _build_encoder(self) -> tuple[mb.Graph, mb.Tensor]:
-        return self._encoder_graph(self.mel, 1, self.cross_k, self.cross_v_t, self.encoder_kv)
+    @property
+    def encoder_graph(self) -> mb.Graph:
+        """The encoder graph of one window (encode())."""
+        if self._encoder is None:
+            self._encoder = self._encoder_graph(self.mel, 1, self.cross_k, self.cross_v_t, self.encoder_kv)
+        return self._encoder[0]
+
+    @property
+    def encoder_out(self) -> mb.Tensor:
+        """The final encoder states of encode()'s graph."""
+        self.encoder_graph
+        return self._encoder[1]
 
     def _encoder_graph(self, mel: mb.Tensor, windows: int, cross_k: list, cross_v_t: list,
                        encoder_kv: list) -> tuple[mb.Graph, mb.Tensor]:
@@ -492,6 +505,7 @@ class BackendWhisper:
             raise WhisperError(f"mel has shape {mel.shape}, expected {expected}")
         self.mel.set(mel[None])
         _check(self.encoder_scheduler.graph_compute(self.encoder_graph), "encoder")
+        self._encoder_computed = True
         self._window += 1
         self._n_past = -1
         return BackendAudioFeatures(self._window)
@@ -523,6 +537,15 @@ class BackendWhisper:
         self._n_past = -1
         return BackendBatchFeatures(self._window, count)
 
+    def _new_buffer(self) -> mb.Buffer:
+        """A zeroed buffer holding the tensors made since the last one. An encoder graph built but
+        never computed is dropped first (rebuilt on use): see __init__."""
+        if not getattr(self, "_encoder_computed", True):
+            self._encoder = None
+        buffer = mb.alloc_ctx_tensors(self.ctx, self.device.buffer_type)
+        buffer.clear(0)
+        return buffer
+
     def _allocate_windows(self, capacity: int) -> None:
         """Tensors for batches of up to capacity windows (replacing smaller ones, whose decoder
         graphs are dropped)."""
@@ -540,8 +563,7 @@ class BackendWhisper:
         if self.encoder_attention == "flash":
             kv = [self.ctx.tensor(mb.f16, (capacity * n, 2 * hp.n_audio_state), name=f"batch.encoder_kv.{i}.{tag}")
                   for i in range(hp.n_audio_layer)]
-        buffer = mb.alloc_ctx_tensors(self.ctx, self.device.buffer_type)
-        buffer.clear(0)
+        buffer = self._new_buffer()
         for key in [k for k in self.decoder_graphs if k[0] > 0]:
             del self.decoder_graphs[key]
         previous, self._windows = self._windows, _WindowBatch(capacity, buffer, mel, cross_k, cross_v_t, kv, {})
@@ -665,7 +687,8 @@ class BackendWhisper:
         graphs.update({f"decoder[{b},{n},{n_kv}]" + (f"[{w} windows]" if w else ""): (self.decoder_scheduler, g.graph)
                        for (w, b, n, n_kv), g in self.decoder_graphs.items()})
         if self._windows is not None:
-            graphs.update({f"encoder[{w} windows]": (self.encoder_scheduler, g) for w, g in self._windows.graphs.items()})
+            graphs.update({f"encoder[{w} windows]": (self.encoder_scheduler, g)
+                           for w, g in self._windows.graphs.items()})
         graphs.update({f"reorder[{count}]": (self.decoder_scheduler, g.graph)
                        for count, g in self.reorder_graphs.items()})
         result: dict[str, dict[str, int]] = {}

@@ -6,9 +6,10 @@ recording) is joined and packed into chunks of at most 30 s: whole spans, in ord
 chunks at a time are encoded as one encoder graph (WhisperCompute.encode_batch) and decoded as one
 decoder batch (batch_decoding.BatchDecoder), at the first temperature only (no fallback) and
 without the previous chunk's text as prompt (the initial prompt, if any, is every chunk's prompt).
-A chunk's tokens are cut into segments at consecutive timestamp pairs; the text after the last
-pair (no following window to decode it again) is a segment ending at the chunk's end. Chunks
-skipped as silence follow transcribe.is_silence. Segment and word times are mapped back to the
+A chunk's tokens are cut into segments at consecutive timestamp pairs; when they do not end on a
+closing timestamp, the audio after the last pair is queued as a new, shorter chunk for the next
+batch (the sequential loop's seeking; see _segments). Chunks skipped as silence follow
+transcribe.is_silence. Segment and word times are mapped back to the
 original recording by the SpeechMap.
 
 Word timestamps encode each chunk again on its own (the alignment pass reads one window's
@@ -80,8 +81,10 @@ def transcribe_batched(compute: WhisperCompute, model: WhisperModelData, samples
     decoder: BatchDecoder | None = None
     segments: list[Segment] = []
     total = speech.speech_seconds
-    for first in range(0, len(chunks), batch_size):
-        group = chunks[first:first + batch_size]
+    queue = list(chunks)
+    done = 0.0
+    while queue:
+        group, queue = queue[:batch_size], queue[batch_size:]
         t = time.perf_counter()
         mels = np.stack([_window(model, joined[s:e]) for s, e in group])
         t_enc = time.perf_counter()
@@ -95,18 +98,25 @@ def transcribe_batched(compute: WhisperCompute, model: WhisperModelData, samples
             decoder = BatchDecoder(model, options, language)
         results = decoder.decode_windows(compute, features, len(group), previous, options.temperatures[0], rng)
         timings["decode"] += time.perf_counter() - t_dec
+        remainders = []
         for (s, e), result in zip(group, results):
             if is_silence(result, options):
                 continue
-            chunk_segments = _segments(model, tokenizer, result, s, e, speech)
+            chunk_segments, rest = _segments(model, tokenizer, result, s, e, speech)
+            if rest is not None:
+                remainders.append((rest, e))
             if options.word_timestamps and chunk_segments:
                 t = time.perf_counter()
                 _add_words(compute, model, tokenizer, mels[group.index((s, e))], chunk_segments, s, e, options,
                            language, segments[-1].end if segments else None)
                 timings["encode"] += time.perf_counter() - t
             segments += chunk_segments
+        # The unfinished ends are decoded again, first in the next batch.
+        queue = remainders + queue
+        done = max(done, max(s for s, _ in queue) / SAMPLE_RATE if queue else total)
         if progress is not None:
-            progress(group[-1][1] / SAMPLE_RATE, total)
+            progress(min(done, total), total)
+    segments.sort(key=lambda segment: segment.start)
     speech.restore(segments)
     for i, segment in enumerate(segments):
         segment.id = i
@@ -136,13 +146,27 @@ def _detect(compute: WhisperCompute, model: WhisperModelData, features: Any, cou
 
 
 def _segments(model: WhisperModelData, tokenizer: Tokenizer, result: DecodingResult, start: int, end: int,
-              speech: SpeechMap) -> list[Segment]:
-    """A chunk's segments in joined time: cut at consecutive timestamp pairs, the rest to the end."""
+              speech: SpeechMap) -> tuple[list[Segment], int | None]:
+    """A chunk's segments in joined time, and where the rest of the chunk starts when it is to be
+    decoded again (None: the chunk is done). Segments are cut at consecutive timestamp pairs. When
+    the tokens do not end on a single timestamp (a segment closed, none opened), what follows the
+    last pair is dropped and the audio from its closing timestamp on is decoded again, as the
+    sequential loop seeks there (tiny.en often opens a timestamp and ends, leaving the last
+    sentence of a chunk undecoded); without a pair, or with the pair at 0, the rest is a segment
+    to the chunk's end."""
     tb = model.special.timestamp_begin
     tokens = result.tokens
     offset = start / SAMPLE_RATE
     duration = (end - start) / SAMPLE_RATE
-    cuts = [i + 1 for i in range(len(tokens) - 1) if tokens[i] >= tb and tokens[i + 1] >= tb] + [len(tokens)]
+    pairs = [i + 1 for i in range(len(tokens) - 1) if tokens[i] >= tb and tokens[i + 1] >= tb]
+    single_timestamp_ending = len(tokens) >= 2 and tokens[-1] >= tb and tokens[-2] < tb
+    rest = None
+    if pairs and not single_timestamp_ending:
+        seek = int(round((tokens[pairs[-1] - 1] - tb) * TIME_PRECISION * SAMPLE_RATE))
+        if 0 < seek < end - start:
+            rest = start + seek
+            tokens = tokens[:pairs[-1]]
+    cuts = pairs + [len(tokens)]
     seek = int(round(speech.original_time(offset) * FRAMES_PER_SECOND)) if speech.spans else 0
     segments = []
     last = 0
@@ -165,7 +189,7 @@ def _segments(model: WhisperModelData, tokenizer: Tokenizer, result: DecodingRes
                                 text=text, tokens=text_tokens, temperature=result.temperature,
                                 avg_logprob=result.avg_logprob, compression_ratio=result.compression_ratio,
                                 no_speech_prob=result.no_speech_prob))
-    return segments
+    return segments, rest
 
 
 def _add_words(compute: WhisperCompute, model: WhisperModelData, tokenizer: Tokenizer, mel: np.ndarray,
