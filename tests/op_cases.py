@@ -634,6 +634,22 @@ def layout_cases():
          lambda a, b: tile_to(a.T, b.shape), EXACT)
     case("pad/f32/4d", "PAD", [In((2, 1, 3, 4))], lambda a: mb.ops.pad(a, [1, 2, 0, 5]),
          lambda a: np.pad(a, [(0, 1), (0, 2), (0, 0), (0, 5)]), EXACT)
+    # numpy's mode="reflect" is ggml's reflection (the edge element is not repeated).
+    for t in (mb.f32, mb.f16):
+        tn = TYPE_NAMES[t]
+        case(f"pad_reflect_1d/{tn}/both", "PAD_REFLECT_1D", [In((3, 2, 9), t)],
+             lambda a: mb.ops.pad_reflect_1d(a, 3, 8),
+             lambda a: np.pad(a, [(0, 0), (0, 0), (3, 8)], mode="reflect"), EXACT)
+    case("pad_reflect_1d/f32/silero", "PAD_REFLECT_1D", [In((5, 576))], lambda a: mb.ops.pad_reflect_1d(a, 0, 64),
+         lambda a: np.pad(a, [(0, 0), (0, 64)], mode="reflect"), EXACT)
+    case("pad_reflect_1d/f32/transposed", "PAD_REFLECT_1D", [In((6, 4))],
+         lambda a: mb.ops.pad_reflect_1d(a.transpose(), 2, 0),
+         lambda a: np.pad(a.T, [(0, 0), (2, 0)], mode="reflect"), EXACT)
+    case("pad_reflect_1d/f32/4d_long_row", "PAD_REFLECT_1D", [In((2, 3, 2, 700))],
+         lambda a: mb.ops.pad_reflect_1d(a, 699, 1),
+         lambda a: np.pad(a, [(0, 0), (0, 0), (0, 0), (699, 1)], mode="reflect"), EXACT)
+    case("pad_reflect_1d/i32/row", "PAD_REFLECT_1D", [In((4,), mb.i32, "index:100")],
+         lambda a: mb.ops.pad_reflect_1d(a, 2, 3), lambda a: np.pad(a, (2, 3), mode="reflect"), EXACT)
 
 
 def rope_cases():

@@ -115,10 +115,12 @@ def attention_matmul(q: mb.Tensor, k: mb.Tensor, v_t: mb.Tensor, mask: Optional[
 
 
 def mlp(x: mb.Tensor, w1: mb.Tensor, b1: Optional[mb.Tensor], w2: mb.Tensor, b2: Optional[mb.Tensor],
-        activation: Callable[[mb.Tensor], mb.Tensor] = ops.gelu_erf, name: Optional[str] = None) -> mb.Tensor:
-    """linear(activation(linear(x, w1, b1)), w2, b2)."""
+        activation: Callable[[mb.Tensor], mb.Tensor] = ops.gelu_erf, name: Optional[str] = None,
+        act_name: str = "act") -> mb.Tensor:
+    """linear(activation(linear(x, w1, b1)), w2, b2); the parts are named name.0, name.<act_name>
+    and name.2."""
     h = linear(x, w1, b1, f"{name}.0" if name else None)
-    h = named(activation(h), f"{name}.act" if name else None)
+    h = named(activation(h), f"{name}.{act_name}" if name else None)
     return linear(h, w2, b2, f"{name}.2" if name else None)
 
 

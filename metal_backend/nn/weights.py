@@ -27,13 +27,13 @@ class Weights:
         self._pending: list[tuple[mb.Tensor, ArrayOrBytes]] = []
 
     def add(self, name: str, data: np.ndarray, type: Optional[mb.Type] = None,
-            quantize: Optional[mb.Type] = None) -> mb.Tensor:
+            quantize: Optional[mb.Type] = None, check_finite: bool = False) -> mb.Tensor:
         """A tensor holding data (numpy-order shape).
 
         type: the stored type (default f16 for float16 arrays, else f32). quantize: a quantized
         type to store the data in instead (mb.q8_0, ...), applied only when the rows are a whole
         number of its blocks (else the tensor keeps `type`). Raises InvalidArgumentError for a
-        repeated name, a non-float array or non-finite values.
+        repeated name, a non-float array, or (check_finite) NaN or infinity.
         """
         if self.buffer is not None:
             raise mb.InvalidArgumentError(f"[Weights.add] {name!r}: the weights are already uploaded")
@@ -43,7 +43,7 @@ class Weights:
         if array.dtype.kind != "f":
             raise mb.InvalidArgumentError(f"[Weights.add] {name!r}: weights must be floating point "
                                           f"(got dtype {array.dtype})")
-        if not np.all(np.isfinite(array)):
+        if check_finite and not np.all(np.isfinite(array)):
             raise mb.InvalidArgumentError(f"[Weights.add] {name!r}: weights hold non-finite values")
         if type is None:
             type = mb.f16 if array.dtype == np.float16 else mb.f32

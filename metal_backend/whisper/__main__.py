@@ -60,10 +60,10 @@ from typing import Any, Iterator
 
 import metal_backend as mb
 
-from .errors import WhisperError
+from .errors import SettingLimitError, WhisperError
 from .mel import CHUNK_SECONDS
 from .model import Whisper
-from .options import DecodingOptions
+from .options import MAX_TEMPERATURES, DecodingOptions
 from .progress_bar import ProgressBar
 from .transcript import Transcript
 from .workers import transcribe_files
@@ -187,6 +187,12 @@ def temperatures(start: float, increment: float | None) -> tuple[float, ...]:
     if not math.isfinite(increment) or increment < 0:
         raise WhisperError(f"--temperature_increment_on_fallback must be >= 0 (got {increment})")
     count = int(math.floor((1.0 - start) / increment + 1e-6)) + 1 if start <= 1.0 else 1
+    # Counted before any is made: a tiny increment would otherwise build a huge tuple first.
+    if count > MAX_TEMPERATURES:
+        smallest = round((1.0 - start) / (MAX_TEMPERATURES - 1), 6)
+        raise SettingLimitError("--temperature_increment_on_fallback", increment, smallest,
+                                f"from --temperature {start} to 1.0 it gives {count} fallback temperatures, "
+                                f"more than {MAX_TEMPERATURES}")
     return tuple(round(start + i * increment, 6) for i in range(max(count, 1)))
 
 
@@ -238,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         print(f"error: no audio files in {', '.join(args.audio)}", file=sys.stderr)
         return 1
+    status = 0
+    if args.output_format is not None:
+        files, status = _distinct_stems(files, args.output_dir)
     model = None
     try:
         options = decoding_options(args)
@@ -254,7 +263,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
-    status = 0
     transcribed = False  # whether the encoder graph holds a real window (for --profile)
     documents = []
     for audio, result, device, error in results:
@@ -283,6 +291,26 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(profile.summary(), file=sys.stderr)
     return status
+
+
+def _distinct_stems(files: list[str], output_dir: str) -> tuple[list[str], int]:
+    """The files whose output stems are not taken by an earlier file, and the exit status so far
+    (1 when a file was dropped, with an error on stderr)."""
+    claimed: dict[str, str] = {}  # output stem (casefolded) -> the input that writes it
+    kept, status = [], 0
+    for audio in files:
+        # Two inputs with one stem (a/same.wav, b/same.wav) would write the same files; casefolded,
+        # since macOS and Windows file systems do not tell "A" from "a".
+        key = Path(audio).stem.casefold()
+        if key in claimed:
+            print(f"error: {audio}: its output files ({Path(output_dir) / Path(audio).stem}.*) would "
+                  f"overwrite those of {claimed[key]}; rename it or transcribe it with another --output_dir",
+                  file=sys.stderr)
+            status = 1
+            continue
+        claimed[key] = audio
+        kept.append(audio)
+    return kept, status
 
 
 def _transcribe_here(model: Whisper, files: list[str], options: DecodingOptions, kwargs: dict[str, Any],

@@ -43,6 +43,7 @@ const char* op_name(Op op) {
         case Op::CONCAT: return "CONCAT";
         case Op::REPEAT: return "REPEAT";
         case Op::PAD: return "PAD";
+        case Op::PAD_REFLECT_1D: return "PAD_REFLECT_1D";
         case Op::ROPE: return "ROPE";
         case Op::RESHAPE: return "RESHAPE";
         case Op::VIEW: return "VIEW";
@@ -69,7 +70,7 @@ OpFamily op_family(Op op) {
         case Op::DUP: case Op::CPY: case Op::CONT: return OpFamily::Copy;
         case Op::GET_ROWS: case Op::SET_ROWS: return OpFamily::Rows;
         case Op::IM2COL: return OpFamily::Im2col;
-        case Op::CONCAT: case Op::REPEAT: case Op::PAD: return OpFamily::Layout;
+        case Op::CONCAT: case Op::REPEAT: case Op::PAD: case Op::PAD_REFLECT_1D: return OpFamily::Layout;
         case Op::ROPE: return OpFamily::Rope;
         case Op::NONE: case Op::RESHAPE: case Op::VIEW: case Op::PERMUTE: case Op::TRANSPOSE: case Op::COUNT:
             break;

@@ -52,6 +52,7 @@ enum class Op : int32_t {
     CONCAT,    // params i[0] = dim
     REPEAT,    // src0 tiled to the shape of dst
     PAD,       // params i[0..3] = zeros appended at the end of each dimension
+    PAD_REFLECT_1D,  // params i[0] = p0, i[1] = p1: ne0 reflected p0 before, p1 after (edge not repeated)
     ROPE,      // src1 = i32 positions; params: n_dims, mode, n_ctx_orig, then f freq_base, freq_scale,
                // ext_factor, attn_factor, beta_fast, beta_slow
     // views: no computation, the result aliases src0's memory

@@ -14,7 +14,7 @@ DEVICES = [d.name for d in mb.devices()]
 
 @pytest.fixture(scope="session")
 def onnx_silero() -> OnnxSilero:
-    require(ONNX.is_file(), f"{ONNX} (scripts/fetch_test_assets.sh)")
+    require(ONNX.is_file(), f"{ONNX} (see tests/assets/vad/README.md)")
     return OnnxSilero()
 
 

@@ -1,8 +1,8 @@
 """SileroVad's probabilities against onnxruntime running silero-vad 6.2.3's silero_vad.onnx.
 
 Within 1e-4 on every device (CPU, MetalSim, Metal): speech (espeak sentences, jfk.wav), silence,
-noise, tones, a chirp and a mixture of odd length (the last window zero-padded). jfk.wav is 344
-windows: the block graphs of every size (256, 64, 16, 4, 1) and the state carried between them.
+noise, tones, a chirp and a mixture of odd length (the last window zero-padded): between them the
+block graphs of every size (64, 16, 4, 1) and the state carried from block to block.
 """
 
 from __future__ import annotations

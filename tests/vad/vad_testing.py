@@ -2,9 +2,8 @@
 
 The reference follows silero-vad's own wrapper (OnnxWrapper): each 512-sample window is fed with
 the previous window's last 64 samples in front (zeros before the first), the state (2, 1, 128)
-carried from call to call, the last window zero-padded. tests/assets/generated/silero_vad.onnx is
-fetched by scripts/fetch_test_assets.sh; missing, the tests skip on a developer machine and fail
-in CI (CI=true).
+carried from call to call, the last window zero-padded. The model is committed in
+tests/assets/vad/ (its README says where it comes from), the speech in tests/assets/audio/.
 """
 
 from __future__ import annotations
@@ -16,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets" / "generated"
-ONNX = ASSETS / "silero_vad.onnx"
+ASSETS = Path(__file__).resolve().parents[1] / "assets" / "audio"
+ONNX = Path(__file__).resolve().parents[1] / "assets" / "vad" / "silero_vad.onnx"
 RATE = 16000
 
 
@@ -87,5 +86,5 @@ def signals() -> dict[str, np.ndarray]:
 
 def speech(name: str) -> np.ndarray:
     path = ASSETS / f"{name}.wav"
-    require(path.is_file(), f"{path} (scripts/fetch_test_assets.sh)")
+    require(path.is_file(), f"{path} (scripts/make_test_audio.sh)")
     return read_wav16(path)

@@ -73,7 +73,7 @@ size_t flash_attn_ext_extra_size(const Tensor& node);
 // ROPE
 bool supports_rope(const RuntimeProps& props, const Tensor& node);
 size_t encode_rope(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
-// CONCAT REPEAT PAD
+// CONCAT REPEAT PAD PAD_REFLECT_1D
 bool supports_layout(const RuntimeProps& props, const Tensor& node);
 size_t encode_layout(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 BELOW = ("metal/apple/", "metal/sim/")
 REGISTRIES = {"metal/apple/metal_registry.mm", "metal/sim/metalsim_registry.cpp"}
