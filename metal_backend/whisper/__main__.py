@@ -6,8 +6,9 @@
         [--temperature T] [--temperature_increment_on_fallback D] [--word_timestamps True|False]
         [--initial_prompt TEXT] [--condition_on_previous_text True|False]
         [--compression_ratio_threshold R] [--logprob_threshold L] [--no_speech_threshold P]
-        [--profile]
-    python -m metal_backend.whisper --stream -|FILE|mic [--realtime] [options above]
+        [--profile] [--vad_filter True|False] [--vad_parameters KEY=VALUE ...] [--batch_size N]
+        [--workers N]
+    python -m metal_backend.whisper --stream -|FILE|mic [--realtime] [decoding options above]
 
 AUDIO: WAV, or with the audio extra (pip install "metal_backend[audio]") FLAC, OGG, MP3 and the
 other formats libsndfile reads; any rate and channel count. PATH is a whisper.cpp ggml .bin file
@@ -26,6 +27,17 @@ Output:
   each with its audio path.
 - --profile prints, after the files, a per-node profile of the encoder graph (its last window run
   again node by node on the model's device backend: metal_backend.Profile) on stderr.
+- AUDIO may be a folder: every audio file under it (by suffix, sorted) is transcribed.
+
+VAD, batching, many files (Whisper.transcribe's arguments):
+- --vad_filter True decodes only the speech Silero VAD finds; times refer to the whole file.
+  --vad_parameters KEY=VALUE ... sets VadOptions fields (threshold, neg_threshold,
+  min_speech_duration_ms, max_speech_duration_s, min_silence_duration_ms, speech_pad_ms).
+- --batch_size N: batched transcription (VAD on unless --vad_filter False): speech in chunks of at
+  most 30 s, N encoded and decoded together, first temperature only, no previous-text prompt.
+- --workers N: N processes, each loading its own model, share the files; each gets --threads
+  threads (default: the CPU count // N). Output comes in the order of the files.
+
 A progress bar is drawn on stderr for audio longer than one 30 s window, when stderr is a
 terminal and --quiet is not given.
 
@@ -51,7 +63,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import metal_backend as mb
 
@@ -61,6 +73,7 @@ from .model import Whisper
 from .options import MAX_TEMPERATURES, DecodingOptions
 from .progress_bar import ProgressBar
 from .transcript import Transcript
+from .workers import transcribe_files
 from .writers import FORMATS, transcript_dict, write_files
 
 def default_model_path() -> str:
@@ -105,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The command's argument parser."""
     p = argparse.ArgumentParser(prog="python -m metal_backend.whisper",
                                 description="Transcribe audio files with Whisper on a metal_backend device.")
-    p.add_argument("audio", nargs="*", help="audio files (WAV; FLAC, OGG, MP3, ... with the audio extra)")
+    p.add_argument("audio", nargs="*", help="audio files or folders of them (WAV; FLAC, OGG, MP3, ... with the "
+                                            "audio extra)")
     p.add_argument("--stream", metavar="SOURCE",
                    help="live transcription of SOURCE: - (raw s16le 16 kHz mono PCM on stdin), an audio file, "
                         "or mic (needs the mic extra)")
@@ -141,7 +155,43 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--compression_ratio_threshold", type=_optional_float, default=2.4)
     d.add_argument("--logprob_threshold", type=_optional_float, default=-1.0)
     d.add_argument("--no_speech_threshold", type=_optional_float, default=0.6)
+    v = p.add_argument_group("voice activity detection, batching, many files")
+    v.add_argument("--vad_filter", type=_str2bool, nargs="?", const=True, default=None,
+                   help="decode only the speech Silero VAD finds (default: off; on with --batch_size)")
+    v.add_argument("--vad_parameters", nargs="+", type=_vad_parameter, metavar="KEY=VALUE",
+                   help="VAD settings, e.g. min_silence_duration_ms=500 threshold=0.6 (VadOptions fields)")
+    v.add_argument("--batch_size", type=_optional_int, default=None,
+                   help="batched: speech in chunks of <= 30 s, N chunks encoded and decoded together")
+    v.add_argument("--workers", type=int, default=1,
+                   help="processes, each with its own model, transcribing the files in parallel")
     return p
+
+
+def _vad_parameter(text: str) -> tuple[str, float]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{key}: expected a number, got {value!r}") from None
+    return key, int(number) if number.is_integer() and "." not in value and "e" not in value.lower() else number
+
+
+AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".aifc", ".caf", ".au", ".w64")
+
+
+def audio_files(paths: list[str]) -> list[str]:
+    """The files to transcribe: each path as given, a folder replaced by the audio files under it
+    (AUDIO_SUFFIXES, any depth, sorted)."""
+    files = []
+    for path in paths:
+        if Path(path).is_dir():
+            files += sorted(str(f) for f in Path(path).rglob("*")
+                            if f.is_file() and f.suffix.lower() in AUDIO_SUFFIXES)
+        else:
+            files.append(path)
+    return files
 
 
 def temperatures(start: float, increment: float | None) -> tuple[float, ...]:
@@ -178,15 +228,21 @@ def decoding_options(args: argparse.Namespace) -> DecodingOptions:
         no_speech_threshold=args.no_speech_threshold)
 
 
-def result_json(audio: str, result: Transcript, model_path: str, model: Whisper) -> dict[str, Any]:
-    """The --json object of one file."""
+def result_json(audio: str, result: Transcript, model_path: str, device: str) -> dict[str, Any]:
+    """The --json object of one file (device: the name of the device that ran it)."""
     timings = dict(result.timings)
     tokens = int(timings.pop("tokens", 0))
     doc = {"audio": audio}
     doc.update(transcript_dict(result))
-    doc.update(language_probability=result.language_probability, model=model_path, device=model.device.name,
+    doc.update(language_probability=result.language_probability, model=model_path, device=device,
                tokens=tokens, timings=timings)
     return doc
+
+
+def transcribe_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """Whisper.transcribe's VAD and batching arguments from the parsed arguments."""
+    return {"vad_filter": args.vad_filter, "batch_size": args.batch_size,
+            "vad_parameters": dict(args.vad_parameters) if args.vad_parameters else None}
 
 
 class _LongAudioBar(ProgressBar):
@@ -207,51 +263,63 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--stream takes its audio from SOURCE; give no AUDIO files with it")
     if args.realtime and (args.stream is None or args.stream in ("-", "mic")):
         parser.error("--realtime plays a file: use it with --stream FILE")
+    if args.workers <= 0:
+        parser.error(f"--workers must be a positive integer (got {args.workers})")
+    if args.workers > 1 and args.profile:
+        parser.error("--profile needs --workers 1 (it profiles the model of this process)")
+    if args.stream is not None:
+        if args.workers != 1 or args.batch_size is not None:
+            parser.error("--stream decodes live in this process: give no --workers or --batch_size with it")
+        try:
+            options = decoding_options(args)
+            model_path = args.model if args.model is not None else default_model_path()
+            model = Whisper.load(model_path, device=args.device, threads=args.threads)
+        except (WhisperError, mb.MetalBackendError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        return _main_stream(args, options, model_path, model)
+    files = audio_files(args.audio)
+    if not files:
+        print(f"error: no audio files in {', '.join(args.audio)}", file=sys.stderr)
+        return 1
+    status = 0
+    if args.output_format is not None:
+        files, status = _distinct_stems(files, args.output_dir)
+    model = None
     try:
         options = decoding_options(args)
+        kwargs = transcribe_kwargs(args)
         model_path = args.model if args.model is not None else default_model_path()
-        model = Whisper.load(model_path, device=args.device, threads=args.threads)
+        if args.workers == 1:
+            model = Whisper.load(model_path, device=args.device, threads=args.threads)
+            results = _transcribe_here(model, files, options, kwargs, args.quiet)
+        else:
+            Whisper.check_transcribe_arguments(**kwargs)
+            results = transcribe_files(files, model_path, options, args.workers, device=args.device,
+                                       threads=args.threads, **kwargs)
     except (WhisperError, mb.MetalBackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
-    if args.stream is not None:
-        return _main_stream(args, options, model_path, model)
-    status = 0
     transcribed = False  # whether the encoder graph holds a real window (for --profile)
     documents = []
-    claimed: dict[str, str] = {}  # output stem (casefolded) -> the input that writes it
-    for audio in args.audio:
-        if args.output_format is not None:
-            # Two inputs with one stem (a/same.wav, b/same.wav) would write the same files; casefolded,
-            # since macOS and Windows file systems do not tell "A" from "a".
-            key = Path(audio).stem.casefold()
-            if key in claimed:
-                print(f"error: {audio}: its output files ({Path(args.output_dir) / Path(audio).stem}.*) would "
-                      f"overwrite those of {claimed[key]}; rename it or transcribe it with another --output_dir",
-                      file=sys.stderr)
-                status = 1
-                continue
-            claimed[key] = audio
-        bar = _LongAudioBar(Path(audio).name, enabled=False if args.quiet else None)
-        try:
+    for audio, result, device, error in results:
+        if result is not None and args.output_format is not None:
             try:
-                result = model.transcribe(audio, options, progress=bar)
-                transcribed = True
-            finally:
-                bar.close()
-            if args.output_format is not None:
                 write_files(result, args.output_format, args.output_dir, Path(audio).stem)
-        except (WhisperError, mb.MetalBackendError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            except (WhisperError, OSError) as exc:
+                result, error = None, str(exc)
+        if result is None:
+            print(f"error: {error}", file=sys.stderr)
             status = 1
             continue
+        transcribed = True
         if args.json:
-            documents.append(result_json(audio, result, model_path, model))
+            documents.append(result_json(audio, result, model_path, device))
         elif args.output_format is None:
             print(result.text, flush=True)
     if args.json and documents:
-        print(json.dumps(documents[0] if len(args.audio) == 1 else documents, indent=2, ensure_ascii=False))
+        print(json.dumps(documents[0] if len(files) == 1 else documents, indent=2, ensure_ascii=False))
     if args.profile and transcribed:
         try:
             # The encoder graph's inputs still hold the last window encoded.
@@ -276,8 +344,42 @@ def _main_stream(args: argparse.Namespace, options: DecodingOptions, model_path:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(result_json(args.stream, result, model_path, model), indent=2, ensure_ascii=False))
+        print(json.dumps(result_json(args.stream, result, model_path, model.device.name), indent=2, ensure_ascii=False))
     return 0
+
+
+def _distinct_stems(files: list[str], output_dir: str) -> tuple[list[str], int]:
+    """The files whose output stems are not taken by an earlier file, and the exit status so far
+    (1 when a file was dropped, with an error on stderr)."""
+    claimed: dict[str, str] = {}  # output stem (casefolded) -> the input that writes it
+    kept, status = [], 0
+    for audio in files:
+        # Two inputs with one stem (a/same.wav, b/same.wav) would write the same files; casefolded,
+        # since macOS and Windows file systems do not tell "A" from "a".
+        key = Path(audio).stem.casefold()
+        if key in claimed:
+            print(f"error: {audio}: its output files ({Path(output_dir) / Path(audio).stem}.*) would "
+                  f"overwrite those of {claimed[key]}; rename it or transcribe it with another --output_dir",
+                  file=sys.stderr)
+            status = 1
+            continue
+        claimed[key] = audio
+        kept.append(audio)
+    return kept, status
+
+
+def _transcribe_here(model: Whisper, files: list[str], options: DecodingOptions, kwargs: dict[str, Any],
+                     quiet: bool) -> Iterator[tuple[str, Transcript | None, str, str]]:
+    """(file, transcript or None, device name, error message) of each file, in this process."""
+    for audio in files:
+        bar = _LongAudioBar(Path(audio).name, enabled=False if quiet else None)
+        try:
+            try:
+                yield audio, model.transcribe(audio, options, progress=bar, **kwargs), model.device.name, ""
+            finally:
+                bar.close()
+        except (WhisperError, mb.MetalBackendError) as exc:
+            yield audio, None, "", str(exc)
 
 
 if __name__ == "__main__":

@@ -70,6 +70,30 @@ class BackendAudioFeatures:
     window: int
 
 
+@dataclass(frozen=True)
+class BackendBatchFeatures:
+    """Handle returned by encode_batch(): the cross-attention keys and values of `count` windows,
+    encoded together, stay in backend memory."""
+
+    window: int
+    count: int
+
+
+@dataclass
+class _WindowBatch:
+    """The tensors of a batch of windows (capacity windows): mel input, each decoder layer's
+    cross-attention keys (capacity, H, n_audio, hd) and transposed values (capacity, d, n_audio),
+    the encoder's f16 keys and values for flash attention, and the encoder graph per count."""
+
+    capacity: int
+    buffer: mb.Buffer
+    mel: mb.Tensor
+    cross_k: list
+    cross_v_t: list
+    encoder_kv: list
+    graphs: dict
+
+
 @dataclass
 class _DecoderGraph:
     graph: mb.Graph
@@ -163,7 +187,7 @@ class BackendWhisper:
         self.n_sequences = 0
         self.cache_buffer: mb.Buffer | None = None  # the self-attention caches and decoder inputs
         self._cache_generation = 0
-        self.decoder_graphs: dict[tuple[int, int, int], _DecoderGraph] = {}
+        self.decoder_graphs: dict[tuple[int, int, int, int], _DecoderGraph] = {}
         self.reorder_graphs: dict[tuple[int, int], _ReorderGraph] = {}
         self.k_cache: list[mb.Tensor] = []
         self.v_cache: list[mb.Tensor] = []
@@ -171,7 +195,12 @@ class BackendWhisper:
 
         self.encoder_scheduler = self.runner.scheduler()
         self.decoder_scheduler = self.runner.scheduler()
-        self.encoder_graph, self.encoder_out = self._build_encoder()
+        # Built on first use: mb.alloc_ctx_tensors places every unallocated tensor of the Context, so
+        # a graph whose nodes the scheduler has not placed yet would be swept into the next buffer
+        # made for new tensors (_allocate_windows) and left pointing into it when that is freed.
+        self._encoder: tuple[mb.Graph, mb.Tensor] | None = None
+        self._encoder_computed = False
+        self._windows: _WindowBatch | None = None
         self._window = 0
         self._n_past = -1
         self._n_active = 0
@@ -198,8 +227,7 @@ class BackendWhisper:
         for t in (self.tokens_in, self.positions_in, self.rows_in, self.mask_in, self.source_rows_in,
                   self.target_rows_in):
             t.is_input = True
-        buffer = mb.alloc_ctx_tensors(self.ctx, self.device.buffer_type)
-        buffer.clear(0)
+        buffer = self._new_buffer()
         if self.n_sequences and self._n_active:
             kept = self._n_active * n_ctx
             copies = [ops.cpy(ops.view(old, (kept, d)), ops.view(new, (kept, d)))
@@ -290,7 +318,7 @@ class BackendWhisper:
         return layers.layer_norm(x, self.w[f"{name}.weight"], self.w[f"{name}.bias"], _LN_EPS, name)
 
     def _conv(self, data: mb.Tensor, name: str, stride: int) -> mb.Tensor:
-        """Kernel-3, padding-1 convolution of data (1, c_in, t) -> time-major (1, t_out, c_out)."""
+        """Kernel-3, padding-1 convolution of data (w, c_in, t) -> time-major (w, t_out, c_out)."""
         return layers.conv1d(data, self.w[f"{name}.weight"], self.w[f"{name}.bias"], stride=stride, padding=1,
                              name=name)
 
@@ -310,40 +338,66 @@ class BackendWhisper:
         return layers.mlp(h, w[f"{prefix}.mlp.0.weight"], w[f"{prefix}.mlp.0.bias"], w[f"{prefix}.mlp.2.weight"],
                           w[f"{prefix}.mlp.2.bias"], ops.gelu_erf, f"{prefix}.mlp", act_name="gelu")
 
-    def _build_encoder(self) -> tuple[mb.Graph, mb.Tensor]:
+    @property
+    def encoder_graph(self) -> mb.Graph:
+        """The encoder graph of one window (encode())."""
+        if self._encoder is None:
+            self._encoder = self._encoder_graph(self.mel, 1, self.cross_k, self.cross_v_t, self.encoder_kv)
+        return self._encoder[0]
+
+    @property
+    def encoder_out(self) -> mb.Tensor:
+        """The final encoder states of encode()'s graph."""
+        self.encoder_graph
+        return self._encoder[1]
+
+    def _encoder_graph(self, mel: mb.Tensor, windows: int, cross_k: list, cross_v_t: list,
+                       encoder_kv: list) -> tuple[mb.Graph, mb.Tensor]:
+        """The encoder over `windows` mel windows (mel (windows, n_mels, 3000)), ending with the
+        cross-attention keys and values of every decoder layer copied into cross_k / cross_v_t."""
         hp = self.hp
         n, d = hp.n_audio_ctx, hp.n_audio_state
-        x = layers.named(ops.gelu_erf(self._conv(self.mel, "encoder.conv1", stride=1)), "encoder.conv1.gelu")  # (1, 2n, d)
+        w = windows
+        x = layers.named(ops.gelu_erf(self._conv(mel, "encoder.conv1", stride=1)), "encoder.conv1.gelu")  # (w, 2n, d)
         x = layers.named(ops.gelu_erf(self._conv(ops.permute(x, [0, 2, 1]), "encoder.conv2", stride=2)),
-                         "encoder.conv2.gelu")  # (1, n, d)
-        x = ops.add(ops.reshape(x, (n, d)), self.w["encoder.positional_embedding"])
+                         "encoder.conv2.gelu")  # (w, n, d)
+        x = ops.reshape(ops.add(ops.reshape(x, (w, n, d)), self.w["encoder.positional_embedding"]), (w * n, d))
         for i in range(hp.n_audio_layer):
             p = f"encoder.blocks.{i}"
-            qkv = self._linear(self._layer_norm(x, f"{p}.attn_ln"), f"{p}.attn.qkv")  # (n, 3d)
-            q = self._heads(qkv, n, 3 * d, 0)
+            qkv = self._linear(self._layer_norm(x, f"{p}.attn_ln"), f"{p}.attn.qkv")  # (w n, 3d)
+            q = self._batch_heads(qkv, w, n, 3 * d, 0, n)
             if self.encoder_attention == "flash":
-                kv = ops.cpy(ops.view(qkv, (n, 2 * d), strides=(3 * d * 4, 4), offset=d * 4), self.encoder_kv[i])
-                a = layers.attention_flash(q, self._heads(kv, n, 2 * d, 0), self._heads(kv, n, 2 * d, d), None,
-                                           self.scale, f"{p}.attn")
+                kv = ops.cpy(ops.view(qkv, (w * n, 2 * d), strides=(3 * d * 4, 4), offset=d * 4), encoder_kv[i])
+                a = layers.attention_flash(q, self._batch_heads(kv, w, n, 2 * d, 0, n),
+                                           self._batch_heads(kv, w, n, 2 * d, d, n), None, self.scale, f"{p}.attn")
             else:
-                v_t = ops.cont(ops.permute(self._heads(qkv, n, 3 * d, 2 * d), [0, 1, 3, 2]))
-                a = layers.attention_matmul(q, self._heads(qkv, n, 3 * d, d), v_t, None, self.scale, f"{p}.attn")
+                v_t = ops.cont(ops.permute(self._batch_heads(qkv, w, n, 3 * d, 2 * d, n), [0, 1, 3, 2]))
+                a = layers.attention_matmul(q, self._batch_heads(qkv, w, n, 3 * d, d, n), v_t, None, self.scale,
+                                            f"{p}.attn")
             x = layers.named(ops.add(x, self._linear(a, f"{p}.attn.out")), f"{p}.attn.residual")
             x = layers.named(ops.add(x, self._mlp(x, p)), f"{p}.mlp.residual")
         encoded = self._layer_norm(x, "encoder.ln_post")
         outputs = [encoded]
         for i in range(hp.n_text_layer):
             p = f"decoder.blocks.{i}.cross_attn"
-            k = layers.named(ops.mul_mat(self.w[f"{p}.key.weight"], encoded), f"{p}.key")  # (n, d)
-            outputs.append(ops.cpy(self._heads(k, n, d, 0), self.cross_k[i]))
-            v_t = layers.named(ops.add(layers.named(ops.mul_mat(encoded, self.w[f"{p}.value.weight"]), f"{p}.value"),
-                                 self.w[f"{p}.value.bias"]), f"{p}.value.bias")  # (d, n)
-            outputs.append(ops.cpy(v_t, self.cross_v_t[i]))
+            k = layers.named(ops.mul_mat(self.w[f"{p}.key.weight"], encoded), f"{p}.key")  # (w n, d)
+            outputs.append(ops.cpy(self._batch_heads(k, w, n, d, 0, n), cross_k[i]))
+            if w == 1:
+                v_t = layers.named(ops.mul_mat(encoded, self.w[f"{p}.value.weight"]), f"{p}.value")  # (d, n)
+            else:
+                # mul_mat cannot broadcast the weight over the windows as its second operand: the
+                # values are made row-major and transposed window by window.
+                v = layers.named(ops.mul_mat(self.w[f"{p}.value.weight"], encoded), f"{p}.value")  # (w n, d)
+                v_t = ops.cont(ops.permute(ops.reshape(v, (w, n, d)), [0, 2, 1]))  # (w, d, n)
+            v_t = layers.named(ops.add(v_t, self.w[f"{p}.value.bias"]), f"{p}.value.bias")
+            outputs.append(ops.cpy(v_t, cross_v_t[i]))
         return mb.Graph(*outputs), encoded
 
-    def _build_decoder(self, batch: int, n: int, n_kv: int) -> _DecoderGraph:
+    def _build_decoder(self, batch: int, n: int, n_kv: int, windows: int = 0) -> _DecoderGraph:
         """The graph feeding n tokens to each of batch sequences, whose attention reads n_kv cache
-        positions of each sequence."""
+        positions of each sequence. windows 0: every sequence attends to the single window of
+        encode(); windows w > 0: the first w windows of the last encode_batch(), batch // w
+        consecutive sequences each."""
         hp = self.hp
         d, n_audio, n_ctx = hp.n_text_state, hp.n_audio_ctx, hp.n_text_ctx
         m = batch * n
@@ -369,11 +423,20 @@ class BackendWhisper:
             x = ops.add(x, self._linear(a, f"{p}.attn.out"))
 
             h = self._layer_norm(x, f"{p}.cross_attn_ln")
-            q = self._batch_heads(self._linear(h, f"{p}.cross_attn.query"), batch, n, d, 0, n)
-            # The window's keys and values (batch 1) broadcast over the sequences.
-            probs = ops.soft_max_ext(ops.mul_mat(self.cross_k[i], q), None, self.scale, 0.0)  # (batch, H, n, audio)
-            v_t = ops.reshape(self.cross_v_t[i], (1, self.n_head, self.head_dim, n_audio))
-            out = ops.mul_mat(v_t, probs)  # (batch, H, n, hd)
+            if windows == 0:
+                q = self._batch_heads(self._linear(h, f"{p}.cross_attn.query"), batch, n, d, 0, n)
+                # The window's keys and values (batch 1) broadcast over the sequences.
+                cross_k = self.cross_k[i]
+                v_t = ops.reshape(self.cross_v_t[i], (1, self.n_head, self.head_dim, n_audio))
+            else:
+                # A window's sequences are consecutive rows: their queries are rows of one product
+                # with that window's keys, (w, H, per_window * n, hd).
+                q = self._batch_heads(self._linear(h, f"{p}.cross_attn.query"), windows, m // windows, d, 0,
+                                      m // windows)
+                cross_k = _prefix(self._windows.cross_k[i], (windows, self.n_head, n_audio, self.head_dim))
+                v_t = _prefix(self._windows.cross_v_t[i], (windows, self.n_head, self.head_dim, n_audio))
+            probs = ops.soft_max_ext(ops.mul_mat(cross_k, q), None, self.scale, 0.0)  # (., H, ., audio)
+            out = ops.mul_mat(v_t, probs)  # (., H, ., hd)
             a = ops.reshape(ops.cont(ops.permute(out, [0, 2, 1, 3])), (m, d))
             x = ops.add(x, self._linear(a, f"{p}.cross_attn.out"))
             x = ops.add(x, self._mlp(x, p))
@@ -400,9 +463,70 @@ class BackendWhisper:
             raise WhisperError(f"mel has shape {mel.shape}, expected {expected}")
         self.mel.set(mel[None])
         self.runner.compute(self.encoder_graph, "BackendWhisper encoder", self.encoder_scheduler)
+        self._encoder_computed = True
         self._window += 1
         self._n_past = -1
         return BackendAudioFeatures(self._window)
+
+    def encode_batch(self, mels: np.ndarray) -> BackendBatchFeatures:
+        """Runs the encoder on w windows at once (mels (w, n_mels, 3000)) as one graph; keeps the
+        cross-attention keys and values of all of them for decode_batch (WhisperCompute)."""
+        hp = self.hp
+        mels = np.asarray(mels, dtype=np.float32)
+        expected = (hp.n_mels, 2 * hp.n_audio_ctx)
+        if mels.ndim != 3 or mels.shape[1:] != expected or mels.shape[0] == 0:
+            raise WhisperError(f"mels has shape {mels.shape}, expected (windows >= 1, {expected[0]}, {expected[1]})")
+        count = mels.shape[0]
+        if self._windows is None or self._windows.capacity < count:
+            self._allocate_windows(count)
+        batch = self._windows
+        graph = batch.graphs.get(count)
+        if graph is None:
+            mel = _prefix(batch.mel, (count, hp.n_mels, 2 * hp.n_audio_ctx))
+            cross_k = [_prefix(t, (count, *t.shape[1:])) for t in batch.cross_k]
+            cross_v_t = [_prefix(t, (count, *t.shape[1:])) for t in batch.cross_v_t]
+            kv = [_prefix(t, (count * hp.n_audio_ctx, t.shape[1])) for t in batch.encoder_kv]
+            graph = batch.graphs[count] = self._encoder_graph(mel, count, cross_k, cross_v_t, kv)[0]
+        full = np.zeros((batch.capacity, *expected), np.float32)
+        full[:count] = mels
+        batch.mel.set(full)
+        self.runner.compute(graph, "BackendWhisper batched encoder", self.encoder_scheduler)
+        self._window += 1
+        self._n_past = -1
+        return BackendBatchFeatures(self._window, count)
+
+    def _new_buffer(self) -> mb.Buffer:
+        """A zeroed buffer holding the tensors made since the last one. An encoder graph built but
+        never computed is dropped first (rebuilt on use): see __init__."""
+        if not getattr(self, "_encoder_computed", True):
+            self._encoder = None
+        buffer = mb.alloc_ctx_tensors(self.ctx, self.device.buffer_type)
+        buffer.clear(0)
+        return buffer
+
+    def _allocate_windows(self, capacity: int) -> None:
+        """Tensors for batches of up to capacity windows (replacing smaller ones, whose decoder
+        graphs are dropped)."""
+        hp = self.hp
+        d, n = hp.n_text_state, hp.n_audio_ctx
+        tag = self._cache_generation
+        self._cache_generation += 1
+        mel = self.ctx.tensor(mb.f32, (capacity, hp.n_mels, 2 * n), name=f"batch.mel.{tag}")
+        mel.is_input = True
+        cross_k = [self.ctx.tensor(mb.f16, (capacity, self.n_head, n, self.head_dim), name=f"batch.cross_k.{i}.{tag}")
+                   for i in range(hp.n_text_layer)]
+        cross_v_t = [self.ctx.tensor(mb.f16, (capacity, d, n), name=f"batch.cross_v_t.{i}.{tag}")
+                     for i in range(hp.n_text_layer)]
+        kv = []
+        if self.encoder_attention == "flash":
+            kv = [self.ctx.tensor(mb.f16, (capacity * n, 2 * hp.n_audio_state), name=f"batch.encoder_kv.{i}.{tag}")
+                  for i in range(hp.n_audio_layer)]
+        buffer = self._new_buffer()
+        for key in [k for k in self.decoder_graphs if k[0] > 0]:
+            del self.decoder_graphs[key]
+        previous, self._windows = self._windows, _WindowBatch(capacity, buffer, mel, cross_k, cross_v_t, kv, {})
+        if previous is not None:
+            previous.buffer.free()
 
     def encoder_output(self) -> np.ndarray:
         """The last encode()'s final encoder states (n_audio_ctx, d), float32."""
@@ -428,8 +552,16 @@ class BackendWhisper:
         if any(len(row) != n for row in tokens):
             raise WhisperError(f"every sequence of a batch must feed the same number of tokens "
                                f"(got {sorted({len(row) for row in tokens})})")
-        if not isinstance(features, BackendAudioFeatures) or features.window != self._window:
-            raise WhisperError("decode got features that are not from the latest encode()")
+        windows = 0
+        if isinstance(features, BackendBatchFeatures):
+            windows = features.count
+            if batch % windows:
+                raise WhisperError(f"decode of {batch} sequences over {windows} windows: every window needs "
+                                   f"the same number of sequences")
+        elif not isinstance(features, BackendAudioFeatures):
+            raise WhisperError(f"decode got {type(features).__name__}, not features of encode() or encode_batch()")
+        if features.window != self._window:
+            raise WhisperError("decode got features that are not from the latest encode() or encode_batch()")
         if offset != 0 and offset != self._n_past:
             raise WhisperError(f"decode at offset {offset} does not continue the cached sequence "
                                f"({max(self._n_past, 0)} tokens)")
@@ -448,7 +580,7 @@ class BackendWhisper:
             self._n_active = 0
             self._allocate_cache(batch)
 
-        g = self.decoder_graph(batch, n, offset)
+        g = self.decoder_graph(batch, n, offset, windows)
         g.tokens.set(ids.astype(np.int32))
         positions = np.arange(offset, end, dtype=np.int32)
         g.positions.set(np.tile(positions, batch))
@@ -497,20 +629,24 @@ class BackendWhisper:
             self.runner.compute(g.graph, "BackendWhisper reorder", self.decoder_scheduler)
         self._n_active = len(order)
 
-    def decoder_graph(self, batch: int, n: int, offset: int) -> _DecoderGraph:
+    def decoder_graph(self, batch: int, n: int, offset: int, windows: int = 0) -> _DecoderGraph:
         """The graph that feeds n tokens to each of batch sequences at positions offset.. (built on
-        first use, then reused)."""
+        first use, then reused); windows as in _build_decoder."""
         n_kv = min(-(-(offset + n) // _KV_BLOCK) * _KV_BLOCK, self.hp.n_text_ctx)
-        graph = self.decoder_graphs.get((batch, n, n_kv))
+        key = (windows, batch, n, n_kv)
+        graph = self.decoder_graphs.get(key)
         if graph is None:
-            graph = self.decoder_graphs[(batch, n, n_kv)] = self._build_decoder(batch, n, n_kv)
+            graph = self.decoder_graphs[key] = self._build_decoder(batch, n, n_kv, windows)
         return graph
 
     def placements(self) -> dict[str, dict[str, int]]:
         """Nodes per backend name of the encoder graph and of every decoder graph built so far."""
         graphs = {"encoder": (self.encoder_scheduler, self.encoder_graph)}
-        graphs.update({f"decoder[{b},{n},{n_kv}]": (self.decoder_scheduler, g.graph)
-                       for (b, n, n_kv), g in self.decoder_graphs.items()})
+        graphs.update({f"decoder[{b},{n},{n_kv}]" + (f"[{w} windows]" if w else ""): (self.decoder_scheduler, g.graph)
+                       for (w, b, n, n_kv), g in self.decoder_graphs.items()})
+        if self._windows is not None:
+            graphs.update({f"encoder[{w} windows]": (self.encoder_scheduler, g)
+                           for w, g in self._windows.graphs.items()})
         graphs.update({f"reorder[{count}]": (self.decoder_scheduler, g.graph)
                        for count, g in self.reorder_graphs.items()})
         return {name: Runner.placements(scheduler, graph) for name, (scheduler, graph) in graphs.items()}
@@ -530,6 +666,14 @@ class BackendWhisper:
                 hp=hp, runner=self.runner, weights=self.weights, cross_k=self.cross_k, cross_v_t=self.cross_v_t,
                 n_head=hp.n_text_head, head_dim=hp.n_text_state // hp.n_text_head))
         return self._alignment.run(tokens, heads, n_audio)
+
+
+def _prefix(t: mb.Tensor, shape: tuple[int, ...]) -> mb.Tensor:
+    """A contiguous view of shape over the first elements of the contiguous tensor t."""
+    strides = [t.nb[0]]
+    for size in reversed(shape[1:]):
+        strides.append(strides[-1] * size)
+    return ops.view(t, shape, strides=tuple(reversed(strides)))
 
 
 def _dense(tensor: Tensor) -> np.ndarray:

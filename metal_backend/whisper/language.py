@@ -26,7 +26,13 @@ def detect_language(compute: WhisperCompute, model: WhisperModelData, features: 
     logits = np.asarray(compute.decode(features, [special.sot], 0), dtype=np.float64)
     if logits.shape != (model.hparams.n_vocab,):
         raise WhisperError(f"decode returned logits of shape {logits.shape}, expected ({model.hparams.n_vocab},)")
+    return language_probabilities(model, logits)
+
+
+def language_probabilities(model: WhisperModelData, logits: np.ndarray) -> tuple[str, float, dict[str, float]]:
+    """detect_language's answer from the (n_vocab,) logits of <|startoftranscript|>."""
+    special = model.special
     first = special.sot + 1
-    probs = np.exp(log_softmax(logits[first:first + len(special.languages)]))
+    probs = np.exp(log_softmax(np.asarray(logits, dtype=np.float64)[first:first + len(special.languages)]))
     best = int(np.argmax(probs))
     return special.languages[best], float(probs[best]), dict(zip(special.languages, probs.tolist()))

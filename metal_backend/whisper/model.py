@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from dataclasses import fields, replace
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -22,8 +23,12 @@ from .errors import WhisperError
 from .loader import load_model_data
 from .model_data import WhisperModelData
 from .options import DecodingOptions
-from .transcribe import Progress, transcribe
+from .batched import transcribe_batched
+from .decoding import resolve_language
+from .speech_map import SpeechMap
+from .transcribe import Progress, audio_samples, transcribe
 from .transcript import Transcript
+from .vad_options import VadOptions, batched_vad_options
 
 QUANTIZED_TYPES = ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0")
 
@@ -46,6 +51,7 @@ class Whisper:
         self.load_seconds = load_seconds
         self._lock = threading.Lock()
         self._owner: int | None = None
+        self._vad: Any = None
 
     @classmethod
     def load(cls, path: str | os.PathLike, device: mb.Device | str | None = None, threads: int | None = None,
@@ -72,17 +78,27 @@ class Whisper:
         return self.compute.device
 
     def transcribe(self, audio: str | os.PathLike | np.ndarray, options: DecodingOptions | None = None, *,
-                   progress: Progress | None = None, **overrides) -> Transcript:
+                   progress: Progress | None = None, vad_filter: bool | None = None,
+                   vad_parameters: VadOptions | Mapping[str, Any] | None = None, batch_size: int | None = None,
+                   **overrides) -> Transcript:
         """Transcribes an audio file or 16 kHz mono float samples.
 
         overrides are DecodingOptions fields (beam_size=1, language="es", ...) applied on top of
         options, as openai-whisper's transcribe(**decode_options). progress(seconds_done,
-        seconds_total) is called after each 30 s window. Calls from several threads are
-        serialised (see the class docstring).
+        seconds_total) is called after each 30 s window (of the speech only, with the VAD).
+        Calls from several threads are serialised (see the class docstring).
 
-        The result's timings (seconds) hold load (this model's load time), load_audio, mel,
-        encode, decode, total (everything after loading the model), tokens (text tokens
-        produced) and decode_per_token (decode / tokens).
+        vad_filter=True decodes only the speech Silero VAD finds (metal_backend.vad, on this
+        model's device), joined, and maps segment and word times back to the audio (SpeechMap);
+        vad_parameters is a dict of VadOptions fields (faster-whisper's defaults otherwise).
+        batch_size=N transcribes batched (batched.py): speech in chunks of at most 30 s, N chunks
+        encoded and decoded together, the first temperature only, no previous-text prompt; the
+        VAD is on unless vad_filter=False (then the audio is cut every 30 s), with
+        vad_options.BATCHED_DEFAULTS under vad_parameters.
+
+        The result's timings (seconds) hold load (this model's load time), load_audio, vad (with
+        the VAD), mel, encode, decode, total (everything after loading the model), tokens (text
+        tokens produced) and decode_per_token (decode / tokens).
         """
         options = options if options is not None else DecodingOptions()
         if not isinstance(options, DecodingOptions):
@@ -96,10 +112,14 @@ class Whisper:
         if self._owner == threading.get_ident():
             raise WhisperError("transcribe() called from inside a transcribe() of the same model (a progress "
                                "callback?); the model runs one transcription at a time")
+        vad_options = self.check_transcribe_arguments(vad_filter, vad_parameters, batch_size)
         with self._lock:
             self._owner = threading.get_ident()
             try:
-                result = transcribe(self.compute, self.data, audio, options, progress=progress)
+                if vad_options is None and batch_size is None:
+                    result = transcribe(self.compute, self.data, audio, options, progress=progress)
+                else:
+                    result = self._transcribe_speech(audio, options, vad_options, batch_size, progress)
             finally:
                 self._owner = None
         timings = result.timings
@@ -142,6 +162,65 @@ def _silero_vad():
     except ImportError as exc:
         raise WhisperError(f"live transcription needs the Silero VAD (metal_backend.vad): {exc}") from None
     return SileroVad.load(device="CPU")
+
+
+    @staticmethod
+    def check_transcribe_arguments(vad_filter: bool | None = None,
+                                   vad_parameters: VadOptions | Mapping[str, Any] | None = None,
+                                   batch_size: int | None = None) -> VadOptions | None:
+        """The VadOptions transcribe() would use for these arguments (None: no VAD); bad values
+        raise WhisperError naming them."""
+        if vad_filter is not None and not isinstance(vad_filter, bool):
+            raise WhisperError(f"vad_filter must be True, False or None (got {vad_filter!r})")
+        if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool)
+                                       or batch_size <= 0):
+            raise WhisperError(f"batch_size must be a positive integer or None (got {batch_size!r})")
+        use_vad = vad_filter if vad_filter is not None else batch_size is not None
+        if vad_parameters is not None and not use_vad:
+            raise WhisperError("vad_parameters were given but the VAD is off (vad_filter=False)")
+        if not use_vad:
+            return None
+        if batch_size is not None:
+            return batched_vad_options(vad_parameters)
+        return VadOptions.from_parameters(vad_parameters)
+
+    def _transcribe_speech(self, audio: str | os.PathLike | np.ndarray, options: DecodingOptions,
+                           vad_options: VadOptions | None, batch_size: int | None,
+                           progress: Progress | None) -> Transcript:
+        """VAD-gated or batched transcription (see transcribe)."""
+        t0 = time.perf_counter()
+        samples = audio_samples(audio)
+        t1 = time.perf_counter()
+        if vad_options is None:
+            speech = SpeechMap([(0, samples.size)], samples.size)
+        else:
+            segments = self.vad.speech_segments(samples, **vad_options.segment_arguments())
+            speech = SpeechMap.from_seconds(segments, samples.size)
+        t2 = time.perf_counter()
+        if not speech.spans:
+            result = Transcript(text="", segments=[], language=resolve_language(self.data, options.language),
+                                timings={"mel": 0.0, "encode": 0.0, "decode": 0.0, "tokens": 0.0})
+        elif batch_size is not None:
+            result = transcribe_batched(self.compute, self.data, samples, speech, options, batch_size, progress)
+        else:
+            result = transcribe(self.compute, self.data, speech.join(samples), options, progress=progress)
+            result.timings.pop("load_audio", None)
+            speech.restore(result.segments)
+        result.timings.update(load_audio=t1 - t0, vad=t2 - t1, total=time.perf_counter() - t0)
+        return result
+
+    @property
+    def vad(self) -> Any:
+        """The Silero VAD (metal_backend.vad.SileroVad) on this model's device, loaded on first use."""
+        if self._vad is None:
+            try:
+                from metal_backend.vad import SileroVad
+            except ImportError as exc:
+                raise WhisperError(f"vad_filter needs metal_backend.vad: {exc}") from None
+            options = self.compute.backend.options
+            threads = options["n_threads"] if "n_threads" in options else None
+            self._vad = SileroVad.load(device=self.device, threads=threads)
+        return self._vad
 
 
 def _quantized_type(quantize: mb.Type | str | None) -> mb.Type | None:

@@ -86,6 +86,17 @@ def transcribe(compute: WhisperCompute, model: WhisperModelData, audio: str | os
                       language_probability=loop.language_probability, timings=timings)
 
 
+def is_silence(result: DecodingResult, options: DecodingOptions) -> bool:
+    """Whether a decoded window is skipped as silence: its no-speech probability is above
+    no_speech_threshold and its text has no letter or digit or its average log-probability is
+    below logprob_threshold (see the module docstring)."""
+    if options.no_speech_threshold is None or result.no_speech_prob <= options.no_speech_threshold:
+        return False
+    if not any(c.isalnum() for c in result.text):
+        return True
+    return options.logprob_threshold is None or result.avg_logprob < options.logprob_threshold
+
+
 class _Loop:
     """The state of one transcription: where the next window starts, the prompt, the segments."""
 
@@ -179,12 +190,7 @@ class _Loop:
         return window.size == 0 or float(np.abs(window).max()) <= _DIGITAL_SILENCE
 
     def _is_silence(self, result: DecodingResult) -> bool:
-        options = self.options
-        if options.no_speech_threshold is None or result.no_speech_prob <= options.no_speech_threshold:
-            return False
-        if not any(c.isalnum() for c in result.text):
-            return True
-        return options.logprob_threshold is None or result.avg_logprob < options.logprob_threshold
+        return is_silence(result, self.options)
 
     def _split(self, result: DecodingResult, seek: int,
                segment_size: int) -> tuple[list[Segment], list[int], int, bool]:

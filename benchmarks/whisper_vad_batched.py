@@ -1,0 +1,181 @@
+"""VAD-gated and batched Whisper: ours against faster-whisper, side by side in one run.
+
+    python benchmarks/whisper_vad_batched.py [--threads 2] [--model tiny.en] [--repeat 5]
+        [--batch-sizes 1 4 8] [--settings greedy beam5] [--parts vad batched] [--work DIR]
+
+(a) vad_filter: the espeak-ng passage (scripts/make_passage.py, 25 sentences; needs espeak-ng and
+    sox) with four gaps of 30-60 s inserted between sentences: digital silence, white noise, a
+    440 Hz tone, noise plus tone. Ours `transcribe(vad_filter=True)` and faster-whisper
+    `transcribe(vad_filter=True)`, both at their defaults (beam 5, faster-whisper's VadOptions),
+    with word timestamps: WER, words whose middle lies in a gap (0.5 s in from its edges), and
+    the wall time. Ours without the VAD is shown as the baseline.
+(b) batched: the passage repeated --repeat times; ours `transcribe(batch_size=N)` and
+    faster-whisper's BatchedInferencePipeline (float32 and int8 weights) at the same batch sizes,
+    threads and beam (greedy = 1, beam5 = 5), each at its own defaults otherwise (faster-whisper
+    decodes without timestamps, ours with). WER and wall time; the last column is ours over
+    faster-whisper int8's time at the same batch size and beam (below 1 is faster). Our
+    sequential run (no VAD, no batching) of the same audio is the WER reference row.
+
+One run each, no warm-up, model loading excluded; on a shared machine times are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import numpy as np  # noqa: E402
+
+from metal_backend.whisper import Whisper, load_audio  # noqa: E402
+from metal_backend.whisper.scoring import wer  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SR = 16000
+SETTINGS = {"greedy": 1, "beam5": 5}
+
+
+def model_dir(name: str, work: Path) -> Path | None:
+    spec = importlib.util.spec_from_file_location("_bench_whisper", Path(__file__).with_name("whisper.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.model_dir(name, work)
+
+
+def passage(work: Path, repeat: int) -> tuple[np.ndarray, dict]:
+    wav = work / f"passage25x{repeat}.wav"
+    if not wav.exists():
+        subprocess.run([sys.executable, str(REPO / "scripts" / "make_passage.py"), str(wav), "--repeat", str(repeat)],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return load_audio(wav), json.loads(wav.with_suffix(".json").read_text())
+
+
+def gapped(samples: np.ndarray, info: dict) -> tuple[np.ndarray, list[tuple[float, float]], str]:
+    """The passage with gaps after sentences 5, 10, 15 and 20; (audio, gap spans in s, reference)."""
+    rng = np.random.default_rng(0)
+
+    def tone(n):
+        return 0.1 * np.sin(2 * np.pi * 440 * np.arange(n) / SR)
+
+    gaps = {5: np.zeros(40 * SR), 10: 0.05 * rng.standard_normal(45 * SR), 15: tone(30 * SR),
+            20: 0.03 * rng.standard_normal(60 * SR) + tone(60 * SR)}
+    pieces, spans, cursor, out_len = [], [], 0, 0
+    sentences = info["sentences"]
+    for i, s in enumerate(sentences, 1):
+        if i in gaps:
+            cut = int((s["end"] + (sentences[i]["start"] if i < len(sentences) else s["end"])) / 2 * SR)
+            pieces.append(samples[cursor:cut])
+            out_len += cut - cursor
+            cursor = cut
+            gap = gaps[i].astype(np.float32)
+            spans.append((out_len / SR, (out_len + gap.size) / SR))
+            pieces.append(gap)
+            out_len += gap.size
+    pieces.append(samples[cursor:])
+    return np.concatenate(pieces).astype(np.float32), spans, " ".join(s["text"] for s in sentences)
+
+
+def words_in_gaps(words: list[tuple[float, float]], gaps: list[tuple[float, float]]) -> int:
+    return sum(any(a + 0.5 < (s + e) / 2 < b - 0.5 for a, b in gaps) for s, e in words)
+
+
+def part_vad(args, ct2: Path, work: Path) -> None:
+    samples, info = passage(work, 1)
+    audio, gaps, ref = gapped(samples, info)
+    print(f"\n(a) vad_filter: passage {samples.size / SR:.1f} s + gaps {', '.join(f'{b - a:.0f}' for a, b in gaps)} s "
+          f"(silence, noise, tone, noise+tone) = {audio.size / SR:.1f} s; beam 5, word timestamps, "
+          f"{args.threads} threads", flush=True)
+    print(f"{'engine':30s} {'WER %':>6s} {'words in gaps':>13s} {'time s':>7s}", flush=True)
+    ours = Whisper.load(ct2, device="CPU", threads=args.threads)
+    ours.transcribe(audio[:SR], vad_filter=True, language="en")  # loads the VAD
+    rows = []
+    for name, kw in [("ours vad_filter=True", dict(vad_filter=True)), ("ours, no VAD", {})]:
+        t = time.perf_counter()
+        r = ours.transcribe(audio, language="en", word_timestamps=True, **kw)
+        rows.append((name, r.text, [(w.start, w.end) for s in r.segments for w in s.words or []],
+                     time.perf_counter() - t))
+    if importlib.util.find_spec("faster_whisper") is not None:
+        from faster_whisper import WhisperModel
+
+        fw = WhisperModel(str(ct2), device="cpu", cpu_threads=args.threads)
+        t = time.perf_counter()
+        segments = list(fw.transcribe(audio, language="en", vad_filter=True, word_timestamps=True)[0])
+        rows.append(("faster-whisper vad_filter=True", "".join(s.text for s in segments),
+                     [(w.start, w.end) for s in segments for w in s.words or []], time.perf_counter() - t))
+    for name, text, words, seconds in rows:
+        print(f"{name:30s} {100 * wer(ref, text):6.2f} {words_in_gaps(words, gaps):13d} {seconds:7.1f}", flush=True)
+
+
+def part_batched(args, ct2: Path, work: Path) -> None:
+    samples, info = passage(work, args.repeat)
+    ref = " ".join(s["text"] for s in info["sentences"])
+    print(f"\n(b) batched: passage x{args.repeat} = {samples.size / SR:.1f} s, {args.threads} threads", flush=True)
+    print(f"{'engine':28s} {'setting':7s} {'batch':>5s} {'WER %':>6s} {'time s':>7s} {'ours/fw-int8':>12s}", flush=True)
+    ours = Whisper.load(ct2, device="CPU", threads=args.threads)
+    ours.transcribe(samples[:SR], batch_size=1, language="en")  # loads the VAD
+    engines = [("ours", lambda audio, beam, n: ours.transcribe(audio, language="en", batch_size=n,
+                                                               beam_size=None if beam == 1 else beam).text)]
+    if importlib.util.find_spec("faster_whisper") is not None:
+        from faster_whisper import BatchedInferencePipeline, WhisperModel
+
+        for compute_type in ("float32", "int8"):
+            pipeline = BatchedInferencePipeline(WhisperModel(str(ct2), device="cpu", cpu_threads=args.threads,
+                                                             compute_type=compute_type))
+
+            def run(audio, beam, n, pipeline=pipeline):
+                segments = pipeline.transcribe(audio, language="en", beam_size=beam, batch_size=n)[0]
+                return "".join(s.text for s in segments)
+
+            engines.append((f"faster-whisper {compute_type}", run))
+    for setting in args.settings:
+        beam = SETTINGS[setting]
+        t = time.perf_counter()
+        text = ours.transcribe(samples, language="en", beam_size=None if beam == 1 else beam).text
+        print(f"{'ours sequential (reference)':28s} {setting:7s} {'-':>5s} {100 * wer(ref, text):6.2f} "
+              f"{time.perf_counter() - t:7.1f}", flush=True)
+        for n in args.batch_sizes:
+            times = {}
+            lines = []
+            for name, run in engines:
+                t = time.perf_counter()
+                text = run(samples, beam, n)
+                times[name] = time.perf_counter() - t
+                lines.append((name, 100 * wer(ref, text)))
+            for name, w in lines:
+                ratio = ""
+                if name == "ours" and "faster-whisper int8" in times:
+                    ratio = f"{times['ours'] / times['faster-whisper int8']:12.2f}"
+                print(f"{name:28s} {setting:7s} {n:5d} {w:6.2f} {times[name]:7.1f} {ratio}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--model", default="tiny.en", choices=["tiny.en", "base"])
+    parser.add_argument("--repeat", type=int, default=5, help="passage repetitions for (b)")
+    parser.add_argument("--batch-sizes", nargs="+", type=int, default=[1, 4, 8])
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--parts", nargs="+", default=["vad", "batched"], choices=["vad", "batched"])
+    parser.add_argument("--work", type=Path, help="directory for the passages (default: temp)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = args.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        ct2 = model_dir(args.model, work)
+        if ct2 is None:
+            raise SystemExit(f"{args.model}: model package not installed")
+        if "vad" in args.parts:
+            part_vad(args, ct2, work)
+        if "batched" in args.parts:
+            part_batched(args, ct2, work)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""Batched long-form transcription, as faster-whisper's BatchedInferencePipeline does it.
+
+The speech of the recording (a SpeechMap: the voice activity detector's spans, or the whole
+recording) is joined and packed into chunks of at most 30 s: whole spans, in order, while they fit
+(a span longer than 30 s, only possible without the detector, is cut every 30 s). batch_size
+chunks at a time are encoded as one encoder graph (WhisperCompute.encode_batch) and decoded as one
+decoder batch (batch_decoding.BatchDecoder), at the first temperature only (no fallback) and
+without the previous chunk's text as prompt (the initial prompt, if any, is every chunk's prompt).
+A chunk's tokens are cut into segments at consecutive timestamp pairs; when they do not end on a
+closing timestamp, the audio after the last pair is queued as a new, shorter chunk for the next
+batch (the sequential loop's seeking; see _segments). Chunks skipped as silence follow
+transcribe.is_silence. Segment and word times are mapped back to the
+original recording by the SpeechMap.
+
+Word timestamps encode each chunk again on its own (the alignment pass reads one window's
+cross-attention).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from .audio import SAMPLE_RATE
+from .batch_decoding import BatchDecoder
+from .compute import WhisperCompute
+from .decoding import DecodingResult, resolve_language
+from .errors import WhisperError
+from .language import language_probabilities
+from .logit_filters import TIME_PRECISION
+from .mel import CHUNK_SECONDS, HOP_LENGTH, N_FRAMES, N_SAMPLES, log_mel_spectrogram, pad_or_trim
+from .model_data import WhisperModelData
+from .options import DecodingOptions
+from .speech_map import SpeechMap
+from .tokenizer import Tokenizer
+from .transcribe import FRAMES_PER_SECOND, is_silence
+from .transcript import Segment, Transcript
+
+Progress = Callable[[float, float], None]
+
+
+def pack_chunks(speech: SpeechMap, max_seconds: float = CHUNK_SECONDS) -> list[tuple[int, int]]:
+    """[(start, end)] in samples of the joined speech: consecutive whole spans, each chunk at most
+    max_seconds long (spans longer than that cut into max_seconds pieces)."""
+    limit = int(round(max_seconds * SAMPLE_RATE))
+    chunks: list[tuple[int, int]] = []
+    start = end = 0
+    for j_start, j_end in zip(speech.joined_starts.tolist(), speech.joined_ends.tolist()):
+        while j_end - j_start > limit:
+            if end > start:
+                chunks.append((start, end))
+            chunks.append((j_start, j_start + limit))
+            j_start += limit
+            start = end = j_start
+        if j_end - start > limit:
+            chunks.append((start, end))
+            start = j_start
+        end = j_end
+    if end > start:
+        chunks.append((start, end))
+    return chunks
+
+
+def transcribe_batched(compute: WhisperCompute, model: WhisperModelData, samples: np.ndarray, speech: SpeechMap,
+                       options: DecodingOptions, batch_size: int, progress: Progress | None = None) -> Transcript:
+    """Transcribes the speech of samples (16 kHz mono float32; speech is its map) batch_size
+    chunks at a time. The result's timings hold mel, encode, decode, total and tokens."""
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+        raise WhisperError(f"batch_size must be a positive integer (got {batch_size!r})")
+    t0 = time.perf_counter()
+    timings = {"mel": 0.0, "encode": 0.0, "decode": 0.0}
+    joined = speech.join(samples)
+    chunks = pack_chunks(speech)
+    tokenizer = Tokenizer(model.vocab, model.special)
+    language = resolve_language(model, options.language)
+    language_probability = 1.0
+    previous = tokenizer.encode(" " + options.initial_prompt.strip()) if options.initial_prompt else []
+    rng = np.random.default_rng(0)
+    decoder: BatchDecoder | None = None
+    segments: list[Segment] = []
+    total = speech.speech_seconds
+    queue = list(chunks)
+    done = 0.0
+    while queue:
+        group, queue = queue[:batch_size], queue[batch_size:]
+        t = time.perf_counter()
+        mels = np.stack([_window(model, joined[s:e]) for s, e in group])
+        t_enc = time.perf_counter()
+        features = compute.encode_batch(mels)
+        t_dec = time.perf_counter()
+        timings["mel"] += t_enc - t
+        timings["encode"] += t_dec - t_enc
+        if language is None:
+            language, language_probability = _detect(compute, model, features, len(group))
+        if decoder is None:
+            decoder = BatchDecoder(model, options, language)
+        results = decoder.decode_windows(compute, features, len(group), previous, options.temperatures[0], rng)
+        timings["decode"] += time.perf_counter() - t_dec
+        remainders = []
+        for (s, e), result in zip(group, results):
+            if is_silence(result, options):
+                continue
+            chunk_segments, rest = _segments(model, tokenizer, result, s, e, speech)
+            if rest is not None:
+                remainders.append((rest, e))
+            if options.word_timestamps and chunk_segments:
+                t = time.perf_counter()
+                _add_words(compute, model, tokenizer, mels[group.index((s, e))], chunk_segments, s, e, options,
+                           language, segments[-1].end if segments else None)
+                timings["encode"] += time.perf_counter() - t
+            segments += chunk_segments
+        # The unfinished ends are decoded again, first in the next batch.
+        queue = remainders + queue
+        done = max(done, max(s for s, _ in queue) / SAMPLE_RATE if queue else total)
+        if progress is not None:
+            progress(min(done, total), total)
+    segments.sort(key=lambda segment: segment.start)
+    speech.restore(segments)
+    for i, segment in enumerate(segments):
+        segment.id = i
+    timings["total"] = time.perf_counter() - t0
+    timings["tokens"] = float(sum(len(s.tokens) for s in segments))
+    return Transcript(text="".join(s.text for s in segments).strip(), segments=segments, language=language,
+                      language_probability=language_probability, timings=timings)
+
+
+def _window(model: WhisperModelData, audio: np.ndarray) -> np.ndarray:
+    """The (n_mels, 3000) log-mel window of one chunk (at most 30 s), followed by silence."""
+    mel = log_mel_spectrogram(audio, model.hparams.n_mels, padding=N_SAMPLES, filters=model.mel_filters)
+    return np.ascontiguousarray(pad_or_trim(mel[:, :N_FRAMES]))
+
+
+def _detect(compute: WhisperCompute, model: WhisperModelData, features: Any, count: int) -> tuple[str, float]:
+    """The language of a batch of windows: language probabilities averaged over its windows."""
+    if not model.hparams.is_multilingual:
+        return "en", 1.0
+    logits = np.asarray(compute.decode_batch(features, [[model.special.sot]] * count, 0), dtype=np.float64)
+    probabilities: dict[str, float] = {}
+    for row in logits:
+        for code, p in language_probabilities(model, row)[2].items():
+            probabilities[code] = probabilities.get(code, 0.0) + p / count
+    best = max(probabilities, key=probabilities.get)
+    return best, probabilities[best]
+
+
+def _segments(model: WhisperModelData, tokenizer: Tokenizer, result: DecodingResult, start: int, end: int,
+              speech: SpeechMap) -> tuple[list[Segment], int | None]:
+    """A chunk's segments in joined time, and where the rest of the chunk starts when it is to be
+    decoded again (None: the chunk is done). Segments are cut at consecutive timestamp pairs. When
+    the tokens do not end on a single timestamp (a segment closed, none opened), what follows the
+    last pair is dropped and the audio from its closing timestamp on is decoded again, as the
+    sequential loop seeks there (tiny.en often opens a timestamp and ends, leaving the last
+    sentence of a chunk undecoded); without a pair, or with the pair at 0, the rest is a segment
+    to the chunk's end."""
+    tb = model.special.timestamp_begin
+    tokens = result.tokens
+    offset = start / SAMPLE_RATE
+    duration = (end - start) / SAMPLE_RATE
+    pairs = [i + 1 for i in range(len(tokens) - 1) if tokens[i] >= tb and tokens[i + 1] >= tb]
+    single_timestamp_ending = len(tokens) >= 2 and tokens[-1] >= tb and tokens[-2] < tb
+    rest = None
+    if pairs and not single_timestamp_ending:
+        seek = int(round((tokens[pairs[-1] - 1] - tb) * TIME_PRECISION * SAMPLE_RATE))
+        if 0 < seek < end - start:
+            rest = start + seek
+            tokens = tokens[:pairs[-1]]
+    cuts = pairs + [len(tokens)]
+    seek = int(round(speech.original_time(offset) * FRAMES_PER_SECOND)) if speech.spans else 0
+    segments = []
+    last = 0
+    previous_end = 0.0
+    for cut in cuts:
+        piece = tokens[last:cut]
+        last = cut
+        text_tokens = [t for t in piece if t < model.special.eot]
+        if not piece:
+            continue
+        seg_start = (piece[0] - tb) * TIME_PRECISION if piece[0] >= tb else previous_end
+        seg_end = (piece[-1] - tb) * TIME_PRECISION if piece[-1] >= tb and len(piece) > 1 else duration
+        seg_end = min(seg_end, duration)
+        seg_start = min(seg_start, seg_end)
+        previous_end = seg_end
+        text = tokenizer.decode(text_tokens)
+        if not text.strip():
+            continue
+        segments.append(Segment(id=0, seek=seek, start=round(offset + seg_start, 3), end=round(offset + seg_end, 3),
+                                text=text, tokens=text_tokens, temperature=result.temperature,
+                                avg_logprob=result.avg_logprob, compression_ratio=result.compression_ratio,
+                                no_speech_prob=result.no_speech_prob))
+    return segments, rest
+
+
+def _add_words(compute: WhisperCompute, model: WhisperModelData, tokenizer: Tokenizer, mel: np.ndarray,
+               segments: list[Segment], start: int, end: int, options: DecodingOptions, language: str,
+               last_speech_time: float | None) -> None:
+    try:
+        from .alignment import add_word_timestamps
+    except ImportError as exc:
+        raise WhisperError(f"word timestamps are not available: {exc}") from None
+    features = compute.encode(mel)
+    frames = min(N_FRAMES, -(-(end - start) // HOP_LENGTH))
+    add_word_timestamps(compute, model, tokenizer, features, segments, start / SAMPLE_RATE, frames, options,
+                        language=language, last_speech_time=last_speech_time)
