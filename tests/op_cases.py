@@ -487,8 +487,7 @@ def timestep_embedding_ref(t, dim, max_period):
     return out
 
 
-def moe_cases()
-spatial_cases():
+def moe_cases():
     for label, (e, n, k, t, nb, nu), wt, thr in [
         ("f32", (4, 33, 64, 5, 2, 2), mb.f32, MM_F), ("f32_bcast", (6, 17, 96, 3, 1, 3), mb.f32, MM_F),
         ("f16", (4, 40, 64, 4, 2, 2), mb.f16, MM_F), ("q4_0", (3, 16, 64, 3, 1, 2), mb.q4_0, MM_Q),
@@ -895,6 +894,7 @@ glu_cases()
 sort_cases()
 arange_cases()
 moe_cases()
+spatial_cases()
 group_norm_cases()
 timestep_cases()
 norm_cases()
