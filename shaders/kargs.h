@@ -162,6 +162,17 @@ typedef struct {
     uint64_t nb0, nb1, nb2;
 } mb_kargs_ssm_conv;
 
+// ACC: dst (n f32, contiguous) = src0 + src1 [ne10..ne13] (strides nb10..nb13) added into the view
+// of dst at byte offset `offset` with byte strides 4, nb1, nb2, nb3 (nested: nb1 >= 4*ne10, ...).
+typedef struct {
+    uint32_t n;
+    int32_t ne10, ne11, ne12, ne13;
+    int32_t pad0;
+    uint64_t nb10, nb11, nb12, nb13;
+    uint64_t nb1, nb2, nb3;
+    uint64_t offset;
+} mb_kargs_acc;
+
 // NORM / RMS_NORM / L2_NORM over rows of src0 (contiguous rows), optionally followed by dst = y*w (FC_norm_fuse
 // >= 1) and + b (FC_norm_fuse == 2), w and b broadcast by modulo on every dim. nk, ne10 and ne20
 // count the kernel's element type (floats, or float4s for the float4 kernels).

@@ -206,6 +206,22 @@ MB_KARGS_AT(mb_kargs_ssm_conv, nb0, 48);
 MB_KARGS_AT(mb_kargs_ssm_conv, nb1, 56);
 MB_KARGS_AT(mb_kargs_ssm_conv, nb2, 64);
 
+MB_KARGS_SIZE(mb_kargs_acc, 88);
+MB_KARGS_AT(mb_kargs_acc, n, 0);
+MB_KARGS_AT(mb_kargs_acc, ne10, 4);
+MB_KARGS_AT(mb_kargs_acc, ne11, 8);
+MB_KARGS_AT(mb_kargs_acc, ne12, 12);
+MB_KARGS_AT(mb_kargs_acc, ne13, 16);
+MB_KARGS_AT(mb_kargs_acc, pad0, 20);
+MB_KARGS_AT(mb_kargs_acc, nb10, 24);
+MB_KARGS_AT(mb_kargs_acc, nb11, 32);
+MB_KARGS_AT(mb_kargs_acc, nb12, 40);
+MB_KARGS_AT(mb_kargs_acc, nb13, 48);
+MB_KARGS_AT(mb_kargs_acc, nb1, 56);
+MB_KARGS_AT(mb_kargs_acc, nb2, 64);
+MB_KARGS_AT(mb_kargs_acc, nb3, 72);
+MB_KARGS_AT(mb_kargs_acc, offset, 80);
+
 MB_KARGS_SIZE(mb_kargs_norm, 152);
 MB_KARGS_AT(mb_kargs_norm, ne00, 0);
 MB_KARGS_AT(mb_kargs_norm, ne01, 4);

@@ -78,6 +78,7 @@ MB_OP(FLASH_ATTN_EXT, FlashAttnExt, OP, "flash_attn_ext")  // q, k, v, mask; f[0
 MB_OP(MUL_MAT, MulMat, OP, "mul_mat")  // out[i,j] = sum_k a[j,k] * b[i,k], broadcast on dims 2,3
 MB_OP(MUL_MAT_ID, MulMatId, OP, "mul_mat_id")  // experts as, b, i32 ids: dst[:, e, t] = as[ids[e, t]] @ b[:, e % ne11, t]
 MB_OP(ADD_ID, AddId, OP, "add_id")             // a + b[:, ids[i1, i2]]
+MB_OP(ACC, Acc, OP, "acc")  // a with b added into its view at i[3] bytes, strides i[0..2] = nb1, nb2, nb3
 // data movement
 MB_OP(DUP, Copy, OP, "dup")            // copy into a new contiguous tensor of the same type
 MB_OP(CPY, Copy, OP, "cpy")            // src0 converted into src1; the result views src1

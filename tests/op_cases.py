@@ -582,6 +582,30 @@ def spatial_cases():
              ssm_conv_ref, ROWS)
 
 
+def acc_ref(a, b, nb1, nb2, nb3, offset):
+    out = a.copy().reshape(-1)
+    b4 = b.reshape((1,) * (4 - b.ndim) + b.shape)
+    for i3 in range(b4.shape[0]):
+        for i2 in range(b4.shape[1]):
+            for i1 in range(b4.shape[2]):
+                start = (offset + i1 * nb1 + i2 * nb2 + i3 * nb3) // 4
+                out[start:start + b4.shape[3]] += b4[i3, i2, i1]
+    return out.reshape(a.shape)
+
+
+def acc_cases():
+    # (a shape, b shape, nb1, nb2, nb3, offset) in ggml's byte strides of a.
+    for label, sa, sb, nb1, nb2, nb3, off in [
+        ("block", (6, 10), (3, 4), 40, 120, 120, 4 * 13),
+        ("rows", (4, 7, 9), (2, 3, 5), 36, 252, 504, 4 * (9 + 2)),
+        ("whole", (5, 8), (5, 8), 32, 160, 160, 0),
+        ("strided", (12, 16), (4, 6), 128, 512, 512, 8),
+    ]:
+        case(f"acc/f32/{label}", "ACC", [In(sa), In(sb)],
+             lambda a, b, r=(nb1, nb2, nb3, off): mb.ops.acc(a, b, *r),
+             lambda a, b, r=(nb1, nb2, nb3, off): acc_ref(a, b, *r), ARITH)
+
+
 def l2_norm_ref(a, eps):
     return a / np.maximum(np.sqrt((a * a).sum(axis=-1, keepdims=True)), eps)
 
@@ -894,6 +918,7 @@ glu_cases()
 sort_cases()
 arange_cases()
 moe_cases()
+acc_cases()
 spatial_cases()
 group_norm_cases()
 timestep_cases()

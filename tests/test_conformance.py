@@ -177,6 +177,9 @@ BAD_BUILDS = [
     ("pool_2d", lambda: mb.ops.pool_2d(*_ctx_tensors((mb.f32, (1, 1, 2, 2))), "max", 3, 3, 1, 1), ["(1, 1, 2, 2)"]),
     ("ssm_conv", lambda: mb.ops.ssm_conv(*_ctx_tensors((mb.f32, (1, 8, 6)), (mb.f32, (4, 4)))), ["(1, 8, 6)", "(4, 4)"]),
     ("upscale", lambda: mb.ops.upscale(*_ctx_tensors((mb.f32, (2, 3))), 0), ["scale_factor", "0"]),
+    ("acc", lambda: mb.ops.acc(*_ctx_tensors((mb.f32, (6, 10)), (mb.f32, (3, 4))), 40, 120, 120, 4 * 40),
+     ["(6, 10)", "(3, 4)", "offset 160"]),
+    ("acc", lambda: mb.ops.acc(*_ctx_tensors((mb.f32, (6, 10)), (mb.f32, (3, 4))), 8, 120, 120, 0), ["nb1 8"]),
     ("im2col", lambda: mb.ops.im2col(*_ctx_tensors((mb.f16, (4, 3, 3)), (mb.f32, (1, 5, 20))), 1, 0, 1, 0, 1, 0,
                                      False, mb.f16), ["(4, 3, 3)", "(1, 5, 20)"]),
 ]

@@ -187,6 +187,10 @@ void init_ops(py::module_& root) {
        "The last two axes scale_factor times larger, nearest neighbour.");
     m.def("ssm_conv", [](T sx, T c) { return handle(ops::ssm_conv(ptr(sx), ptr(c))); }, py::arg("sx"), py::arg("c"),
           "Mamba's conv: sx (n_s, d_inner, d_conv-1+n_t), c (d_inner, d_conv) -> (n_s, n_t, d_inner).");
+    m.def("acc", [](T a, T b, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
+        return handle(ops::acc(ptr(a), ptr(b), nb1, nb2, nb3, offset));
+    }, py::arg("a"), py::arg("b"), py::arg("nb1"), py::arg("nb2"), py::arg("nb3"), py::arg("offset") = 0,
+       "ggml_acc: a copy of a with b added into the view at byte offset, byte strides nb1..nb3 (ggml order).");
     m.def("l2_norm", [](T a, float eps) { return handle(ops::l2_norm(ptr(a), eps)); }, py::arg("a"),
           py::arg("eps") = 1e-6f, "x / max(||x||_2, eps) over each row (last axis).");
     m.def("norm", [](T a, float eps) { return handle(ops::norm(ptr(a), eps)); }, py::arg("a"), py::arg("eps") = 1e-5f,

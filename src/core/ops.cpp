@@ -588,6 +588,42 @@ Tensor* ssm_conv(Tensor* sx, Tensor* c) {
     return result(sx, Type::F32, ne, 3, Op::SSM_CONV, {sx, c});
 }
 
+Tensor* acc(Tensor* a, Tensor* b, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
+    const char* who = "acc";
+    need(a, who, "a");
+    need(b, who, "b");
+    same_context(who, {a, b});
+    const std::string shapes = "a " + desc(a) + ", b " + desc(b) + ", nb1 " + std::to_string(nb1) + ", nb2 " +
+                               std::to_string(nb2) + ", nb3 " + std::to_string(nb3) + ", offset " + std::to_string(offset);
+    MB_REQUIRE(a->type == Type::F32 && b->type == Type::F32, who, "a and b must be f32 (" + shapes + ")");
+    MB_REQUIRE(a->is_contiguous(), who, "a must be contiguous (" + shapes + ")");
+    size_t nb[kMaxDims] = {sizeof(float), nb1, nb2, nb3};
+    // A size-1 dim's stride is never used: normalised to the nested value, so the check below and
+    // the kernels' position arithmetic hold for every view ggml would accept.
+    for (int i = 1; i < kMaxDims; ++i) {
+        if (b->ne[i] <= 1) nb[i] = nb[i - 1] * size_t(std::max<int64_t>(b->ne[i - 1], 1));
+    }
+    bool ok = offset % sizeof(float) == 0;
+    for (int i = 1; i < kMaxDims; ++i) {
+        ok = ok && nb[i] % sizeof(float) == 0 && nb[i] >= nb[i - 1] * size_t(std::max<int64_t>(b->ne[i - 1], 1));
+    }
+    MB_REQUIRE(ok, who, "strides and offset must be multiples of 4 and nest without overlap (" + shapes + ")");
+    if (b->nelements() > 0) {
+        size_t last = offset + sizeof(float);
+        for (int i = 0; i < kMaxDims; ++i) last += size_t(b->ne[i] - 1) * nb[i];
+        MB_REQUIRE(last <= a->nbytes(), who, "the view reaches past the end of a (" + shapes + ")");
+    }
+    MB_REQUIRE(nb[1] <= size_t(INT32_MAX) && nb[2] <= size_t(INT32_MAX) && nb[3] <= size_t(INT32_MAX) &&
+                   offset <= size_t(INT32_MAX),
+               who, "strides and offset must be below 2^31 bytes (" + shapes + ")");
+    Tensor* t = like(a, Op::ACC, {a, b});
+    t->op_params[0] = int32_t(nb[1]);
+    t->op_params[1] = int32_t(nb[2]);
+    t->op_params[2] = int32_t(nb[3]);
+    t->op_params[3] = int32_t(offset);
+    return t;
+}
+
 Tensor* reshape(Tensor* a, const int64_t ne[kMaxDims], int n_dims) {
     need(a, "reshape", "a");
     MB_REQUIRE(a->is_contiguous(), "reshape", "a " + desc(a) + " is not contiguous; use cont() first");

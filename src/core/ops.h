@@ -129,6 +129,12 @@ Tensor* upscale(Tensor* a, int scale_factor);
 // SSM_CONV: sx f32 [d_conv - 1 + n_t, d_inner, n_s], c f32 [d_conv, d_inner] -> [d_inner, n_t, n_s].
 Tensor* ssm_conv(Tensor* sx, Tensor* c);
 
+// ACC (ggml_acc): a (contiguous f32) with b (f32) added into the view of a's copy at byte offset
+// `offset` with byte strides (4, nb1, nb2, nb3); the view must lie inside a and its rows, planes and
+// volumes must not overlap. params i[0..3] = nb1, nb2, nb3, offset (the strides of size-1 dims
+// normalised).
+Tensor* acc(Tensor* a, Tensor* b, size_t nb1, size_t nb2, size_t nb3, size_t offset);
+
 // Views: no copy; the result aliases a's memory.
 Tensor* reshape(Tensor* a, const int64_t ne[kMaxDims], int n_dims);  // a contiguous, same element count
 Tensor* view(Tensor* a, const int64_t ne[kMaxDims], const size_t nb[kMaxDims], int n_dims, size_t offset);

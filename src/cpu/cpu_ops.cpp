@@ -32,6 +32,7 @@ const CpuFamily kIm2col{im2col_supported, nullptr, nullptr, nullptr, compute_im2
 const CpuFamily kLayout{layout_supported, nullptr, nullptr, nullptr, compute_layout};
 const CpuFamily kRope{rope_supported, nullptr, nullptr, nullptr, compute_rope};
 const CpuFamily kGlu{glu_supported, nullptr, nullptr, nullptr, compute_glu};
+const CpuFamily kAcc{acc_supported, nullptr, nullptr, nullptr, compute_acc};
 const CpuFamily kConvTranspose1d{conv_transpose_1d_supported, nullptr, nullptr, nullptr, compute_conv_transpose_1d};
 const CpuFamily kPool2d{pool_2d_supported, nullptr, nullptr, nullptr, compute_pool_2d};
 const CpuFamily kUpscale{upscale_supported, nullptr, nullptr, nullptr, compute_upscale};
@@ -63,6 +64,7 @@ const CpuFamily* cpu_family(Op op) {
         case OpFamily::Layout: return &kLayout;
         case OpFamily::Rope: return &kRope;
         case OpFamily::Glu: return &kGlu;
+        case OpFamily::Acc: return &kAcc;
         case OpFamily::ConvTranspose1d: return &kConvTranspose1d;
         case OpFamily::Pool2d: return &kPool2d;
         case OpFamily::Upscale: return &kUpscale;

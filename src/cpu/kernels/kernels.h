@@ -54,6 +54,7 @@ bool conv_transpose_1d_supported(const Tensor& dst);  // CONV_TRANSPOSE_1D
 bool pool_2d_supported(const Tensor& dst);            // POOL_2D
 bool upscale_supported(const Tensor& dst);            // UPSCALE
 bool ssm_conv_supported(const Tensor& dst);           // SSM_CONV
+bool acc_supported(const Tensor& dst);               // ACC
 bool glu_supported(const Tensor& dst);               // REGLU GEGLU SWIGLU GEGLU_ERF GEGLU_QUICK SWIGLU_OAI
 
 size_t mul_mat_work_size(const Tensor& dst, int nth);
@@ -79,6 +80,7 @@ void compute_im2col(const ComputeParams& p, Tensor& dst);
 void compute_layout(const ComputeParams& p, Tensor& dst);
 void compute_rope(const ComputeParams& p, Tensor& dst);
 void compute_glu(const ComputeParams& p, Tensor& dst);
+void compute_acc(const ComputeParams& p, Tensor& dst);
 void compute_conv_transpose_1d(const ComputeParams& p, Tensor& dst);
 void compute_pool_2d(const ComputeParams& p, Tensor& dst);
 void compute_upscale(const ComputeParams& p, Tensor& dst);

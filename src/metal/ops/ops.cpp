@@ -30,6 +30,7 @@ const Family kFlashAttnExt{supports_flash_attn_ext, encode_flash_attn_ext, flash
 const Family kRope{supports_rope, encode_rope, nullptr};
 const Family kLayout{supports_layout, encode_layout, nullptr};
 const Family kGlu{supports_glu, encode_glu, nullptr};
+const Family kAcc{supports_acc, encode_acc, nullptr};
 const Family kConvTranspose1d{supports_conv_transpose_1d, encode_conv_transpose_1d, nullptr};
 const Family kPool2d{supports_pool_2d, encode_pool_2d, nullptr};
 const Family kUpscale{supports_upscale, encode_upscale, nullptr};
@@ -55,6 +56,7 @@ const Family* family_of(Op op) {
         case OpFamily::Rope: return &kRope;
         case OpFamily::Layout: return &kLayout;
         case OpFamily::Glu: return &kGlu;
+        case OpFamily::Acc: return &kAcc;
         case OpFamily::ConvTranspose1d: return &kConvTranspose1d;
         case OpFamily::Pool2d: return &kPool2d;
         case OpFamily::Upscale: return &kUpscale;

@@ -103,6 +103,9 @@ size_t encode_upscale(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t 
 // SSM_CONV
 bool supports_ssm_conv(const RuntimeProps& props, const Tensor& node);
 size_t encode_ssm_conv(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// ACC
+bool supports_acc(const RuntimeProps& props, const Tensor& node);
+size_t encode_acc(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
 // CONCAT REPEAT PAD
 bool supports_layout(const RuntimeProps& props, const Tensor& node);
 size_t encode_layout(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
