@@ -26,7 +26,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="CPU")
     parser.add_argument("--model", default=None)
-    parser.add_argument("--audio", default=os.path.join(HERE, "..", "tests", "assets", "generated", "jfk.wav"))
+    parser.add_argument("--audio", default=os.path.join(HERE, "..", "tests", "assets", "audio", "jfk.wav"))
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--trace", default=None)

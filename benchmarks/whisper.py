@@ -48,7 +48,7 @@ from metal_backend.whisper.convert import convert  # noqa: E402
 from metal_backend.whisper.scoring import normalize  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_AUDIO = REPO / "tests" / "assets" / "generated" / "jfk.wav"
+DEFAULT_AUDIO = REPO / "tests" / "assets" / "audio" / "jfk.wav"
 _VIEW_OPS = {"NONE", "RESHAPE", "VIEW", "PERMUTE", "TRANSPOSE"}
 # What every engine runs here: greedy, English, no timestamps (benchmarks/whisper_longform.py
 # measures the long-form defaults).

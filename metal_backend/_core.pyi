@@ -1,8 +1,7 @@
 """Type stubs of the native module metal_backend._core."""
 from __future__ import annotations
 
-import enum
-from typing import Any, Callable, Dict, ItemsView, Iterator, KeysView, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, ClassVar, Dict, ItemsView, Iterator, KeysView, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -19,16 +18,25 @@ class DeviceError(MetalBackendError): ...
 class PendingWorkError(MetalBackendError): ...
 class DLPackError(MetalBackendError, BufferError): ...
 
-class Type(enum.Enum):
-    f32 = 0
-    f16 = 1
-    q4_0 = 2
-    q4_1 = 3
-    q5_0 = 6
-    q5_1 = 7
-    q8_0 = 8
-    i32 = 26
-    bf16 = 30
+class Type:
+    # A pybind11 enum (not enum.Enum): members are instances; int() and index() give the value.
+    __members__: ClassVar[Dict[str, Type]]
+    f32: ClassVar[Type]
+    f16: ClassVar[Type]
+    q4_0: ClassVar[Type]
+    q4_1: ClassVar[Type]
+    q5_0: ClassVar[Type]
+    q5_1: ClassVar[Type]
+    q8_0: ClassVar[Type]
+    i32: ClassVar[Type]
+    bf16: ClassVar[Type]
+    def __init__(self, value: int) -> None: ...
+    def __int__(self) -> int: ...
+    def __index__(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> int: ...
     @property
     def id(self) -> int: ...
     @property
@@ -54,16 +62,34 @@ def quantize(array: Any, type: Type) -> bytes: ...
 def op_table() -> List[Tuple[str, str, str, str]]: ...
 def dequantize(data: Any, type: Type, shape: Sequence[int]) -> np.ndarray: ...
 
-class Status(enum.Enum):
-    SUCCESS = 0
-    ABORTED = 1
-    FAILED = -1
-    ALLOC_FAILED = -2
+class Status:
+    # A pybind11 enum (not enum.Enum): members are instances; int() and index() give the value.
+    __members__: ClassVar[Dict[str, Status]]
+    SUCCESS: ClassVar[Status]
+    ABORTED: ClassVar[Status]
+    FAILED: ClassVar[Status]
+    ALLOC_FAILED: ClassVar[Status]
+    def __init__(self, value: int) -> None: ...
+    def __int__(self) -> int: ...
+    def __index__(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> int: ...
 
-class DeviceType(enum.Enum):
-    CPU = 0
-    GPU = 1
-    ACCEL = 2
+class DeviceType:
+    # A pybind11 enum (not enum.Enum): members are instances; int() and index() give the value.
+    __members__: ClassVar[Dict[str, DeviceType]]
+    CPU: ClassVar[DeviceType]
+    GPU: ClassVar[DeviceType]
+    ACCEL: ClassVar[DeviceType]
+    def __init__(self, value: int) -> None: ...
+    def __int__(self) -> int: ...
+    def __index__(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def value(self) -> int: ...
 
 class DeviceCaps:
     @property

@@ -146,13 +146,13 @@ class Profile:
         return trace
 
 
-def profile(backend: _core.Backend, graph: _core.Graph, repeat: int = 1) -> Profile:
+def profile(self: _core.Backend, graph: _core.Graph, repeat: int = 1) -> Profile:
     """Profile `graph` (allocated) on `backend`: each computing node run alone and timed, `repeat`
     times (times are means), on the device's clock where the backend has one (``Profile.clock``)
     and on the host's. The outputs are computed as by ``graph_compute``. Returns a Profile."""
     if not isinstance(repeat, int) or isinstance(repeat, bool):
         raise TypeError(f"[Backend.profile] repeat must be an int, got {type(repeat).__name__}")
-    name, clock, wall_us, raw = backend._profile(graph, repeat)
+    name, clock, wall_us, raw = self._profile(graph, repeat)
     nodes = [
         ProfileNode(index=i, op=t.op, name=t.name, shape=tuple(t.shape), type=t.type.name, start_us=start,
                     time_us=time, bytes=nbytes, flops=flops, host_us=host)

@@ -5,6 +5,7 @@
 // rest (args size, offsets, grid, blits) no encoder produces, so they are checked here. Run by
 // tests/test_native_checked_runtime.py:
 //   c++ -std=c++17 -Isrc -Ishaders tests/native/test_checked_runtime.cpp src/metal/checked_runtime.cpp
+#include "check.h"
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -20,17 +21,8 @@
 namespace {
 
 using namespace mb::metal;
+using mb_check::check;
 
-int g_checks = 0;
-int g_failures = 0;
-
-void check(bool ok, const std::string& what) {
-    ++g_checks;
-    if (!ok) {
-        ++g_failures;
-        std::printf("FAILED: %s\n", what.c_str());
-    }
-}
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -354,6 +346,5 @@ int main() {
     test_blits();
     test_narrowed_limits();
     test_pipeline_cache();
-    std::printf("test_checked_runtime: %d checks, %d failed\n", g_checks, g_failures);
-    return g_failures == 0 ? 0 : 1;
+    return mb_check::check_report("test_checked_runtime");
 }

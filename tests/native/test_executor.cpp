@@ -2,6 +2,7 @@
 // against plain C++ references. Built and run by tests/native/build.sh; exit status 0
 // when every check passes.
 
+#include "check.h"
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -26,19 +27,7 @@ namespace sim = mb::sim;
 
 namespace {
 
-int g_checks = 0;
-int g_failures = 0;
 
-#define CHECK(cond, ...)                                              \
-    do {                                                              \
-        ++g_checks;                                                   \
-        if (!(cond)) {                                                \
-            ++g_failures;                                             \
-            std::printf("  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            std::printf(__VA_ARGS__);                                 \
-            std::printf("\n");                                        \
-        }                                                             \
-    } while (0)
 
 const sim::Schedule kSchedules[] = {sim::Schedule::Lockstep, sim::Schedule::RunAhead};
 const char* schedule_name(sim::Schedule s) { return s == sim::Schedule::Lockstep ? "lockstep" : "run-ahead"; }
@@ -561,6 +550,5 @@ int main() {
     test_matmul();
     test_divergence();
     test_validation();
-    std::printf("%d checks, %d failed\n", g_checks, g_failures);
-    return g_failures ? 1 : 0;
+    return mb_check::check_report("test_executor");
 }

@@ -5,6 +5,7 @@
 //   g++ -O2 -std=c++17 -Isrc tests/native/test_kernels.cpp src/cpu/kernels/{binary,unary,norm,soft_max,reduce}.cpp
 //       src/cpu/kernels/{flash_attn_ext,copy,rows,im2col,layout,rope}.cpp src/core/{types,tensor,op}.cpp
 //       src/cpu/thread_pool.cpp -lpthread -o /tmp/test_kernels && /tmp/test_kernels
+#include "check.h"
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -41,20 +42,7 @@ namespace {
 
 using namespace mb;
 
-int g_failures = 0;
-int g_checks = 0;
 
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        ++g_checks;                                                             \
-        if (!(cond)) {                                                          \
-            if (++g_failures <= 40) {                                           \
-                std::printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
-                std::printf(__VA_ARGS__);                                       \
-                std::printf("\n");                                              \
-            }                                                                   \
-        }                                                                       \
-    } while (0)
 
 constexpr size_t kTail = 64;
 constexpr uint8_t kSentinel = 0xA5;
@@ -837,15 +825,14 @@ int main() {
         {"im2col", test_im2col},    {"layout", test_layout},  {"rope", test_rope},     {"flash_attn", test_flash_attn},
     };
     for (const auto& [name, fn] : tests) {
-        const int before = g_failures;
+        const int before = mb_check::failures;
         try {
             fn();
         } catch (const std::exception& e) {
-            ++g_failures;
+            ++mb_check::failures;
             std::printf("FAIL %s threw: %s\n", name, e.what());
         }
-        std::printf("%-12s %s\n", name, g_failures == before ? "ok" : "FAILED");
+        std::printf("%-12s %s\n", name, mb_check::failures == before ? "ok" : "FAILED");
     }
-    std::printf("%d checks, %d failures\n", g_checks, g_failures);
-    return g_failures ? 1 : 0;
+    return mb_check::check_report("test_kernels");
 }

@@ -8,6 +8,7 @@
 //       src/core/types.cpp src/core/tensor.cpp src/core/op.cpp src/core/buffer.cpp src/core/storage.cpp
 //       src/core/buffer_type.cpp src/core/device.cpp
 //       -o /tmp/test_mul_mat && /tmp/test_mul_mat
+#include "check.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -37,20 +38,7 @@ namespace {
 using mb::Tensor;
 using mb::Type;
 
-int g_failures = 0;
-int g_checks = 0;
 
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        ++g_checks;                                                             \
-        if (!(cond)) {                                                          \
-            if (++g_failures <= 30) {                                           \
-                std::printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
-                std::printf(__VA_ARGS__);                                       \
-                std::printf("\n");                                              \
-            }                                                                   \
-        }                                                                       \
-    } while (0)
 
 std::mt19937 g_rng(1234);
 
@@ -397,6 +385,5 @@ int main() {
     std::printf("worst normalised error: float few-token %.3g, float gemm %.3g, quantized few-token %.3g, "
                 "quantized gemm %.3g\n",
                 g_worst[0][0], g_worst[0][1], g_worst[1][0], g_worst[1][1]);
-    std::printf("%d passed, %d failed\n", g_checks - g_failures, g_failures);
-    return g_failures == 0 ? 0 : 1;
+    return mb_check::check_report("test_mul_mat");
 }

@@ -2,6 +2,7 @@
 // definitions. Build and run from the repository root, once with the SIMD kernels and once without:
 //   g++ -O2 -std=c++17 -Isrc -Ishaders tests/native/test_types.cpp src/core/types.cpp -o /tmp/test_types && /tmp/test_types
 //   g++ -O2 -std=c++17 -Isrc -Ishaders -DMB_NO_SIMD tests/native/test_types.cpp src/core/types.cpp -o /tmp/test_types_ns && /tmp/test_types_ns
+#include "check.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -22,18 +23,7 @@
 
 namespace {
 
-int g_failures = 0;
 
-#define CHECK(cond, ...)                                             \
-    do {                                                             \
-        if (!(cond)) {                                               \
-            if (++g_failures <= 20) {                                \
-                std::printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-                std::printf(__VA_ARGS__);                            \
-                std::printf("\n");                                   \
-            }                                                        \
-        }                                                            \
-    } while (0)
 
 uint32_t bits(float f) {
     uint32_t u;
@@ -374,10 +364,5 @@ int main() {
     test_fp16();
     test_dequantize();
     test_quantize();
-    if (g_failures) {
-        std::printf("%d check(s) failed\n", g_failures);
-        return 1;
-    }
-    std::printf("test_types: all checks passed\n");
-    return 0;
+    return mb_check::check_report("test_types");
 }

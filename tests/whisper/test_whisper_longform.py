@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 import threading
 from collections import Counter
 from pathlib import Path
@@ -147,15 +145,9 @@ def test_overrides_and_bad_options(tiny_en_model, asset):
 
 
 @pytest.fixture(scope="module")
-def spanish_wav(tmp_path_factory) -> Path:
-    require(shutil.which("espeak-ng") is not None and shutil.which("sox") is not None,
-            "espeak-ng and sox (apt-get install espeak-ng sox)")
-    out = tmp_path_factory.mktemp("spanish")
-    raw, wav = out / "es_raw.wav", out / "es.wav"
-    text = "Buenos días. Me gustaría reservar una mesa para dos personas esta noche, por favor."
-    subprocess.run(["espeak-ng", "-v", "es", "-s", "140", "-w", str(raw), text], check=True, capture_output=True)
-    subprocess.run(["sox", str(raw), "-r", "16000", "-c", "1", "-b", "16", str(wav)], check=True, capture_output=True)
-    return wav
+def spanish_wav(asset) -> Path:
+    """espeak-ng -v es: "Buenos días. Me gustaría reservar una mesa para dos personas esta noche, por favor." """
+    return asset("spanish.wav")
 
 
 def test_language_detection_spanish_and_english(base_model, spanish_wav, asset):

@@ -11,7 +11,7 @@ import pytest
 # One normalisation and WER for the tests and the benchmarks.
 from metal_backend.whisper.scoring import normalize, wer as word_error_rate  # noqa: F401
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets" / "generated"
+ASSETS = Path(__file__).resolve().parents[1] / "assets" / "audio"
 
 JFK_TEXT = ("And so my fellow Americans, ask not what your country can do for you, "
             "ask what you can do for your country.")

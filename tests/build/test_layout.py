@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 BELOW = ("metal/apple/", "metal/sim/")
 REGISTRIES = {"metal/apple/metal_registry.mm", "metal/sim/metalsim_registry.cpp"}

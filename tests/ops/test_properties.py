@@ -721,6 +721,7 @@ def compute_targets():
     return out
 
 
+@pytest.mark.slow
 @settings(settings.get_profile(PROFILE))
 @given(prog=programs())
 def test_random_graphs_match_numpy(prog):
