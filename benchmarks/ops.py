@@ -126,6 +126,10 @@ if ggml is not None:
         "f16": ggml.GGML_TYPE_F16,
         "q8_0": ggml.GGML_TYPE_Q8_0,
         "q4_0": ggml.GGML_TYPE_Q4_0,
+        "q4_K": ggml.GGML_TYPE_Q4_K,
+        "q5_K": ggml.GGML_TYPE_Q5_K,
+        "q6_K": ggml.GGML_TYPE_Q6_K,
+        "iq4_nl": ggml.GGML_TYPE_IQ4_NL,
     }
 
 
@@ -164,7 +168,7 @@ def matmul_row(wtype, n, k, m, rng):
     tw_torch = torch.from_numpy(w_t) if torch is not None else None
     tx_torch = torch.from_numpy(x) if torch is not None else None
     # Quantized weights: activations are quantized to 8 bits, an error near 1% per product term.
-    tol = 2e-2 if wtype in ("q8_0", "q4_0") else (1e-3 if wtype == "f16" else 1e-4)
+    tol = 1e-4 if wtype == "f32" else (1e-3 if wtype == "f16" else 2e-2)
     return Row(
         f"matmul {wtype}",
         f"{n}x{k}x{m}",
@@ -349,6 +353,11 @@ def all_rows(rng):
             [(1500, 384, 384), (1500, 384, 1536), (1500, 1536, 384), (2048, 2048, 2048)]]
     for wtype in ("f16", "q8_0", "q4_0"):
         for (k, m) in [(384, 1536), (1536, 384)]:
+            for n in (1, 1500):
+                rows.append(matmul_row(wtype, n, k, m, rng))
+    # ggml's super-block and non-linear types (K a multiple of 256: whisper base's 512 and 2048).
+    for wtype in ("q4_K", "q5_K", "q6_K", "iq4_nl"):
+        for (k, m) in [(512, 2048), (2048, 512)]:
             for n in (1, 1500):
                 rows.append(matmul_row(wtype, n, k, m, rng))
     rows += [softmax_row(rng), norm_row(rng), gelu_row(rng), add_row(rng)]

@@ -46,11 +46,21 @@ from ._core import (
     q5_0,
     q5_1,
     q8_0,
+    q2_K,
+    q3_K,
+    q4_K,
+    q5_K,
+    q6_K,
+    q8_K,
+    iq4_nl,
+    iq4_xs,
+    mxfp4,
     quantize,
     registries,
     types,
 )
 from . import ops
+from .io import gguf
 from .profile import Profile, ProfileNode
 from .profile import profile as _profile
 
@@ -142,6 +152,7 @@ __all__ = [
     "f16",
     "f32",
     "from_dlpack",
+    "gguf",
     "i32",
     "ops",
     "q4_0",
@@ -149,6 +160,15 @@ __all__ = [
     "q5_0",
     "q5_1",
     "q8_0",
+    "q2_K",
+    "q3_K",
+    "q4_K",
+    "q5_K",
+    "q6_K",
+    "q8_K",
+    "iq4_nl",
+    "iq4_xs",
+    "mxfp4",
     "quantize",
     "registries",
     "types",

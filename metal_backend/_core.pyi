@@ -28,6 +28,15 @@ class Type:
     q5_0: ClassVar[Type]
     q5_1: ClassVar[Type]
     q8_0: ClassVar[Type]
+    q2_K: ClassVar[Type]
+    q3_K: ClassVar[Type]
+    q4_K: ClassVar[Type]
+    q5_K: ClassVar[Type]
+    q6_K: ClassVar[Type]
+    q8_K: ClassVar[Type]
+    iq4_nl: ClassVar[Type]
+    iq4_xs: ClassVar[Type]
+    mxfp4: ClassVar[Type]
     i32: ClassVar[Type]
     bf16: ClassVar[Type]
     def __init__(self, value: int) -> None: ...
@@ -56,6 +65,15 @@ q4_1: Type
 q5_0: Type
 q5_1: Type
 q8_0: Type
+q2_K: Type
+q3_K: Type
+q4_K: Type
+q5_K: Type
+q6_K: Type
+q8_K: Type
+iq4_nl: Type
+iq4_xs: Type
+mxfp4: Type
 types: Tuple[Type, ...]
 
 def quantize(array: Any, type: Type) -> bytes: ...
@@ -182,7 +200,7 @@ class Backend:
     def supports_family(self, family: int) -> bool: ...
     def capture_next_compute(self) -> None: ...
     def profile(self, graph: Graph, repeat: int = 1) -> Profile: ...
-    def _profile(self, graph: Graph, repeat: int = 1) -> Tuple[str, str, float, List[Tuple[Tensor, float, float, float, int, int]]]: ...
+    def _profile(self, graph: Graph, repeat: int = 1) -> Tuple[str, str, float, List[Tuple[Tensor, float, float, float, int, int]], bool]: ...
 
 class Context:
     def __init__(self) -> None: ...

@@ -62,6 +62,7 @@ class Profile:
     wall_us: float  # the whole profiled run, every repeat
     repeat: int
     nodes: List[ProfileNode]
+    aborted: bool = False  # the abort callback stopped the run: `nodes` are only those that ran
 
     @property
     def total_us(self) -> float:
@@ -109,8 +110,10 @@ class Profile:
         total = self.total_us or 1.0
         host = f", {self.host_total_us / 1e3:.3f} ms host wall time" if self.device_timed else ""
         lines = [f"profile of {len(self.nodes)} node(s) on {self.backend}: {self.total_us / 1e3:.3f} ms{host} "
-                 f"(mean of {self.repeat} run(s)); clock: {self.clock}", "",
-                 f"{'op':<15} {'nodes':>6} {'time ms':>9} {'%':>6}"]
+                 f"(mean of {self.repeat} run(s)); clock: {self.clock}"]
+        if self.aborted:
+            lines.append("ABORTED by the abort callback: only the nodes listed ran")
+        lines += ["", f"{'op':<15} {'nodes':>6} {'time ms':>9} {'%':>6}"]
         for op, count, t in self.by_op():
             lines.append(f"{op:<15} {count:>6} {t / 1e3:9.3f} {100 * t / total:6.1f}")
         lines += ["", self.table(top)]
@@ -152,10 +155,10 @@ def profile(self: _core.Backend, graph: _core.Graph, repeat: int = 1) -> Profile
     and on the host's. The outputs are computed as by ``graph_compute``. Returns a Profile."""
     if not isinstance(repeat, int) or isinstance(repeat, bool):
         raise TypeError(f"[Backend.profile] repeat must be an int, got {type(repeat).__name__}")
-    name, clock, wall_us, raw = self._profile(graph, repeat)
+    name, clock, wall_us, raw, aborted = self._profile(graph, repeat)
     nodes = [
         ProfileNode(index=i, op=t.op, name=t.name, shape=tuple(t.shape), type=t.type.name, start_us=start,
                     time_us=time, bytes=nbytes, flops=flops, host_us=host)
         for i, (t, start, time, host, nbytes, flops) in enumerate(raw)
     ]
-    return Profile(backend=name, clock=clock, wall_us=wall_us, repeat=repeat, nodes=nodes)
+    return Profile(backend=name, clock=clock, wall_us=wall_us, repeat=repeat, nodes=nodes, aborted=aborted)

@@ -98,7 +98,7 @@ kernel void kernel_cpy_q(
     device char * out = cpy_dst_row(args, dst, cpy_row_index(args, tgpig));
     for (int u = int(tiitg); u < args.ne00 / 16; u += int(ntg)) {
         float v[16];
-        dequantize16(in + u / 2, u % 2, v);
+        load16(in, u * 16, args.ne00, v);
         for (int j = 0; j < 16; ++j) {
             mb_store((device TD *) (out + ulong(u * 16 + j) * args.nb0), v[j]);
         }
@@ -116,7 +116,7 @@ kernel void kernel_cpy_q_q(
         uint ntg [[threads_per_threadgroup]]) {
     device const B * in = (device const B *) cpy_src_row(args, src0, tgpig);
     device B * out = (device B *) cpy_dst_row(args, dst, cpy_row_index(args, tgpig));
-    for (int ib = int(tiitg); ib < args.ne00 / MB_QK; ib += int(ntg)) {
+    for (int ib = int(tiitg); ib < args.ne00 / mb_qk(in); ib += int(ntg)) {
         out[ib] = in[ib];
     }
 }
@@ -153,9 +153,33 @@ template [[host_name("kernel_cpy_q4_1_f16")]] kernel kernel_cpy_q_t kernel_cpy_q
 template [[host_name("kernel_cpy_q5_0_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q5_0, half>;
 template [[host_name("kernel_cpy_q5_1_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q5_1, half>;
 template [[host_name("kernel_cpy_q8_0_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q8_0, half>;
+template [[host_name("kernel_cpy_iq4_nl_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_iq4_nl, float>;
+template [[host_name("kernel_cpy_iq4_nl_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_iq4_nl, half>;
+template [[host_name("kernel_cpy_iq4_xs_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_iq4_xs, float>;
+template [[host_name("kernel_cpy_iq4_xs_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_iq4_xs, half>;
+template [[host_name("kernel_cpy_mxfp4_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_mxfp4, float>;
+template [[host_name("kernel_cpy_mxfp4_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_mxfp4, half>;
+template [[host_name("kernel_cpy_q2_K_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q2_K, float>;
+template [[host_name("kernel_cpy_q2_K_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q2_K, half>;
+template [[host_name("kernel_cpy_q3_K_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q3_K, float>;
+template [[host_name("kernel_cpy_q3_K_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q3_K, half>;
+template [[host_name("kernel_cpy_q4_K_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q4_K, float>;
+template [[host_name("kernel_cpy_q4_K_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q4_K, half>;
+template [[host_name("kernel_cpy_q5_K_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q5_K, float>;
+template [[host_name("kernel_cpy_q5_K_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q5_K, half>;
+template [[host_name("kernel_cpy_q6_K_f32")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q6_K, float>;
+template [[host_name("kernel_cpy_q6_K_f16")]] kernel kernel_cpy_q_t kernel_cpy_q<block_q6_K, half>;
 
 template [[host_name("kernel_cpy_q4_0_q4_0")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q4_0>;
 template [[host_name("kernel_cpy_q4_1_q4_1")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q4_1>;
 template [[host_name("kernel_cpy_q5_0_q5_0")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q5_0>;
 template [[host_name("kernel_cpy_q5_1_q5_1")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q5_1>;
 template [[host_name("kernel_cpy_q8_0_q8_0")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q8_0>;
+template [[host_name("kernel_cpy_iq4_nl_iq4_nl")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_iq4_nl>;
+template [[host_name("kernel_cpy_iq4_xs_iq4_xs")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_iq4_xs>;
+template [[host_name("kernel_cpy_mxfp4_mxfp4")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_mxfp4>;
+template [[host_name("kernel_cpy_q2_K_q2_K")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q2_K>;
+template [[host_name("kernel_cpy_q3_K_q3_K")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q3_K>;
+template [[host_name("kernel_cpy_q4_K_q4_K")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q4_K>;
+template [[host_name("kernel_cpy_q5_K_q5_K")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q5_K>;
+template [[host_name("kernel_cpy_q6_K_q6_K")]] kernel kernel_cpy_q_q_t kernel_cpy_q_q<block_q6_K>;

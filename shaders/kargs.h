@@ -375,5 +375,15 @@ typedef struct {
     uint64_t nb0, nb1, nb2, nb3;
 } mb_kargs_pad;
 
+// PAD_REFLECT_1D: dst[i0] = src0[reflect(i0 - p0)] along ne0 (mirrored about the first and last
+// element); the other dims are src0's.
+typedef struct {
+    int32_t ne00, ne01, ne02, ne03;
+    uint64_t nb00, nb01, nb02, nb03;
+    int32_t ne0, ne1, ne2, ne3;
+    uint64_t nb0, nb1, nb2, nb3;
+    int32_t p0, p1;
+} mb_kargs_pad_reflect_1d;
+
 // The layout asserts of every struct above, generated from this file (tools/kargs_layout.py).
 #include "kargs_layout.h"

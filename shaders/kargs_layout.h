@@ -511,5 +511,25 @@ MB_KARGS_AT(mb_kargs_pad, nb1, 72);
 MB_KARGS_AT(mb_kargs_pad, nb2, 80);
 MB_KARGS_AT(mb_kargs_pad, nb3, 88);
 
+MB_KARGS_SIZE(mb_kargs_pad_reflect_1d, 104);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, ne00, 0);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, ne01, 4);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, ne02, 8);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, ne03, 12);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, nb00, 16);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, nb01, 24);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, nb02, 32);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, nb03, 40);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, ne0, 48);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, ne1, 52);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, ne2, 56);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, ne3, 60);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, nb0, 64);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, nb1, 72);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, nb2, 80);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, nb3, 88);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, p0, 96);
+MB_KARGS_AT(mb_kargs_pad_reflect_1d, p1, 100);
+
 #undef MB_KARGS_SIZE
 #undef MB_KARGS_AT

@@ -1,4 +1,4 @@
-// CONCAT, REPEAT and PAD: element moves with any source and destination strides. Each kernel is
+// CONCAT, REPEAT, PAD and PAD_REFLECT_1D: element moves with any source and destination strides. Each kernel is
 // instantiated per element size only through its type (T is copied, never computed with), so the
 // 4-byte kernels serve f32 and i32 alike and the 2-byte ones f16 and bf16.
 #include <metal_stdlib>
@@ -100,3 +100,33 @@ template [[host_name("kernel_pad_f32")]] kernel kernel_pad_t kernel_pad<float>;
 template [[host_name("kernel_pad_f16")]] kernel kernel_pad_t kernel_pad<half>;
 template [[host_name("kernel_pad_i32")]] kernel kernel_pad_t kernel_pad<int>;
 template [[host_name("kernel_pad_bf16")]] kernel kernel_pad_t kernel_pad<ushort>;
+
+// One threadgroup per row; element i0 of dst reads src0's element i0 - p0 mirrored into the row
+// (about element 0 before it, about the last element past it).
+template <typename T>
+kernel void kernel_pad_reflect_1d(
+        constant mb_kargs_pad_reflect_1d & args [[buffer(0)]],
+        device const char * src0 [[buffer(1)]],
+        device char * dst [[buffer(2)]],
+        uint3 tgpig [[threadgroup_position_in_grid]],
+        ushort tiitg [[thread_index_in_threadgroup]],
+        ushort ntg [[threads_per_threadgroup]]) {
+    const int i1 = tgpig.x;
+    const int i2 = tgpig.y;
+    const int i3 = tgpig.z;
+    device const char * x = src0 + (ulong) i1 * args.nb01 + (ulong) i2 * args.nb02 + (ulong) i3 * args.nb03;
+    device char * y = dst + (ulong) i1 * args.nb1 + (ulong) i2 * args.nb2 + (ulong) i3 * args.nb3;
+    for (int i0 = tiitg; i0 < args.ne0; i0 += ntg) {
+        int j = i0 - args.p0;
+        j = j < 0 ? -j : j;
+        j = j >= args.ne00 ? 2 * (args.ne00 - 1) - j : j;
+        *((device T *) (y + (ulong) i0 * args.nb0)) = *((device const T *) (x + (ulong) j * args.nb00));
+    }
+}
+
+typedef decltype(kernel_pad_reflect_1d<float>) kernel_pad_reflect_1d_t;
+
+template [[host_name("kernel_pad_reflect_1d_f32")]] kernel kernel_pad_reflect_1d_t kernel_pad_reflect_1d<float>;
+template [[host_name("kernel_pad_reflect_1d_f16")]] kernel kernel_pad_reflect_1d_t kernel_pad_reflect_1d<half>;
+template [[host_name("kernel_pad_reflect_1d_i32")]] kernel kernel_pad_reflect_1d_t kernel_pad_reflect_1d<int>;
+template [[host_name("kernel_pad_reflect_1d_bf16")]] kernel kernel_pad_reflect_1d_t kernel_pad_reflect_1d<ushort>;

@@ -245,6 +245,14 @@ template [[host_name("kernel_mul_mv_q4_1_f32")]] kernel kernel_mul_mv_t kernel_m
 template [[host_name("kernel_mul_mv_q5_0_f32")]] kernel kernel_mul_mv_t kernel_mul_mv<block_q5_0, float>;
 template [[host_name("kernel_mul_mv_q5_1_f32")]] kernel kernel_mul_mv_t kernel_mul_mv<block_q5_1, float>;
 template [[host_name("kernel_mul_mv_q8_0_f32")]] kernel kernel_mul_mv_t kernel_mul_mv<block_q8_0, float>;
+template [[host_name("kernel_mul_mv_iq4_nl_f32")]] kernel kernel_mul_mv_t kernel_mul_mv<block_iq4_nl, float>;
+template [[host_name("kernel_mul_mv_iq4_xs_f32")]] kernel kernel_mul_mv_t kernel_mul_mv<block_iq4_xs, float>;
+template [[host_name("kernel_mul_mv_mxfp4_f32")]] kernel kernel_mul_mv_t kernel_mul_mv<block_mxfp4, float>;
+template [[host_name("kernel_mul_mv_q2_K_f32")]] kernel kernel_mul_mv_t kernel_mul_mv<block_q2_K, float>;
+template [[host_name("kernel_mul_mv_q3_K_f32")]] kernel kernel_mul_mv_t kernel_mul_mv<block_q3_K, float>;
+template [[host_name("kernel_mul_mv_q4_K_f32")]] kernel kernel_mul_mv_t kernel_mul_mv<block_q4_K, float>;
+template [[host_name("kernel_mul_mv_q5_K_f32")]] kernel kernel_mul_mv_t kernel_mul_mv<block_q5_K, float>;
+template [[host_name("kernel_mul_mv_q6_K_f32")]] kernel kernel_mul_mv_t kernel_mul_mv<block_q6_K, float>;
 template [[host_name("kernel_mul_mv_f16_f16")]] kernel kernel_mul_mv_t kernel_mul_mv<half, half>;
 
 template [[host_name("kernel_mul_mv_ext_f32_f32")]] kernel kernel_mul_mv_ext_t kernel_mul_mv_ext<float, float>;
@@ -255,6 +263,14 @@ template [[host_name("kernel_mul_mv_ext_q4_1_f32")]] kernel kernel_mul_mv_ext_t 
 template [[host_name("kernel_mul_mv_ext_q5_0_f32")]] kernel kernel_mul_mv_ext_t kernel_mul_mv_ext<block_q5_0, float>;
 template [[host_name("kernel_mul_mv_ext_q5_1_f32")]] kernel kernel_mul_mv_ext_t kernel_mul_mv_ext<block_q5_1, float>;
 template [[host_name("kernel_mul_mv_ext_q8_0_f32")]] kernel kernel_mul_mv_ext_t kernel_mul_mv_ext<block_q8_0, float>;
+template [[host_name("kernel_mul_mv_ext_iq4_nl_f32")]] kernel kernel_mul_mv_ext_t kernel_mul_mv_ext<block_iq4_nl, float>;
+template [[host_name("kernel_mul_mv_ext_iq4_xs_f32")]] kernel kernel_mul_mv_ext_t kernel_mul_mv_ext<block_iq4_xs, float>;
+template [[host_name("kernel_mul_mv_ext_mxfp4_f32")]] kernel kernel_mul_mv_ext_t kernel_mul_mv_ext<block_mxfp4, float>;
+template [[host_name("kernel_mul_mv_ext_q2_K_f32")]] kernel kernel_mul_mv_ext_t kernel_mul_mv_ext<block_q2_K, float>;
+template [[host_name("kernel_mul_mv_ext_q3_K_f32")]] kernel kernel_mul_mv_ext_t kernel_mul_mv_ext<block_q3_K, float>;
+template [[host_name("kernel_mul_mv_ext_q4_K_f32")]] kernel kernel_mul_mv_ext_t kernel_mul_mv_ext<block_q4_K, float>;
+template [[host_name("kernel_mul_mv_ext_q5_K_f32")]] kernel kernel_mul_mv_ext_t kernel_mul_mv_ext<block_q5_K, float>;
+template [[host_name("kernel_mul_mv_ext_q6_K_f32")]] kernel kernel_mul_mv_ext_t kernel_mul_mv_ext<block_q6_K, float>;
 template [[host_name("kernel_mul_mv_ext_f16_f16")]] kernel kernel_mul_mv_ext_t kernel_mul_mv_ext<half, half>;
 
 // a tiles in f32 keep every weight type exact (a dequantised q4_1 value needs more than half's 11
@@ -267,4 +283,12 @@ template [[host_name("kernel_mul_mm_q4_1_f32")]] kernel kernel_mul_mm_t kernel_m
 template [[host_name("kernel_mul_mm_q5_0_f32")]] kernel kernel_mul_mm_t kernel_mul_mm<block_q5_0, float, float, simdgroup_float8x8>;
 template [[host_name("kernel_mul_mm_q5_1_f32")]] kernel kernel_mul_mm_t kernel_mul_mm<block_q5_1, float, float, simdgroup_float8x8>;
 template [[host_name("kernel_mul_mm_q8_0_f32")]] kernel kernel_mul_mm_t kernel_mul_mm<block_q8_0, float, float, simdgroup_float8x8>;
+template [[host_name("kernel_mul_mm_iq4_nl_f32")]] kernel kernel_mul_mm_t kernel_mul_mm<block_iq4_nl, float, float, simdgroup_float8x8>;
+template [[host_name("kernel_mul_mm_iq4_xs_f32")]] kernel kernel_mul_mm_t kernel_mul_mm<block_iq4_xs, float, float, simdgroup_float8x8>;
+template [[host_name("kernel_mul_mm_mxfp4_f32")]] kernel kernel_mul_mm_t kernel_mul_mm<block_mxfp4, float, float, simdgroup_float8x8>;
+template [[host_name("kernel_mul_mm_q2_K_f32")]] kernel kernel_mul_mm_t kernel_mul_mm<block_q2_K, float, float, simdgroup_float8x8>;
+template [[host_name("kernel_mul_mm_q3_K_f32")]] kernel kernel_mul_mm_t kernel_mul_mm<block_q3_K, float, float, simdgroup_float8x8>;
+template [[host_name("kernel_mul_mm_q4_K_f32")]] kernel kernel_mul_mm_t kernel_mul_mm<block_q4_K, float, float, simdgroup_float8x8>;
+template [[host_name("kernel_mul_mm_q5_K_f32")]] kernel kernel_mul_mm_t kernel_mul_mm<block_q5_K, float, float, simdgroup_float8x8>;
+template [[host_name("kernel_mul_mm_q6_K_f32")]] kernel kernel_mul_mm_t kernel_mul_mm<block_q6_K, float, float, simdgroup_float8x8>;
 template [[host_name("kernel_mul_mm_f16_f16")]] kernel kernel_mul_mm_t kernel_mul_mm<half, half, half, simdgroup_half8x8>;

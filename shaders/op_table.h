@@ -89,6 +89,7 @@ MB_OP(IM2COL, Im2col, OP, "im2col")    // params s0, s1, p0, p1, d0, d1, is_2d; 
 MB_OP(CONCAT, Layout, OP, "concat")    // params i[0] = dim
 MB_OP(REPEAT, Layout, OP, "repeat")    // src0 tiled to the shape of dst
 MB_OP(PAD, Layout, OP, "pad")          // params i[0..3] = zeros appended at the end of each dimension
+MB_OP(PAD_REFLECT_1D, Layout, OP, "pad_reflect_1d")  // i[0] = p0, i[1] = p1: ne0 mirrored p0 before, p1 after
 MB_OP(ROPE, Rope, OP, "rope")          // src1 i32 positions; see ops.h
 // convolution, pooling, resampling, state-space models
 MB_OP(CONV_TRANSPOSE_1D, ConvTranspose1d, OP, "conv_transpose_1d")  // src0 kernel, src1 data; i[0..2] s0, p0, d0

@@ -94,6 +94,174 @@ static_assert(offsetof(block_q5_1, m) == 2 && offsetof(block_q5_1, qh) == 4 && o
 static_assert(offsetof(block_q8_0, qs) == 2, "q8_0 layout must match ggml");
 #endif
 
+// ---------------------------------------------------------------- super-block types (k-quants)
+//
+// The k-quants group 256 values into a super-block of 8 sub-blocks of 32 (q4_K, q5_K) or 16 of 16
+// (q2_K, q3_K, q6_K), each with a small integer scale (and for q2_K q4_K q5_K a minimum) that
+// multiplies the super-block's half scales d (and dmin). q8_K is the 8-bit activation type their dot
+// products pair with: a float scale, the codes, and the sums of each 16 codes.
+//   q2_K  value = d * (scales[s] & 15) * q - dmin * (scales[s] >> 4), q = 2 bits, s = element / 16;
+//         q of element 128*h + 32*c + l (l < 32) is bits 2c..2c+1 of qs[32*h + l].
+//   q3_K  value = d * (scale6[s] - 32) * (q - (hmask bit ? 0 : 4)), q as for q2_K, the high bit of
+//         element 128*h + 32*c + l is bit 4h + c of hmask[l]; 6-bit scales packed in 12 bytes
+//         (low nibbles in bytes 0..7, 2-bit high parts in bytes 8..11).
+//   q4_K  value = d * sc[b] * q - dmin * mn[b], b = element / 32, q = 4 bits: element 64*p + l is the
+//         low nibble of qs[32*p + l], element 64*p + 32 + l its high nibble; sc/mn 6 bits packed in 12
+//         bytes (mb_qb_k4_scale_min).
+//   q5_K  as q4_K with a fifth bit: element 64*p + l has bit 2p of qh[l], element 64*p + 32 + l bit 2p+1.
+//   q6_K  value = d * scales[s] * (q - 32), s = element / 16, q = 6 bits: element 128*h + 32*c + l takes
+//         its low nibble from ql[64*h + l + 32*(c&1)] (c < 2 low nibble, else high) and bits 2c..2c+1
+//         of qh[32*h + l] as bits 4..5.
+#define MB_QK_K 256
+#define MB_K_SCALE_SIZE 12
+
+typedef struct {
+    uint8_t scales[MB_QK_K / 16];
+    uint8_t qs[MB_QK_K / 4];
+    MB_QB_HALF d;
+    MB_QB_HALF dmin;
+} block_q2_K;
+
+typedef struct {
+    uint8_t hmask[MB_QK_K / 8];
+    uint8_t qs[MB_QK_K / 4];
+    uint8_t scales[MB_K_SCALE_SIZE];
+    MB_QB_HALF d;
+} block_q3_K;
+
+typedef struct {
+    MB_QB_HALF d;
+    MB_QB_HALF dmin;
+    uint8_t scales[MB_K_SCALE_SIZE];
+    uint8_t qs[MB_QK_K / 2];
+} block_q4_K;
+
+typedef struct {
+    MB_QB_HALF d;
+    MB_QB_HALF dmin;
+    uint8_t scales[MB_K_SCALE_SIZE];
+    uint8_t qh[MB_QK_K / 8];
+    uint8_t qs[MB_QK_K / 2];
+} block_q5_K;
+
+typedef struct {
+    uint8_t ql[MB_QK_K / 2];
+    uint8_t qh[MB_QK_K / 4];
+    int8_t scales[MB_QK_K / 16];
+    MB_QB_HALF d;
+} block_q6_K;
+
+typedef struct {
+    float d;
+    int8_t qs[MB_QK_K];
+    int16_t bsums[MB_QK_K / 16];
+} block_q8_K;
+
+static_assert(sizeof(block_q2_K) == 84, "q2_K block must match ggml");
+static_assert(sizeof(block_q3_K) == 110, "q3_K block must match ggml");
+static_assert(sizeof(block_q4_K) == 144, "q4_K block must match ggml");
+static_assert(sizeof(block_q5_K) == 176, "q5_K block must match ggml");
+static_assert(sizeof(block_q6_K) == 210, "q6_K block must match ggml");
+static_assert(sizeof(block_q8_K) == 292, "q8_K block must match ggml");
+
+#if !defined(__METAL_VERSION__)
+static_assert(offsetof(block_q2_K, qs) == 16 && offsetof(block_q2_K, d) == 80 && offsetof(block_q2_K, dmin) == 82,
+              "q2_K layout must match ggml");
+static_assert(offsetof(block_q3_K, qs) == 32 && offsetof(block_q3_K, scales) == 96 && offsetof(block_q3_K, d) == 108,
+              "q3_K layout must match ggml");
+static_assert(offsetof(block_q4_K, dmin) == 2 && offsetof(block_q4_K, scales) == 4 && offsetof(block_q4_K, qs) == 16,
+              "q4_K layout must match ggml");
+static_assert(offsetof(block_q5_K, scales) == 4 && offsetof(block_q5_K, qh) == 16 && offsetof(block_q5_K, qs) == 48,
+              "q5_K layout must match ggml");
+static_assert(offsetof(block_q6_K, qh) == 128 && offsetof(block_q6_K, scales) == 192 && offsetof(block_q6_K, d) == 208,
+              "q6_K layout must match ggml");
+static_assert(offsetof(block_q8_K, qs) == 4 && offsetof(block_q8_K, bsums) == 260, "q8_K layout must match ggml");
+#endif
+
+// The 6-bit scale and minimum of sub-block j (0..7) of a q4_K / q5_K block: for j < 4 the low 6 bits
+// of bytes j and j + 4; above, a nibble of byte j + 4 with the top two bits of bytes j - 4 and j.
+static inline void mb_qb_k4_scale_min(int j, MB_QB_THREAD const uint8_t * q, MB_QB_THREAD uint8_t * sc,
+                                      MB_QB_THREAD uint8_t * mn) {
+    if (j < 4) {
+        *sc = uint8_t(q[j] & 63);
+        *mn = uint8_t(q[j + 4] & 63);
+    } else {
+        *sc = uint8_t((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        *mn = uint8_t((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+// The 6-bit scale (0..63, stored with +32) of sub-block j (0..15) of a q3_K block.
+static inline int mb_qb_k3_scale(int j, MB_QB_THREAD const uint8_t * s) {
+    const int lo = j < 8 ? (s[j] & 0xF) : (s[j - 8] >> 4);
+    const int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return lo | (hi << 4);
+}
+
+// ---------------------------------------------------------------- non-linear 4-bit types
+//
+// The code picks a value from a 16-entry table instead of standing for itself.
+//   iq4_nl  32 values: value = d * kvalues_iq4nl[q], q as q4_0's nibbles (element j < 16 low nibble of
+//           qs[j], element j + 16 its high nibble).
+//   iq4_xs  256 values in 8 sub-blocks of 32: value = d * (ls - 32) * kvalues_iq4nl[q], ls the 6-bit
+//           sub-block scale (low nibble from scales_l[b / 2], bits 2b..2b+1 of scales_h on top); each
+//           sub-block's codes laid out as iq4_nl's in qs[16 b .. 16 b + 15].
+//   mxfp4   32 values: value = kvalues_mxfp4[q] * 2^(e - 128) (e an E8M0 exponent; the table holds twice
+//           the E2M1 values), codes as iq4_nl's.
+#if defined(__METAL_VERSION__)
+#define MB_QB_TABLE constant
+#else
+#define MB_QB_TABLE static const
+#endif
+
+MB_QB_TABLE int8_t mb_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+MB_QB_TABLE int8_t mb_kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+typedef struct {
+    MB_QB_HALF d;
+    uint8_t qs[MB_QK / 2];
+} block_iq4_nl;
+
+typedef struct {
+    MB_QB_HALF d;
+    uint16_t scales_h;
+    uint8_t scales_l[MB_QK_K / 64];
+    uint8_t qs[MB_QK_K / 2];
+} block_iq4_xs;
+
+typedef struct {
+    uint8_t e;
+    uint8_t qs[MB_QK / 2];
+} block_mxfp4;
+
+static_assert(sizeof(block_iq4_nl) == 18, "iq4_nl block must match ggml");
+static_assert(sizeof(block_iq4_xs) == 136, "iq4_xs block must match ggml");
+static_assert(sizeof(block_mxfp4) == 17, "mxfp4 block must match ggml");
+#if !defined(__METAL_VERSION__)
+static_assert(offsetof(block_iq4_nl, qs) == 2, "iq4_nl layout must match ggml");
+static_assert(offsetof(block_iq4_xs, scales_h) == 2 && offsetof(block_iq4_xs, scales_l) == 4 &&
+                  offsetof(block_iq4_xs, qs) == 8,
+              "iq4_xs layout must match ggml");
+static_assert(offsetof(block_mxfp4, qs) == 1, "mxfp4 layout must match ggml");
+#endif
+
+// The 6-bit scale (stored with +32) of sub-block b (0..7) of an iq4_xs block.
+static inline int mb_qb_iq4xs_scale(int b, uint32_t scales_h, MB_QB_THREAD const uint8_t * scales_l) {
+    return int(((scales_l[b / 2] >> (4 * (b % 2))) & 0xF) | (((scales_h >> (2 * b)) & 3u) << 4));
+}
+
+// 2^(e - 128): mxfp4's scale (half the E8M0 value, as the table holds twice the E2M1 values).
+static inline float mb_qb_e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? (0x00200000u << e) : (uint32_t(e - 1) << 23);
+#if defined(__METAL_VERSION__) || defined(MB_MSL_SHIM)
+    return metal::as_type<float>(bits);
+#else
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+#endif
+}
+
 // ---------------------------------------------------------------- quantizing 32 floats into a block
 
 #if defined(__METAL_VERSION__) || defined(MB_MSL_SHIM)

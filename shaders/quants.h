@@ -110,6 +110,113 @@ inline void dequantize16(device const block_q8_0 * b, int il, thread float * out
     }
 }
 
+// The k-quants: group il (0..15) of a super-block is its elements [16*il, 16*il + 16); the element
+// layouts are quant_blocks.h's. The small scales are copied to thread memory for the shared helpers.
+inline void dequantize16(device const block_q2_K * b, int il, thread float * out) {
+    const uchar sc = b->scales[il];
+    const float dl = float(b->d) * float(sc & 0xF);
+    const float ml = float(b->dmin) * float(sc >> 4);
+    const int shift = 2 * ((il / 2) % 4);
+    device const uchar * q = b->qs + 32 * (il / 8) + 16 * (il % 2);
+    for (int j = 0; j < 16; ++j) {
+        out[j] = dl * float((q[j] >> shift) & 3) - ml;
+    }
+}
+
+inline void dequantize16(device const block_q3_K * b, int il, thread float * out) {
+    uchar s[MB_K_SCALE_SIZE];
+    for (int j = 0; j < MB_K_SCALE_SIZE; ++j) {
+        s[j] = b->scales[j];
+    }
+    const float dl = float(b->d) * float(mb_qb_k3_scale(il, s) - 32);
+    const int c = (il / 2) % 4;
+    const int hbit = 4 * (il / 8) + c;
+    const int l0 = 16 * (il % 2);
+    device const uchar * q = b->qs + 32 * (il / 8) + l0;
+    for (int j = 0; j < 16; ++j) {
+        const int high = (b->hmask[l0 + j] >> hbit) & 1;
+        out[j] = dl * float(int((q[j] >> (2 * c)) & 3) - (high ? 0 : 4));
+    }
+}
+
+// q4_K, and q5_K with its fifth bits qh.
+template <typename B>
+inline void dequantize16_k4(device const B * b, device const uchar * qh, int il, thread float * out) {
+    uchar s[MB_K_SCALE_SIZE];
+    for (int j = 0; j < MB_K_SCALE_SIZE; ++j) {
+        s[j] = b->scales[j];
+    }
+    const int sub = il / 2;
+    uchar sc;
+    uchar mn;
+    mb_qb_k4_scale_min(sub, s, &sc, &mn);
+    const float d1 = float(b->d) * float(sc);
+    const float m1 = float(b->dmin) * float(mn);
+    const int shift = 4 * (sub % 2);
+    const int l0 = 16 * (il % 2);
+    device const uchar * q = b->qs + 32 * (sub / 2) + l0;
+    for (int j = 0; j < 16; ++j) {
+        int v = (q[j] >> shift) & 0xF;
+        if (qh != nullptr) {
+            v |= ((qh[l0 + j] >> sub) & 1) << 4;
+        }
+        out[j] = d1 * float(v) - m1;
+    }
+}
+
+inline void dequantize16(device const block_q4_K * b, int il, thread float * out) {
+    dequantize16_k4(b, nullptr, il, out);
+}
+
+inline void dequantize16(device const block_q5_K * b, int il, thread float * out) {
+    dequantize16_k4(b, b->qh, il, out);
+}
+
+inline void dequantize16(device const block_q6_K * b, int il, thread float * out) {
+    const float dl = float(b->d) * float(b->scales[il]);
+    const int h = il / 8;
+    const int c = (il / 2) % 4;
+    const int l0 = 16 * (il % 2);
+    device const uchar * ql = b->ql + 64 * h + 32 * (c & 1) + l0;
+    device const uchar * qh = b->qh + 32 * h + l0;
+    for (int j = 0; j < 16; ++j) {
+        const int lo = c < 2 ? (ql[j] & 0xF) : (ql[j] >> 4);
+        const int q = lo | (((qh[j] >> (2 * c)) & 3) << 4);
+        out[j] = dl * float(q - 32);
+    }
+}
+
+// The table types: half il of an iq4_nl / mxfp4 block, group il (0..15) of an iq4_xs block.
+inline void dequantize16(device const block_iq4_nl * b, int il, thread float * out) {
+    const float d = float(b->d);
+    const int shift = il * 4;
+    for (int j = 0; j < 16; ++j) {
+        out[j] = d * float(mb_kvalues_iq4nl[(b->qs[j] >> shift) & 0x0f]);
+    }
+}
+
+inline void dequantize16(device const block_mxfp4 * b, int il, thread float * out) {
+    const float d = mb_qb_e8m0_half(b->e);
+    const int shift = il * 4;
+    for (int j = 0; j < 16; ++j) {
+        out[j] = float(mb_kvalues_mxfp4[(b->qs[j] >> shift) & 0x0f]) * d;
+    }
+}
+
+inline void dequantize16(device const block_iq4_xs * b, int il, thread float * out) {
+    const int sub = il / 2;
+    uchar sl[MB_QK_K / 64];
+    for (int j = 0; j < MB_QK_K / 64; ++j) {
+        sl[j] = b->scales_l[j];
+    }
+    const float dl = float(b->d) * float(mb_qb_iq4xs_scale(sub, uint(b->scales_h), sl) - 32);
+    device const uchar * qs = b->qs + 16 * sub;
+    const int shift = 4 * (il % 2);
+    for (int j = 0; j < 16; ++j) {
+        out[j] = dl * float(mb_kvalues_iq4nl[(qs[j] >> shift) & 0x0f]);
+    }
+}
+
 // ---------------------------------------------------------------- 32 f32 values to one block
 
 // The scale a quantizer found, as stored: a block that held a NaN gets the quiet NaN.
@@ -187,6 +294,68 @@ inline void load16(device const block_q5_1 * p, int k, int K, thread float * out
 
 inline void load16(device const block_q8_0 * p, int k, int K, thread float * out) {
     dequantize16(p + k / MB_QK, (k / 16) % 2, out);
+}
+
+inline void load16(device const block_q2_K * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline void load16(device const block_q3_K * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline void load16(device const block_q4_K * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline void load16(device const block_q5_K * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline void load16(device const block_q6_K * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline void load16(device const block_iq4_nl * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK, (k / 16) % 2, out);
+}
+
+inline void load16(device const block_mxfp4 * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK, (k / 16) % 2, out);
+}
+
+inline void load16(device const block_iq4_xs * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline int mb_qk(device const block_iq4_xs * p) {
+    return MB_QK_K;
+}
+
+// Values per block of a block type.
+template <typename B>
+inline int mb_qk(device const B * p) {
+    return MB_QK;
+}
+
+inline int mb_qk(device const block_q2_K * p) {
+    return MB_QK_K;
+}
+
+inline int mb_qk(device const block_q3_K * p) {
+    return MB_QK_K;
+}
+
+inline int mb_qk(device const block_q4_K * p) {
+    return MB_QK_K;
+}
+
+inline int mb_qk(device const block_q5_K * p) {
+    return MB_QK_K;
+}
+
+inline int mb_qk(device const block_q6_K * p) {
+    return MB_QK_K;
 }
 
 // f32 stored as a plain type.

@@ -79,7 +79,7 @@ kernel void kernel_get_rows_q(
     for (int u = int(tiitg); u < args.ne00 / 16; u += int(ntg)) {
         float v[16];
         if (valid) {
-            dequantize16(in + u / 2, u % 2, v);
+            load16(in, u * 16, args.ne00, v);
         } else {
             for (int j = 0; j < 16; ++j) {
                 v[j] = 0.0f;
@@ -169,6 +169,14 @@ template [[host_name("kernel_get_rows_q4_1")]] kernel kernel_get_rows_q_t kernel
 template [[host_name("kernel_get_rows_q5_0")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q5_0>;
 template [[host_name("kernel_get_rows_q5_1")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q5_1>;
 template [[host_name("kernel_get_rows_q8_0")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q8_0>;
+template [[host_name("kernel_get_rows_iq4_nl")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_iq4_nl>;
+template [[host_name("kernel_get_rows_iq4_xs")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_iq4_xs>;
+template [[host_name("kernel_get_rows_mxfp4")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_mxfp4>;
+template [[host_name("kernel_get_rows_q2_K")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q2_K>;
+template [[host_name("kernel_get_rows_q3_K")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q3_K>;
+template [[host_name("kernel_get_rows_q4_K")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q4_K>;
+template [[host_name("kernel_get_rows_q5_K")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q5_K>;
+template [[host_name("kernel_get_rows_q6_K")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q6_K>;
 
 template [[host_name("kernel_set_rows_f32")]] kernel kernel_set_rows_t kernel_set_rows<float>;
 template [[host_name("kernel_set_rows_f16")]] kernel kernel_set_rows_t kernel_set_rows<half>;

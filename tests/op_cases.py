@@ -887,6 +887,22 @@ def layout_cases():
          lambda a, b: tile_to(a.T, b.shape), EXACT)
     case("pad/f32/4d", "PAD", [In((2, 1, 3, 4))], lambda a: mb.ops.pad(a, [1, 2, 0, 5]),
          lambda a: np.pad(a, [(0, 1), (0, 2), (0, 0), (0, 5)]), EXACT)
+    # numpy's mode="reflect" is ggml's reflection (the edge element is not repeated).
+    for t in (mb.f32, mb.f16):
+        tn = TYPE_NAMES[t]
+        case(f"pad_reflect_1d/{tn}/both", "PAD_REFLECT_1D", [In((3, 2, 9), t)],
+             lambda a: mb.ops.pad_reflect_1d(a, 3, 8),
+             lambda a: np.pad(a, [(0, 0), (0, 0), (3, 8)], mode="reflect"), EXACT)
+    case("pad_reflect_1d/f32/silero", "PAD_REFLECT_1D", [In((5, 576))], lambda a: mb.ops.pad_reflect_1d(a, 0, 64),
+         lambda a: np.pad(a, [(0, 0), (0, 64)], mode="reflect"), EXACT)
+    case("pad_reflect_1d/f32/transposed", "PAD_REFLECT_1D", [In((6, 4))],
+         lambda a: mb.ops.pad_reflect_1d(a.transpose(), 2, 0),
+         lambda a: np.pad(a.T, [(0, 0), (2, 0)], mode="reflect"), EXACT)
+    case("pad_reflect_1d/f32/4d_long_row", "PAD_REFLECT_1D", [In((2, 3, 2, 700))],
+         lambda a: mb.ops.pad_reflect_1d(a, 699, 1),
+         lambda a: np.pad(a, [(0, 0), (0, 0), (0, 0), (699, 1)], mode="reflect"), EXACT)
+    case("pad_reflect_1d/i32/row", "PAD_REFLECT_1D", [In((4,), mb.i32, "index:100")],
+         lambda a: mb.ops.pad_reflect_1d(a, 2, 3), lambda a: np.pad(a, (2, 3), mode="reflect"), EXACT)
 
 
 def rope_cases():
@@ -932,3 +948,33 @@ copy_cases()
 rows_cases()
 layout_cases()
 rope_cases()
+
+
+# ggml's super-block types (blocks of 256), iq4_nl, iq4_xs and mxfp4: mat-vec, the small-batch and tiled GEMM paths, broadcast,
+# get_rows, and copies out of them (and, on the CPU, into them).
+K_QUANTS = ((mb.q2_K, "q2_K"), (mb.q3_K, "q3_K"), (mb.q4_K, "q4_K"), (mb.q5_K, "q5_K"), (mb.q6_K, "q6_K"),
+            (mb.iq4_nl, "iq4_nl"), (mb.iq4_xs, "iq4_xs"), (mb.mxfp4, "mxfp4"))
+
+
+def super_block_cases():
+    shapes = [
+        ("matvec", (17, 256), (1, 256)),
+        ("small_batch", (33, 512), (5, 512)),
+        ("batch", (19, 768), (37, 768)),
+        ("broadcast", (2, 1, 9, 256), (2, 3, 4, 256)),
+    ]
+    for t, tn in K_QUANTS:
+        for label, sa, sb in shapes:
+            case(f"mul_mat/{tn}xf32/{label}", "MUL_MAT", [In(sa, t), In(sb)], mb.ops.mul_mat, mul_mat_ref, MM_Q)
+        case(f"get_rows/{tn}/batched", "GET_ROWS", [In((3, 10, 512), t), In((3, 4), mb.i32, "index:10")],
+             mb.ops.get_rows, lambda a, i: np.stack([a[j][i[j].astype(int)] for j in range(a.shape[0])]), EXACT)
+        for dt, dn in ((mb.f32, "f32"), (mb.f16, "f16")):
+            case(f"cpy/{tn}_{dn}/contiguous", "CPY", [In((3, 2, 512), t), In((3, 2, 512), dt, "zeros")],
+                 lambda a, b: mb.ops.cpy(a, b), ref_bytes=lambda v, r, dt=dt: quantized_bytes(v[0], dt))
+        case(f"cpy/f32_{tn}/contiguous", "CPY", [In((3, 2, 512)), In((3, 2, 512), t, "zeros")],
+             lambda a, b: mb.ops.cpy(a, b), ref_bytes=lambda v, r, t=t: quantized_bytes(v[0], t))
+    case("mul_mat/q4_Kxf32/whisper_mlp", "MUL_MAT", [In((1536, 512), mb.q4_K), In((300, 512))], mb.ops.mul_mat,
+         mul_mat_ref, MM_Q)
+
+
+super_block_cases()

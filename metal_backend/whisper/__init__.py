@@ -9,14 +9,15 @@ BackendWhisper (backend_compute.py) runs it as metal_backend graphs, and Whisper
 (model.py) ties loading, devices and transcription together.
 """
 
+from metal_backend.io.ggml_types import GgmlType, QuantizedTensor
+
 from .audio import SAMPLE_RATE, load_audio, read_wav, resample
 from .backend_compute import BackendAudioFeatures, BackendWhisper
 from .compute import WhisperCompute
 from .decoding import DecodingResult, GreedyDecoder, WindowDecoder, compression_ratio, initial_tokens
-from .errors import WhisperError
+from .errors import SettingLimitError, WhisperError
 from .language import detect_language
 from .logit_filters import LogitRules
-from .ggml_types import GgmlType, QuantizedTensor
 from .loader import load_model_data
 from .mel import N_FRAMES, N_SAMPLES, log_mel_spectrogram, mel_filters, mel_windows
 from .model import Whisper
@@ -44,6 +45,7 @@ __all__ = [
     "Transcript",
     "Whisper",
     "WhisperCompute",
+    "SettingLimitError",
     "WhisperError",
     "WhisperHParams",
     "WhisperModelData",

@@ -48,10 +48,10 @@ from typing import Any
 
 import metal_backend as mb
 
-from .errors import WhisperError
+from .errors import SettingLimitError, WhisperError
 from .mel import CHUNK_SECONDS
 from .model import Whisper
-from .options import DecodingOptions
+from .options import MAX_TEMPERATURES, DecodingOptions
 from .progress_bar import ProgressBar
 from .transcript import Transcript
 from .writers import FORMATS, transcript_dict, write_files
@@ -137,6 +137,12 @@ def temperatures(start: float, increment: float | None) -> tuple[float, ...]:
     if not math.isfinite(increment) or increment < 0:
         raise WhisperError(f"--temperature_increment_on_fallback must be >= 0 (got {increment})")
     count = int(math.floor((1.0 - start) / increment + 1e-6)) + 1 if start <= 1.0 else 1
+    # Counted before any is made: a tiny increment would otherwise build a huge tuple first.
+    if count > MAX_TEMPERATURES:
+        smallest = round((1.0 - start) / (MAX_TEMPERATURES - 1), 6)
+        raise SettingLimitError("--temperature_increment_on_fallback", increment, smallest,
+                                f"from --temperature {start} to 1.0 it gives {count} fallback temperatures, "
+                                f"more than {MAX_TEMPERATURES}")
     return tuple(round(start + i * increment, 6) for i in range(max(count, 1)))
 
 
@@ -184,7 +190,19 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     transcribed = False  # whether the encoder graph holds a real window (for --profile)
     documents = []
+    claimed: dict[str, str] = {}  # output stem (casefolded) -> the input that writes it
     for audio in args.audio:
+        if args.output_format is not None:
+            # Two inputs with one stem (a/same.wav, b/same.wav) would write the same files; casefolded,
+            # since macOS and Windows file systems do not tell "A" from "a".
+            key = Path(audio).stem.casefold()
+            if key in claimed:
+                print(f"error: {audio}: its output files ({Path(args.output_dir) / Path(audio).stem}.*) would "
+                      f"overwrite those of {claimed[key]}; rename it or transcribe it with another --output_dir",
+                      file=sys.stderr)
+                status = 1
+                continue
+            claimed[key] = audio
         bar = _LongAudioBar(Path(audio).name, enabled=False if args.quiet else None)
         try:
             try:

@@ -13,21 +13,25 @@ Graphs are keyed by (padded token count, heads): the count is rounded up to _ROW
 similar length share a graph; the padding rows come after the real ones, and the causal mask
 keeps them from changing the real rows.
 
-This module only reads a BackendWhisper's weights, graph helpers and cross-attention tensors; it
-imports nothing of backend_compute, which owns an AlignmentGraphs and calls it.
+It is given what it reads as an AlignmentModel (the runner, the weights, the cross-attention
+tensors and the head sizes) and builds its graphs from metal_backend.nn.layers; it imports nothing
+of backend_compute, which owns an AlignmentGraphs and calls it.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
 import metal_backend as mb
 from metal_backend import ops
+from metal_backend.nn import Runner, Weights, layers
 
 from .errors import WhisperError
+from .model_data import WhisperHParams
 
 _ROWS = 16
 
@@ -42,6 +46,26 @@ class AlignmentOutput:
     logits: np.ndarray
 
 
+@dataclass(frozen=True)
+class AlignmentModel:
+    """What the alignment pass reads of a Whisper network on the backend: the runner (device,
+    backends), the weights (decoder tensors by their Whisper names, the qkv/out/query matrices as
+    BackendWhisper lays them out), the window's f16 cross-attention keys (1, H, n_audio, hd) and
+    transposed values (d, n_audio) per decoder layer, and the decoder's heads."""
+
+    hp: WhisperHParams
+    runner: Runner
+    weights: Weights
+    cross_k: Sequence[mb.Tensor]
+    cross_v_t: Sequence[mb.Tensor]
+    n_head: int
+    head_dim: int
+
+    @property
+    def scale(self) -> float:
+        return 1.0 / math.sqrt(self.head_dim)
+
+
 @dataclass
 class _Graph:
     graph: mb.Graph
@@ -50,28 +74,28 @@ class _Graph:
 
 
 class AlignmentGraphs:
-    """Builds and runs the alignment graphs of one BackendWhisper (`owner`)."""
+    """Builds and runs the alignment graphs of one Whisper network (`model`)."""
 
-    def __init__(self, owner: Any):
-        self.owner = owner
-        hp = owner.hp
+    def __init__(self, model: AlignmentModel):
+        self.model = model
+        hp = model.hp
         n_ctx, n_audio = hp.n_text_ctx, hp.n_audio_ctx
         # Graph tensors must share the weights' Context: the inputs are added to it and get a
         # buffer of their own.
-        self.ctx = owner.ctx
+        self.ctx = model.weights.ctx
         self.tokens_in = self.ctx.tensor(mb.i32, (n_ctx,), name="align.tokens")
         self.positions_in = self.ctx.tensor(mb.i32, (n_ctx,), name="align.positions")
         self.causal_in = self.ctx.tensor(mb.f16, (n_ctx * n_ctx,), name="align.causal")
         self.frames_in = self.ctx.tensor(mb.f16, (n_ctx * n_audio,), name="align.frames")
         for t in (self.tokens_in, self.positions_in, self.causal_in, self.frames_in):
             t.is_input = True
-        self.buffer = mb.alloc_ctx_tensors(self.ctx, owner.device.buffer_type)
-        self.scheduler = mb.Scheduler(owner.backends)
+        self.buffer = mb.alloc_ctx_tensors(self.ctx, model.runner.buffer_type)
+        self.scheduler = model.runner.scheduler()
         self.graphs: dict[tuple[int, tuple[tuple[int, int], ...]], _Graph] = {}
 
     def run(self, tokens: Sequence[int], heads: Sequence[tuple[int, int]], n_audio: int) -> AlignmentOutput:
         """The alignment pass over tokens for the window last encoded (checked by the caller)."""
-        hp = self.owner.hp
+        hp = self.model.hp
         n = len(tokens)
         if n == 0:
             raise WhisperError("the alignment pass needs at least one token")
@@ -99,51 +123,58 @@ class AlignmentGraphs:
         self.causal_in.set(np.concatenate([causal.reshape(-1), np.zeros(hp.n_text_ctx ** 2 - rows * rows, np.float16)]))
         frames = np.where(np.arange(hp.n_audio_ctx) < n_audio, 0.0, -np.inf).astype(np.float16)
         self.frames_in.set(np.tile(frames, hp.n_text_ctx))
-        status = self.scheduler.graph_compute(g.graph)
-        if status != mb.Status.SUCCESS:
-            raise mb.MetalBackendError(f"[BackendWhisper] the alignment graph did not complete ({status.name})")
+        self.model.runner.compute(g.graph, "BackendWhisper alignment", self.scheduler)
         weights = np.stack([h.get()[:n, :n_audio] for h in g.heads])
         return AlignmentOutput(weights=np.ascontiguousarray(weights, dtype=np.float32), logits=g.logits.get()[:n])
 
     def _build(self, n: int, heads: tuple[tuple[int, int], ...]) -> _Graph:
-        o = self.owner
-        hp = o.hp
-        d, n_audio, H, hd = hp.n_text_state, hp.n_audio_ctx, o.n_head, o.head_dim
+        m = self.model
+        hp, w = m.hp, m.weights
+        d, n_audio, H, hd, scale = hp.n_text_state, hp.n_audio_ctx, m.n_head, m.head_dim, m.scale
+
+        def linear(x: mb.Tensor, name: str) -> mb.Tensor:
+            return layers.linear(x, w[f"{name}.weight"], w[f"{name}.bias"], name)
+
+        def layer_norm(x: mb.Tensor, name: str) -> mb.Tensor:
+            return layers.layer_norm(x, w[f"{name}.weight"], w[f"{name}.bias"], 1e-5, name)
+
+        def view_heads(x: mb.Tensor, row_elems: int, offset: int) -> mb.Tensor:
+            return layers.head_view(x, H, hd, n, row_elems, offset)
+
         tokens = ops.view(self.tokens_in, (n,))
         positions = ops.view(self.positions_in, (n,))
         causal = ops.reshape(ops.view(self.causal_in, (n * n,)), (n, n))
         frames = ops.reshape(ops.view(self.frames_in, (n * n_audio,)), (n, n_audio))
-        x = ops.add(ops.get_rows(o.w["decoder.token_embedding.weight"], tokens),
-                    ops.get_rows(o.w["decoder.positional_embedding"], positions))  # (n, d)
+        x = ops.add(ops.get_rows(w["decoder.token_embedding.weight"], tokens),
+                    ops.get_rows(w["decoder.positional_embedding"], positions))  # (n, d)
         outputs: list[mb.Tensor] = []
         for i in range(hp.n_text_layer):
             p = f"decoder.blocks.{i}"
-            qkv = o._linear(o._layer_norm(x, f"{p}.attn_ln"), f"{p}.attn.qkv")  # (n, 3d)
-            q = o._heads(qkv, n, 3 * d, 0)
-            k = o._heads(qkv, n, 3 * d, d)
-            v_t = ops.cont(ops.permute(o._heads(qkv, n, 3 * d, 2 * d), [0, 1, 3, 2]))  # (1, H, hd, n)
-            probs = ops.soft_max_ext(ops.mul_mat(k, q), causal, o.scale, 0.0)  # (1, H, n, n)
-            a = ops.reshape(ops.cont(ops.permute(ops.mul_mat(v_t, probs), [0, 2, 1, 3])), (n, d))
-            x = ops.add(x, o._linear(a, f"{p}.attn.out"))
+            qkv = linear(layer_norm(x, f"{p}.attn_ln"), f"{p}.attn.qkv")  # (n, 3d)
+            v_t = ops.cont(ops.permute(view_heads(qkv, 3 * d, 2 * d), [0, 1, 3, 2]))  # (1, H, hd, n)
+            a = layers.attention_matmul(view_heads(qkv, 3 * d, 0), view_heads(qkv, 3 * d, d), v_t, causal, scale)
+            x = ops.add(x, linear(a, f"{p}.attn.out"))
 
-            h = o._layer_norm(x, f"{p}.cross_attn_ln")
-            q = o._heads(o._linear(h, f"{p}.cross_attn.query"), n, d, 0)
-            scores = ops.mul_mat(o.cross_k[i], q)  # (1, H, n, n_audio)
+            h = layer_norm(x, f"{p}.cross_attn_ln")
+            q = view_heads(linear(h, f"{p}.cross_attn.query"), d, 0)
+            scores = ops.mul_mat(m.cross_k[i], q)  # (1, H, n, n_audio)
             for layer, head in heads:
                 if layer == i:
                     head_scores = ops.view(scores, (n, n_audio), offset=head * n * n_audio * 4)
-                    outputs.append(ops.soft_max_ext(head_scores, frames, o.scale, 0.0))
-            probs = ops.soft_max_ext(scores, None, o.scale, 0.0)
-            v_t = ops.reshape(o.cross_v_t[i], (1, H, hd, n_audio))
-            a = ops.reshape(ops.cont(ops.permute(ops.mul_mat(v_t, probs), [0, 2, 1, 3])), (n, d))
-            x = ops.add(x, o._linear(a, f"{p}.cross_attn.out"))
-            x = ops.add(x, o._mlp(x, p))
-        logits = ops.mul_mat(o.w["decoder.token_embedding.weight"], o._layer_norm(x, "decoder.ln"))  # (n, n_vocab)
+                    outputs.append(ops.soft_max_ext(head_scores, frames, scale, 0.0))
+            probs = ops.soft_max_ext(scores, None, scale, 0.0)
+            v_t = ops.reshape(m.cross_v_t[i], (1, H, hd, n_audio))
+            a = layers.merge_heads(ops.mul_mat(v_t, probs))
+            x = ops.add(x, linear(a, f"{p}.cross_attn.out"))
+            hm = layer_norm(x, f"{p}.mlp_ln")
+            x = ops.add(x, layers.mlp(hm, w[f"{p}.mlp.0.weight"], w[f"{p}.mlp.0.bias"], w[f"{p}.mlp.2.weight"],
+                                      w[f"{p}.mlp.2.bias"], ops.gelu_erf))
+        logits = ops.mul_mat(w["decoder.token_embedding.weight"], layer_norm(x, "decoder.ln"))  # (n, n_vocab)
         # The heads come out in the order asked, which _check_heads made (layer, head) order.
         return _Graph(mb.Graph(*outputs, logits), outputs, logits)
 
 
-def _check_heads(heads: Sequence[tuple[int, int]], hp: Any) -> tuple[tuple[int, int], ...]:
+def _check_heads(heads: Sequence[tuple[int, int]], hp: WhisperHParams) -> tuple[tuple[int, int], ...]:
     try:
         pairs = tuple((int(layer), int(head)) for layer, head in heads)
     except (TypeError, ValueError):

@@ -20,8 +20,10 @@ values (broadcast over the batch). reorder() rearranges the cache's sequences on
 a small graph (get_rows of the source rows into a scratch tensor, set_rows back), never through
 the host; the capacity in sequences grows on demand (a device copy into a larger cache).
 
-Graphs run through a Scheduler over [device backend, CPU backend] so an op the device cannot run
-falls back to the CPU; on the CPU device the list is just the CPU backend.
+Graphs run through a metal_backend.nn.Runner: Schedulers over [device backend, CPU backend] so an
+op the device cannot run falls back to the CPU (on the CPU device the list is just the CPU backend);
+the weights are one nn.Weights; the layers (linear, layer_norm, conv1d, attention, mlp) are
+metal_backend.nn.layers.
 
 Attention, as measured on the CPU device (benchmarks/whisper.py --profile):
 - encoder self-attention (1500 queries, 1500 keys) uses mul_mat + soft_max_ext in f32 on CPU
@@ -44,10 +46,12 @@ import numpy as np
 
 import metal_backend as mb
 from metal_backend import ops
+from metal_backend.io.ggml_types import QuantizedTensor
+from metal_backend.nn import Runner, Weights, layers
+from metal_backend.nn import resolve_device as _resolve_device
 
-from .backend_alignment import AlignmentGraphs, AlignmentOutput
+from .backend_alignment import AlignmentGraphs, AlignmentModel, AlignmentOutput
 from .errors import WhisperError
-from .ggml_types import QuantizedTensor
 from .model_data import Tensor, WhisperModelData
 
 _LN_EPS = 1e-5
@@ -85,11 +89,9 @@ class _ReorderGraph:
 
 def resolve_device(device: mb.Device | str | None) -> mb.Device:
     """A Device from a Device, a device name, or None (the best real device)."""
-    if isinstance(device, mb.Device):
-        return device
     try:
-        return mb.device(device)
-    except ValueError as exc:
+        return _resolve_device(device)
+    except (ValueError, TypeError) as exc:
         raise WhisperError(str(exc)) from None
 
 
@@ -114,9 +116,9 @@ class BackendWhisper:
 
     def __init__(self, model: WhisperModelData, device: mb.Device | str | None = None,
                  threads: int | None = None, encoder_attention: str | None = None, max_sequences: int = 5):
-        self.device = resolve_device(device)
+        device = resolve_device(device)
         if encoder_attention is None:
-            encoder_attention = "matmul" if self.device.type == mb.DeviceType.CPU else "flash"
+            encoder_attention = "matmul" if device.type == mb.DeviceType.CPU else "flash"
         if encoder_attention not in _ATTENTION_KINDS:
             raise WhisperError(f"unknown attention kind {encoder_attention!r}; expected one of {_ATTENTION_KINDS}")
         if threads is not None and threads <= 0:
@@ -125,27 +127,20 @@ class BackendWhisper:
             raise WhisperError(f"max_sequences must be a positive integer (got {max_sequences!r})")
         self.hp = hp = model.hparams
         self.encoder_attention = encoder_attention
-        self.backend = self.device.init_backend()
-        self.backends = [self.backend]
-        if self.device.type != mb.DeviceType.CPU:
-            self.backends.append(mb.device("CPU").init_backend())
-        for backend in self.backends:
-            if threads is not None and "n_threads" in backend.options:
-                backend.options["n_threads"] = threads
-            if "spin_us" in backend.options:
-                backend.options["spin_us"] = DECODER_SPIN_US
+        self.runner = Runner(device, threads=threads, spin_us=DECODER_SPIN_US)
+        self.device = self.runner.device
+        self.backend = self.runner.backend
+        self.backends = self.runner.backends
 
         self.n_head = hp.n_audio_head
         self.head_dim = hp.n_audio_state // hp.n_audio_head
         self.scale = 1.0 / math.sqrt(self.head_dim)
 
-        self.ctx = mb.Context()
-        pending: list[tuple[mb.Tensor, np.ndarray]] = []
-        self.w = self._create_weights(model, pending)
-        self.weights_buffer = mb.alloc_ctx_tensors(self.ctx, self.device.buffer_type)
-        for tensor, data in pending:
-            tensor.set(data)
-        del pending
+        self.weights = Weights(self.device.buffer_type)
+        self.ctx = self.weights.ctx
+        self._create_weights(model)
+        self.weights_buffer = self.weights.upload()
+        self.w = self.weights.tensors
 
         d, n_ctx = hp.n_text_state, hp.n_text_ctx
         self.mel = self.ctx.tensor(mb.f32, (1, hp.n_mels, 2 * hp.n_audio_ctx), name="mel")
@@ -174,8 +169,8 @@ class BackendWhisper:
         self.v_cache: list[mb.Tensor] = []
         self._allocate_cache(max_sequences)
 
-        self.encoder_scheduler = mb.Scheduler(self.backends)
-        self.decoder_scheduler = mb.Scheduler(self.backends)
+        self.encoder_scheduler = self.runner.scheduler()
+        self.decoder_scheduler = self.runner.scheduler()
         self.encoder_graph, self.encoder_out = self._build_encoder()
         self._window = 0
         self._n_past = -1
@@ -209,7 +204,7 @@ class BackendWhisper:
             kept = self._n_active * n_ctx
             copies = [ops.cpy(ops.view(old, (kept, d)), ops.view(new, (kept, d)))
                       for old, new in zip(self.k_cache + self.v_cache, k_cache + v_cache)]
-            _check(mb.Scheduler(self.backends).graph_compute(mb.Graph(*copies)), "cache copy")
+            self.runner.compute(mb.Graph(*copies), "BackendWhisper cache copy", self.runner.scheduler())
         self.k_cache, self.v_cache = k_cache, v_cache
         self.n_sequences = n_sequences
         self.decoder_graphs.clear()
@@ -221,25 +216,19 @@ class BackendWhisper:
 
     # ---------------------------------------------------------------- weights
 
-    def _create_weights(self, model: WhisperModelData, pending: list) -> dict[str, mb.Tensor]:
+    def _create_weights(self, model: WhisperModelData) -> None:
         hp = self.hp
         t = model.tensors
-        w: dict[str, mb.Tensor] = {}
+        w = self.weights
 
         def matrix(name: str, parts: list[Tensor]) -> None:
-            w[name] = self._new_matrix(name, parts, pending)
+            self._new_matrix(name, parts)
 
         def vector(name: str, array: Tensor) -> None:
-            data = np.ascontiguousarray(_dense(array), dtype=np.float32)
-            tensor = self.ctx.tensor(mb.f32, data.shape, name=name)
-            pending.append((tensor, data))
-            w[name] = tensor
+            w.add(name, np.asarray(_dense(array), dtype=np.float32))
 
         for conv in ("encoder.conv1", "encoder.conv2"):
-            kernel = np.ascontiguousarray(_dense(t[f"{conv}.weight"]), dtype=np.float16)
-            tensor = self.ctx.tensor(mb.f16, kernel.shape, name=f"{conv}.weight")
-            pending.append((tensor, kernel))
-            w[f"{conv}.weight"] = tensor
+            w.add(f"{conv}.weight", np.asarray(_dense(t[f"{conv}.weight"]), dtype=np.float16))
             vector(f"{conv}.bias", t[f"{conv}.bias"])
         for name in ("encoder.positional_embedding", "decoder.positional_embedding",
                      "encoder.ln_post.weight", "encoder.ln_post.bias", "decoder.ln.weight", "decoder.ln.bias"):
@@ -278,9 +267,8 @@ class BackendWhisper:
             for layer in ("mlp.0", "mlp.2"):
                 matrix(f"{p}.{layer}.weight", [t[f"{p}.{layer}.weight"]])
                 vector(f"{p}.{layer}.bias", t[f"{p}.{layer}.bias"])
-        return w
 
-    def _new_matrix(self, name: str, parts: list[Tensor], pending: list) -> mb.Tensor:
+    def _new_matrix(self, name: str, parts: list[Tensor]) -> mb.Tensor:
         """A weight matrix made of the parts' rows, in their stored type (float parts of mixed
         precision become f32; parts of mixed quantized types are dequantized to f32)."""
         rows = sum(p.shape[0] for p in parts)
@@ -288,75 +276,46 @@ class BackendWhisper:
         quantized = {p.ggml_type for p in parts if isinstance(p, QuantizedTensor)}
         if len(quantized) == 1 and all(isinstance(p, QuantizedTensor) for p in parts):
             mtype = _TYPES_BY_ID[int(quantized.pop())]
-            data = np.concatenate([p.data for p in parts]).reshape(-1)
-        else:
-            arrays = [_dense(p) for p in parts]
-            dtype = np.float16 if all(a.dtype == np.float16 for a in arrays) else np.float32
-            mtype = mb.f16 if dtype == np.float16 else mb.f32
-            data = np.ascontiguousarray(np.concatenate(arrays).astype(dtype, copy=False))
-        tensor = self.ctx.tensor(mtype, (rows, cols), name=name)
-        pending.append((tensor, data))
-        return tensor
+            return self.weights.add_raw(name, mtype, (rows, cols), np.concatenate([p.data for p in parts]).reshape(-1))
+        arrays = [_dense(p) for p in parts]
+        dtype = np.float16 if all(a.dtype == np.float16 for a in arrays) else np.float32
+        return self.weights.add(name, np.concatenate(arrays).astype(dtype, copy=False))
 
     # ---------------------------------------------------------------- graph pieces
 
     def _linear(self, x: mb.Tensor, name: str) -> mb.Tensor:
-        return _named(ops.add(_named(ops.mul_mat(self.w[f"{name}.weight"], x), name), self.w[f"{name}.bias"]),
-                      f"{name}.bias")
+        return layers.linear(x, self.w[f"{name}.weight"], self.w[f"{name}.bias"], name)
 
     def _layer_norm(self, x: mb.Tensor, name: str) -> mb.Tensor:
-        normed = _named(ops.norm(x, _LN_EPS), f"{name}.norm")
-        return _named(ops.add(ops.mul(normed, self.w[f"{name}.weight"]), self.w[f"{name}.bias"]), name)
+        return layers.layer_norm(x, self.w[f"{name}.weight"], self.w[f"{name}.bias"], _LN_EPS, name)
 
     def _conv(self, data: mb.Tensor, name: str, stride: int) -> mb.Tensor:
         """Kernel-3, padding-1 convolution of data (1, c_in, t) -> time-major (1, t_out, c_out)."""
-        kernel = self.w[f"{name}.weight"]
-        c_out, c_in, width = kernel.shape
-        cols = _named(ops.im2col(kernel, data, stride, 0, 1, 0, 1, 0, False, mb.f32), f"{name}.im2col")
-        y = _named(ops.mul_mat(ops.reshape(kernel, (c_out, c_in * width)), cols), name)
-        return _named(ops.add(y, self.w[f"{name}.bias"]), f"{name}.bias")
+        return layers.conv1d(data, self.w[f"{name}.weight"], self.w[f"{name}.bias"], stride=stride, padding=1,
+                             name=name)
 
     def _heads(self, x: mb.Tensor, n: int, row_elems: int, offset_elems: int) -> mb.Tensor:
         """(1, H, n, head_dim) view of the columns [offset, offset + d) of the rows of x."""
-        es = 2 if x.type == mb.f16 else 4
-        hd = self.head_dim
-        return ops.view(x, (1, self.n_head, n, hd), strides=(n * row_elems * es, hd * es, row_elems * es, es),
-                        offset=offset_elems * es)
+        return layers.head_view(x, self.n_head, self.head_dim, n, row_elems, offset_elems)
 
     def _batch_heads(self, x: mb.Tensor, batch: int, n: int, row_elems: int, offset_elems: int,
                      sequence_rows: int) -> mb.Tensor:
         """(batch, H, n, head_dim) view of the columns [offset, offset + d) of rows of x, where
         sequence b's rows start at row b * sequence_rows."""
-        es = 2 if x.type == mb.f16 else 4
-        hd = self.head_dim
-        return ops.view(x, (batch, self.n_head, n, hd),
-                        strides=(sequence_rows * row_elems * es, hd * es, row_elems * es, es),
-                        offset=offset_elems * es)
-
-    def _flash_attention(self, q: mb.Tensor, k: mb.Tensor, v: mb.Tensor, mask: mb.Tensor | None,
-                         name: str) -> mb.Tensor:
-        """Attention of q (1, H, n, hd) over k, v (1, H, m, hd) -> (n, d)."""
-        out = _named(ops.flash_attn_ext(q, k, v, mask, self.scale), f"{name}.flash")  # (1, n, H, hd)
-        return ops.reshape(out, (q.shape[2], self.n_head * self.head_dim))
-
-    def _matmul_attention(self, q: mb.Tensor, k: mb.Tensor, v_t: mb.Tensor, name: str) -> mb.Tensor:
-        """Attention of q (1, H, n, hd) over k (1, H, m, hd) and transposed values v_t (1, H, hd, m)."""
-        probs = _named(ops.soft_max_ext(_named(ops.mul_mat(k, q), f"{name}.kq"), None, self.scale, 0.0),
-                       f"{name}.softmax")  # (1, H, n, m)
-        out = _named(ops.mul_mat(v_t, probs), f"{name}.kqv")  # (1, H, n, hd)
-        return ops.reshape(ops.cont(ops.permute(out, [0, 2, 1, 3])), (q.shape[2], self.n_head * self.head_dim))
+        return layers.head_view(x, self.n_head, self.head_dim, n, row_elems, offset_elems, batch, sequence_rows)
 
     def _mlp(self, x: mb.Tensor, prefix: str) -> mb.Tensor:
         h = self._layer_norm(x, f"{prefix}.mlp_ln")
-        return self._linear(_named(ops.gelu_erf(self._linear(h, f"{prefix}.mlp.0")), f"{prefix}.mlp.gelu"),
-                            f"{prefix}.mlp.2")
+        w = self.w
+        return layers.mlp(h, w[f"{prefix}.mlp.0.weight"], w[f"{prefix}.mlp.0.bias"], w[f"{prefix}.mlp.2.weight"],
+                          w[f"{prefix}.mlp.2.bias"], ops.gelu_erf, f"{prefix}.mlp", act_name="gelu")
 
     def _build_encoder(self) -> tuple[mb.Graph, mb.Tensor]:
         hp = self.hp
         n, d = hp.n_audio_ctx, hp.n_audio_state
-        x = _named(ops.gelu_erf(self._conv(self.mel, "encoder.conv1", stride=1)), "encoder.conv1.gelu")  # (1, 2n, d)
-        x = _named(ops.gelu_erf(self._conv(ops.permute(x, [0, 2, 1]), "encoder.conv2", stride=2)),
-                   "encoder.conv2.gelu")  # (1, n, d)
+        x = layers.named(ops.gelu_erf(self._conv(self.mel, "encoder.conv1", stride=1)), "encoder.conv1.gelu")  # (1, 2n, d)
+        x = layers.named(ops.gelu_erf(self._conv(ops.permute(x, [0, 2, 1]), "encoder.conv2", stride=2)),
+                         "encoder.conv2.gelu")  # (1, n, d)
         x = ops.add(ops.reshape(x, (n, d)), self.w["encoder.positional_embedding"])
         for i in range(hp.n_audio_layer):
             p = f"encoder.blocks.{i}"
@@ -364,20 +323,20 @@ class BackendWhisper:
             q = self._heads(qkv, n, 3 * d, 0)
             if self.encoder_attention == "flash":
                 kv = ops.cpy(ops.view(qkv, (n, 2 * d), strides=(3 * d * 4, 4), offset=d * 4), self.encoder_kv[i])
-                a = self._flash_attention(q, self._heads(kv, n, 2 * d, 0), self._heads(kv, n, 2 * d, d), None,
-                                          f"{p}.attn")
+                a = layers.attention_flash(q, self._heads(kv, n, 2 * d, 0), self._heads(kv, n, 2 * d, d), None,
+                                           self.scale, f"{p}.attn")
             else:
                 v_t = ops.cont(ops.permute(self._heads(qkv, n, 3 * d, 2 * d), [0, 1, 3, 2]))
-                a = self._matmul_attention(q, self._heads(qkv, n, 3 * d, d), v_t, f"{p}.attn")
-            x = _named(ops.add(x, self._linear(a, f"{p}.attn.out")), f"{p}.attn.residual")
-            x = _named(ops.add(x, self._mlp(x, p)), f"{p}.mlp.residual")
+                a = layers.attention_matmul(q, self._heads(qkv, n, 3 * d, d), v_t, None, self.scale, f"{p}.attn")
+            x = layers.named(ops.add(x, self._linear(a, f"{p}.attn.out")), f"{p}.attn.residual")
+            x = layers.named(ops.add(x, self._mlp(x, p)), f"{p}.mlp.residual")
         encoded = self._layer_norm(x, "encoder.ln_post")
         outputs = [encoded]
         for i in range(hp.n_text_layer):
             p = f"decoder.blocks.{i}.cross_attn"
-            k = _named(ops.mul_mat(self.w[f"{p}.key.weight"], encoded), f"{p}.key")  # (n, d)
+            k = layers.named(ops.mul_mat(self.w[f"{p}.key.weight"], encoded), f"{p}.key")  # (n, d)
             outputs.append(ops.cpy(self._heads(k, n, d, 0), self.cross_k[i]))
-            v_t = _named(ops.add(_named(ops.mul_mat(encoded, self.w[f"{p}.value.weight"]), f"{p}.value"),
+            v_t = layers.named(ops.add(layers.named(ops.mul_mat(encoded, self.w[f"{p}.value.weight"]), f"{p}.value"),
                                  self.w[f"{p}.value.bias"]), f"{p}.value.bias")  # (d, n)
             outputs.append(ops.cpy(v_t, self.cross_v_t[i]))
         return mb.Graph(*outputs), encoded
@@ -440,7 +399,7 @@ class BackendWhisper:
         if mel.shape != expected:
             raise WhisperError(f"mel has shape {mel.shape}, expected {expected}")
         self.mel.set(mel[None])
-        _check(self.encoder_scheduler.graph_compute(self.encoder_graph), "encoder")
+        self.runner.compute(self.encoder_graph, "BackendWhisper encoder", self.encoder_scheduler)
         self._window += 1
         self._n_past = -1
         return BackendAudioFeatures(self._window)
@@ -497,7 +456,7 @@ class BackendWhisper:
         # Token i sits at position offset + i and sees positions 0 .. offset + i.
         visible = np.arange(g.mask.shape[1])[None, :] <= (offset + np.arange(n))[:, None]
         g.mask.set(np.where(visible, 0.0, -np.inf).astype(np.float16))
-        _check(self.decoder_scheduler.graph_compute(g.graph), "decoder")
+        self.runner.compute(g.graph, "BackendWhisper decoder", self.decoder_scheduler)
         self._n_past = end
         self._n_active = batch
         return g.logits.get()
@@ -535,7 +494,7 @@ class BackendWhisper:
                 g = self.reorder_graphs[count] = self._build_reorder(count)
             g.source.set(np.concatenate([sources, np.full(pad, sources[0], np.int32)]))
             g.target.set(np.concatenate([targets, np.full(pad, targets[0], np.int32)]))
-            _check(self.decoder_scheduler.graph_compute(g.graph), "reorder")
+            self.runner.compute(g.graph, "BackendWhisper reorder", self.decoder_scheduler)
         self._n_active = len(order)
 
     def decoder_graph(self, batch: int, n: int, offset: int) -> _DecoderGraph:
@@ -554,13 +513,7 @@ class BackendWhisper:
                        for (b, n, n_kv), g in self.decoder_graphs.items()})
         graphs.update({f"reorder[{count}]": (self.decoder_scheduler, g.graph)
                        for count, g in self.reorder_graphs.items()})
-        result: dict[str, dict[str, int]] = {}
-        for name, (scheduler, graph) in graphs.items():
-            counts: dict[str, int] = {}
-            for entry in scheduler.plan(graph):
-                counts[entry.backend.name] = counts.get(entry.backend.name, 0) + 1
-            result[name] = counts
-        return result
+        return {name: Runner.placements(scheduler, graph) for name, (scheduler, graph) in graphs.items()}
 
     def align(self, features: BackendAudioFeatures, tokens: Sequence[int], heads: Sequence[tuple[int, int]],
               n_audio: int) -> AlignmentOutput:
@@ -572,19 +525,11 @@ class BackendWhisper:
         if not isinstance(features, BackendAudioFeatures) or features.window != self._window:
             raise WhisperError("align got features that are not from the latest encode()")
         if self._alignment is None:
-            self._alignment = AlignmentGraphs(self)
+            hp = self.hp
+            self._alignment = AlignmentGraphs(AlignmentModel(
+                hp=hp, runner=self.runner, weights=self.weights, cross_k=self.cross_k, cross_v_t=self.cross_v_t,
+                n_head=hp.n_text_head, head_dim=hp.n_text_state // hp.n_text_head))
         return self._alignment.run(tokens, heads, n_audio)
-
-
-def _named(t: mb.Tensor, name: str) -> mb.Tensor:
-    """t, named after the model part it computes (profiles and graph dumps show the name)."""
-    t.name = name
-    return t
-
-
-def _check(status: mb.Status, graph: str) -> None:
-    if status != mb.Status.SUCCESS:
-        raise mb.MetalBackendError(f"[BackendWhisper] the {graph} graph did not complete ({status.name})")
 
 
 def _dense(tensor: Tensor) -> np.ndarray:

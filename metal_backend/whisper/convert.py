@@ -14,9 +14,10 @@ import argparse
 import sys
 from dataclasses import replace
 
+from metal_backend.io.ggml_types import QuantizedTensor
+
 from .errors import WhisperError
 from .ggml_format import write_ggml
-from .ggml_types import QuantizedTensor
 from .loader import load_model_data
 
 _FTYPE_F16 = 1

@@ -24,8 +24,7 @@ import os
 from pathlib import Path
 
 import numpy as np
-
-from .byte_cursor import ByteCursor, map_file
+from metal_backend.io import ByteCursor, map_file
 from .errors import WhisperError
 from .mel import mel_filters
 from .model_data import SpecialTokens, Tensor, WhisperHParams, WhisperModelData, parse_alignment_heads
@@ -55,7 +54,7 @@ def read_ct2_variables(path: str | os.PathLike) -> tuple[str, int, dict[str, np.
     """
     path = Path(path)
     name = str(path)
-    cur = ByteCursor(map_file(path), name)
+    cur = ByteCursor(map_file(path, WhisperError), name, WhisperError)
 
     def string(what: str) -> str:
         (length,) = cur.ints("H", what)
@@ -277,6 +276,12 @@ def _read_vocabulary(directory: Path, hparams: WhisperHParams) -> list[bytes]:
     if len(tokens) > hparams.n_vocab:
         raise WhisperError(f"{source}: {len(tokens)} tokens, more than the model's {hparams.n_vocab}")
     eot = SpecialTokens.for_hparams(hparams).eot
+    # Only special tokens may be missing (their names follow from their ids): an empty or truncated
+    # file would otherwise load, and every text token past its end would read "[_extra_token_N]".
+    if len(tokens) <= eot:
+        raise WhisperError(f"{source}: {len(tokens)} tokens, fewer than the model's {eot} text tokens and "
+                           f"<|endoftext|> (the model has {hparams.n_vocab}); the file is empty, truncated or "
+                           "not this model's")
     special = SpecialTokens.for_hparams(hparams).names(hparams.n_vocab)
     vocab = []
     for i, text in enumerate(tokens):
@@ -302,7 +307,7 @@ def _tokens_from_tokenizer_json(path: Path, n_vocab: int) -> list[str]:
         by_id.update({int(a["id"]): a["content"] for a in spec.get("added_tokens", ())})
     except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise WhisperError(f"{path}: not a Hugging Face tokenizer file ({exc})") from None
-    n = min(n_vocab, max(by_id) + 1)
+    n = min(n_vocab, max(by_id) + 1) if by_id else 0  # an empty one is refused with the sizes
     missing = [i for i in range(n) if i not in by_id]
     if missing:
         raise WhisperError(f"{path}: token id {missing[0]} is missing")

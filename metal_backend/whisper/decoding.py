@@ -150,7 +150,9 @@ class WindowDecoder:
                 picks = np.argmax(logits, axis=-1)
             else:
                 # Gumbel-max: argmax of logits / T plus Gumbel noise samples softmax(logits / T).
-                picks = np.argmax(logits / temperature + rng.gumbel(size=logits.shape), axis=-1)
+                # In float64: a temperature past float32's range (3.4e38) would become inf there
+                # and turn -inf logits into NaN, which argmax picks (token 0, "!").
+                picks = np.argmax(logits.astype(np.float64) / temperature + rng.gumbel(size=logits.shape), axis=-1)
             keep = []
             for row, (s, token) in enumerate(zip(active, picks)):
                 sums[s] += logprobs[row, token]
@@ -171,7 +173,10 @@ class WindowDecoder:
     def _beam_search(self, compute: WhisperCompute, features: Any, logits: np.ndarray,
                      offset: int) -> tuple[list[int], float]:
         beam_size = self.options.beam_size
-        max_candidates = max(1, round(beam_size * (self.options.patience or 1.0)))
+        # At most beam_size sequences end per step, so more candidates than that over all steps
+        # change nothing; the bound keeps a huge patience from overflowing round().
+        max_candidates = max(1, round(min(beam_size * (self.options.patience or 1.0),
+                                          beam_size * (self.max_new_tokens + 1))))
         beams: list[tuple[list[int], float]] = [([], 0.0)]
         finished: dict[tuple[int, ...], float] = {}
         eot = self.special.eot

@@ -23,10 +23,9 @@ import struct
 from pathlib import Path
 
 import numpy as np
-
-from .byte_cursor import ByteCursor, map_file
+from metal_backend.io import ByteCursor, map_file
 from .errors import WhisperError
-from .ggml_types import NUMPY_TYPES, GgmlType, QuantizedTensor
+from metal_backend.io.ggml_types import NUMPY_TYPES, GgmlType, QuantizedTensor
 from .model_data import SpecialTokens, Tensor, WhisperHParams, WhisperModelData, expected_shapes, is_matrix
 
 GGML_MAGIC = 0x67676D6C
@@ -60,7 +59,7 @@ def read_ggml(path: str | os.PathLike) -> WhisperModelData:
     """
     path = Path(path)
     name = str(path)
-    cur = ByteCursor(map_file(path), name)
+    cur = ByteCursor(map_file(path, WhisperError), name, WhisperError)
 
     (magic,) = cur.ints("I", "the magic number")
     if magic != GGML_MAGIC:

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
+from metal_backend.io.ggml_types import GgmlType, QuantizedTensor
 
 from .ct2_format import is_ct2_dir, read_ct2
 from .errors import WhisperError
 from .ggml_format import is_ggml_file, read_ggml
-from .ggml_types import GgmlType, QuantizedTensor
 from .model_data import Tensor, WhisperModelData, is_matrix
 
 # whisper.cpp records quantized files as ftype + 2 * 1000 (its quantization format version 2).

@@ -15,10 +15,10 @@ from dataclasses import fields, replace
 import numpy as np
 
 import metal_backend as mb
+from metal_backend.io.ggml_types import GgmlType, QuantizedTensor
 
 from .backend_compute import BackendWhisper
 from .errors import WhisperError
-from .ggml_types import GgmlType, QuantizedTensor
 from .loader import load_model_data
 from .model_data import WhisperModelData
 from .options import DecodingOptions

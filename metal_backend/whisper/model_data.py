@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Union
 
 import numpy as np
+from metal_backend.io.ggml_types import QuantizedTensor
 
 from .errors import WhisperError
-from .ggml_types import QuantizedTensor
 from .mel import N_FFT
 
 Tensor = Union[np.ndarray, QuantizedTensor]

@@ -12,11 +12,23 @@ import math
 from dataclasses import dataclass
 from typing import Union
 
-from .errors import WhisperError
+from .errors import SettingLimitError, WhisperError
 from .model_data import LANGUAGES
 
 TASKS = ("transcribe", "translate")
 DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+# What one setting may cost is bounded; a value over its limit raises SettingLimitError naming
+# the value and the limit. Each fallback temperature may decode a window once more, so their
+# number multiplies the decoding time (openai-whisper's default is 6; 0.01 steps from 0 give 101).
+MAX_TEMPERATURES = 101
+# beam_size and best_of are decoder rows kept at once, each with its own self-attention cache
+# (n_text_layer * n_text_ctx * n_text_state * 8 bytes: 5.5 MB for tiny, 147 MB for large-v3),
+# and each costs a row of every decoder step. whisper.cpp stops at 8 decoders.
+MAX_CANDIDATES = 16
+# The beam score divides by ((5 + length) / 6) ** length_penalty; at most 448 tokens, 100 keeps
+# that within float64 (75.5 ** 100 ~ 1e188). The usual values are 0 to 2.
+MAX_LENGTH_PENALTY = 100.0
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,9 @@ class DecodingOptions:
         except (TypeError, ValueError):
             raise WhisperError(f"temperature must be a number or a sequence of numbers "
                                f"(got {self.temperature!r})") from None
+        if len(temperatures) > MAX_TEMPERATURES:
+            raise SettingLimitError("len(temperature)", len(temperatures), MAX_TEMPERATURES,
+                                    "each fallback temperature may decode a window again")
         if not temperatures or any(not math.isfinite(t) or t < 0 for t in temperatures):
             raise WhisperError(f"temperatures must be finite and >= 0, at least one (got {self.temperature!r})")
         object.__setattr__(self, "temperature", temperatures if len(temperatures) > 1 else temperatures[0])
@@ -110,6 +125,9 @@ class DecodingOptions:
             value = getattr(self, name)
             if value is not None and (not _is_int(value) or value <= 0):
                 raise WhisperError(f"{name} must be a positive integer or None (got {value!r})")
+            if value is not None and value > MAX_CANDIDATES:
+                raise SettingLimitError(name, value, MAX_CANDIDATES, "each is a decoder row with its own attention "
+                                        "cache, decoded at every step")
         if self.patience is not None:
             if not _is_finite(self.patience) or self.patience <= 0:
                 raise WhisperError(f"patience must be a positive number or None (got {self.patience!r})")
@@ -117,6 +135,9 @@ class DecodingOptions:
                 raise WhisperError("patience needs beam search (beam_size is None)")
         if self.length_penalty is not None and (not _is_finite(self.length_penalty) or self.length_penalty < 0):
             raise WhisperError(f"length_penalty must be a number >= 0 or None (got {self.length_penalty!r})")
+        if self.length_penalty is not None and self.length_penalty > MAX_LENGTH_PENALTY:
+            raise SettingLimitError("length_penalty", self.length_penalty, MAX_LENGTH_PENALTY,
+                                    "the length weight ((5 + length) / 6) ** length_penalty would overflow")
         if self.max_initial_timestamp is not None and (not _is_finite(self.max_initial_timestamp)
                                                        or self.max_initial_timestamp < 0):
             raise WhisperError(f"max_initial_timestamp must be >= 0 seconds or None "

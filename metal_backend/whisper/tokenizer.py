@@ -9,6 +9,7 @@ holds a space or a control character.
 
 from __future__ import annotations
 
+import heapq
 import re
 from functools import lru_cache
 
@@ -104,20 +105,48 @@ class Tokenizer:
         return ids
 
     def _merge(self, piece: bytes) -> list[int]:
+        """BPE of one piece in O(n log n): the same merges, in the same order, as repeatedly
+        merging the lowest-ranked adjacent pair (leftmost on ties), which is quadratic in a long
+        unbroken word. The parts form a linked list; a heap holds (rank, start, end of the right
+        part) of each adjacent pair; entries whose parts have merged since are skipped."""
         ranks = self._ranks
         whole = ranks.get(piece)
         if whole is not None:
             return [whole]
-        parts = [piece[i:i + 1] for i in range(len(piece))]
-        while len(parts) > 1:
-            best, at = None, -1
-            for i in range(len(parts) - 1):
-                rank = ranks.get(parts[i] + parts[i + 1])
-                if rank is not None and (best is None or rank < best):
-                    best, at = rank, i
-            if best is None:
-                break
-            parts[at:at + 2] = [parts[at] + parts[at + 1]]
+        n = len(piece)
+        # A part is piece[start:end[start]]; nxt/prv link the starts of live parts.
+        end = list(range(1, n + 1))
+        nxt = list(range(1, n + 1))
+        prv = list(range(-1, n - 1))
+        heap: list[tuple[int, int, int]] = []
+        for i in range(n - 1):
+            rank = ranks.get(piece[i:i + 2])
+            if rank is not None:
+                heap.append((rank, i, i + 2))
+        heapq.heapify(heap)
+        while heap:
+            _, i, stop = heapq.heappop(heap)
+            if end[i] == 0:
+                continue  # part i was merged into its left neighbour
+            j = nxt[i]
+            if j >= n or end[j] != stop:
+                continue  # a part of this pair has merged with another since
+            end[i], end[j] = stop, 0
+            nxt[i] = nxt[j]
+            if nxt[i] < n:
+                prv[nxt[i]] = i
+                rank = ranks.get(piece[i:end[nxt[i]]])
+                if rank is not None:
+                    heapq.heappush(heap, (rank, i, end[nxt[i]]))
+            if prv[i] >= 0:
+                rank = ranks.get(piece[prv[i]:stop])
+                if rank is not None:
+                    heapq.heappush(heap, (rank, prv[i], stop))
+        parts = []
+        i = 0
+        while i < n:
+            parts.append(piece[i:end[i]])
+            i = nxt[i]
         try:
             return [ranks[p] for p in parts]
         except KeyError as exc:

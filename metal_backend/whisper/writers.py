@@ -49,8 +49,10 @@ def format_timestamp(seconds: float, decimal_marker: str = ".") -> str:
 
 def _cue_text(text: str) -> str:
     # "-->" inside a cue would be read as a timing line by SRT and WebVTT parsers, and a blank
-    # line would end the cue early.
-    lines = [line.strip() for line in text.strip().replace("-->", "->").splitlines()]
+    # line would end the cue early. Replaced until none is left: one pass turns "--->" into "-->".
+    while "-->" in text:
+        text = text.replace("-->", "->")
+    lines = [line.strip() for line in text.strip().splitlines()]
     return "\n".join(line for line in lines if line)
 
 

@@ -1,12 +1,15 @@
 // Backends and their options.
 #include <pybind11/stl.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "bindings/gil.h"
 #include "bindings/bindings.h"
 #include "core/backend.h"
 #include "core/device.h"
@@ -60,16 +63,28 @@ void init_backend(py::module_& m) {
         .def_property(
             "options", [](std::shared_ptr<Backend> b) { return BackendOptions{std::move(b)}; },
             [](std::shared_ptr<Backend> b, const py::dict& values) {
+                // All or nothing: every value is converted first, and a bad key or range puts back
+                // the entries applied before it.
+                std::vector<std::pair<std::string, int64_t>> todo;
                 for (auto kv : values) {
                     std::string key = py::str(kv.first);
-                    b->set_option(key, option_value(kv.second, key));
+                    todo.emplace_back(key, option_value(kv.second, key));
+                }
+                const std::map<std::string, int64_t> before = b->options();
+                size_t applied = 0;
+                try {
+                    for (; applied < todo.size(); ++applied) b->set_option(todo[applied].first, todo[applied].second);
+                } catch (...) {
+                    for (size_t i = 0; i < applied; ++i) b->set_option(todo[i].first, before.at(todo[i].first));
+                    throw;
                 }
             },
-            "Named integer options (n_threads, fusion, concurrency...). Assign a dict to set several.")
+            "Named integer options (n_threads, fusion, concurrency...). Assign a dict to set several: all\n"
+            "are applied, or none (a bad entry raises and leaves every option as it was).")
         .def("synchronize", [](Backend& b) {
             // Taken before waiting: everything held then belongs to copies the wait completes.
             std::vector<std::shared_ptr<void>> done = b.take_held();
-            py::gil_scoped_release nogil;
+            ReleasedGil nogil;
             b.synchronize();
         }, "Waits for all queued work; raises DeviceError for work that failed.")
         .def("__repr__", [](const Backend& b) { return "<Backend " + b.name() + ">"; });

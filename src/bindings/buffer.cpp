@@ -7,6 +7,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include "bindings/gil.h"
 #include "bindings/bindings.h"
 #include "bindings/host_view.h"
 #include "core/buffer.h"
@@ -104,7 +105,7 @@ void init_buffer(py::module_& m) {
         .def_property_readonly("device", [](const BufferType& b) { return b.device().shared_from_this(); })
         .def("alloc", [](BufferType& b, py::object nbytes) {
             size_t n = to_size(nbytes, "BufferType::alloc", "nbytes", /*too_big_is_oom=*/true);
-            py::gil_scoped_release nogil;
+            ReleasedGil nogil;
             return b.alloc(n);
         }, py::arg("nbytes"), "Allocates a Buffer of `nbytes` bytes (0 is legal). MemoryError when it cannot.")
         .def("__repr__", [](const BufferType& b) { return "<BufferType " + b.name() + ">"; });
@@ -121,7 +122,8 @@ void init_buffer(py::module_& m) {
             auto info = as_bytes(data, "Buffer::set");
             size_t off = to_size(offset, "Buffer::set", "offset");
             size_t n = static_cast<size_t>(info.size * info.itemsize);
-            py::gil_scoped_release nogil;
+            check_host_write(b, "Buffer::set", "buffer '" + b.name() + "'", off, n);
+            ReleasedGil nogil;
             b.set(info.ptr, off, n);
         }, py::arg("data"), py::arg("offset") = 0, "Copies the bytes of `data` into the buffer at `offset`.")
         .def("get", [](const Buffer& b, py::object offset, py::object size) {
@@ -131,7 +133,7 @@ void init_buffer(py::module_& m) {
             check_host_read(b, "Buffer::get", "buffer '" + b.name() + "'", off, n);
             py::bytes out(nullptr, n);
             char* dst = PyBytes_AsString(out.ptr());
-            py::gil_scoped_release nogil;
+            ReleasedGil nogil;
             b.get(dst, off, n);
             return out;
         }, py::arg("offset") = 0, py::arg("size") = py::none(), "Copies `size` bytes from `offset` (default: to the end).")
@@ -139,12 +141,14 @@ void init_buffer(py::module_& m) {
             uint8_t v = byte_value(value, "Buffer::memset");
             size_t off = to_size(offset, "Buffer::memset", "offset");
             size_t n = range_length(b, off, size, "Buffer::memset");
-            py::gil_scoped_release nogil;
+            check_host_write(b, "Buffer::memset", "buffer '" + b.name() + "'", off, n);
+            ReleasedGil nogil;
             b.memset(v, off, n);
         }, py::arg("value"), py::arg("offset") = 0, py::arg("size") = py::none(), "Fills a byte range with `value`.")
         .def("clear", [](Buffer& b, py::object value) {
             uint8_t v = byte_value(value, "Buffer::clear");
-            py::gil_scoped_release nogil;
+            check_host_write(b, "Buffer::clear", "buffer '" + b.name() + "'", 0, b.size());
+            ReleasedGil nogil;
             b.clear(v);
         }, py::arg("value") = 0, "Fills the whole buffer with the byte `value`.")
         .def("free", &Buffer::free, "Releases the buffer. Freeing twice is harmless; any other use afterwards\n"

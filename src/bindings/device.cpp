@@ -8,6 +8,7 @@
 
 #include <pybind11/stl.h>
 
+#include "bindings/gil.h"
 #include "bindings/bindings.h"
 #include "core/backend.h"
 #include "core/buffer.h"
@@ -25,9 +26,9 @@ namespace {
 struct PyBufferOwner {
     Py_buffer view{};
     ~PyBufferOwner() {
-        if (!Py_IsInitialized()) return;
-        py::gil_scoped_acquire gil;
-        PyBuffer_Release(&view);
+        if (gil_forbidden()) return;  // the interpreter is exiting: its objects go with it
+        HeldGil gil;
+        exit_safe([this]() { PyBuffer_Release(&view); });
     }
 };
 
@@ -63,7 +64,7 @@ std::shared_ptr<Buffer> buffer_from_host_ptr(Device& dev, py::object obj, py::ob
                             ? size
                             : to_size(max_tensor_size, "Device::buffer_from_host_ptr", "max_tensor_size");
     void* ptr = owner->view.buf;
-    py::gil_scoped_release nogil;
+    ReleasedGil nogil;
     return dev.buffer_from_host_ptr(ptr, size, max_tensor, std::move(owner));
 }
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "bindings/gil.h"
 #include "bindings/host_view.h"
 #include "bindings/tensor.h"
 #include "core/allocation.h"
@@ -208,7 +209,7 @@ py::object export_dlpack(const TensorHandle& th, py::handle stream, py::handle m
     if (must_copy) {
         check_host_read(buf, who, what, t.data_offset(), t.nbytes());
         {
-            py::gil_scoped_release nogil;
+            ReleasedGil nogil;
             gather(t, buf, ctx->copy);
         }
         int64_t stride = 1;
@@ -274,11 +275,13 @@ struct ImportOwner {
     DLManagedTensorVersioned* versioned = nullptr;
     PyObject* producer = nullptr;
     ~ImportOwner() {
-        if (!Py_IsInitialized()) return;
-        py::gil_scoped_acquire gil;
-        if (versioned && versioned->deleter) versioned->deleter(versioned);
-        if (legacy && legacy->deleter) legacy->deleter(legacy);
-        Py_XDECREF(producer);
+        if (gil_forbidden()) return;  // the interpreter is exiting: its objects go with it
+        HeldGil gil;
+        exit_safe([this]() {
+            if (versioned && versioned->deleter) versioned->deleter(versioned);
+            if (legacy && legacy->deleter) legacy->deleter(legacy);
+            Py_XDECREF(producer);
+        });
     }
 };
 
@@ -396,7 +399,7 @@ TensorHandle import_dlpack(py::object obj, std::shared_ptr<Device> device, const
     const size_t span = span_elems * es;
     std::shared_ptr<Buffer> buffer;
     {
-        py::gil_scoped_release nogil;
+        ReleasedGil nogil;
         buffer = device->buffer_from_host_ptr(data, span, span, owner);
     }
     owner.reset();  // the buffer's storage holds it now

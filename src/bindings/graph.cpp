@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "bindings/gil.h"
 #include "bindings/tensor.h"
 #include "core/allocation.h"
 #include "core/backend.h"
@@ -51,9 +52,9 @@ struct PlanEntry {
 // backend drops what it holds after a synchronize or when it goes).
 std::shared_ptr<py::object> py_owner(py::object obj) {
     return std::shared_ptr<py::object>(new py::object(std::move(obj)), [](py::object* p) {
-        if (!Py_IsInitialized()) return;  // the interpreter is gone: nothing left to release
-        py::gil_scoped_acquire gil;
-        delete p;
+        if (gil_forbidden()) return;  // the interpreter is exiting: its objects go with it
+        HeldGil gil;
+        exit_safe([p]() { delete p; });
     });
 }
 
@@ -62,7 +63,7 @@ std::shared_ptr<py::object> py_owner(py::object obj) {
 Status compute(Backend& b, Graph& g, bool wait) {
     std::vector<std::shared_ptr<void>> done;
     if (wait) done = b.take_held();
-    py::gil_scoped_release nogil;
+    ReleasedGil nogil;
     return wait ? b.graph_compute(g) : b.graph_compute_async(g);
 }
 
@@ -95,7 +96,7 @@ void init_graph(py::module_& m) {
             return std::make_unique<GraphAllocator>(buffer_type_of(target, "GraphAllocator"));
         }), py::arg("target"), "target: a Backend, Device or BufferType.")
         .def("alloc_graph", [](GraphAllocator& a, Graph& g) {
-            py::gil_scoped_release nogil;
+            ReleasedGil nogil;
             return a.alloc_graph(g);
         }, py::arg("graph"), "Plans and places; returns the peak bytes of the plan.")
         .def_property_readonly("peak_bytes", &GraphAllocator::peak_bytes)
@@ -126,7 +127,7 @@ void init_graph(py::module_& m) {
             return out;
         }, py::arg("graph"), "Per node: the backend chosen and why (raises UnsupportedOpError if none can run it).")
         .def("graph_compute", [](Scheduler& s, Graph& g) {
-            py::gil_scoped_release nogil;
+            ReleasedGil nogil;
             return s.graph_compute(g);
         }, py::arg("graph"), "Allocates intermediates, copies across backends, computes split by split, waits.")
         .def_property_readonly("n_splits", &Scheduler::n_splits, "Splits of the last compute.")
@@ -140,7 +141,7 @@ void init_graph(py::module_& m) {
              "Queues the graph; synchronize() waits for it.")
         .def("set_tensor_async", [](Backend& b, Tensor& t, py::handle data) {
             auto bytes = tensor_bytes_from(t, data, "Backend.set_tensor_async");
-            py::gil_scoped_release nogil;
+            ReleasedGil nogil;
             b.set_tensor_async(t, bytes.data(), 0, bytes.size());
         }, py::arg("tensor"), py::arg("data"), "Copies data into the tensor after queued work (done at synchronize).")
         .def("get_tensor_async", [](Backend& b, const Tensor& t, py::buffer out) {
@@ -155,7 +156,7 @@ void init_graph(py::module_& m) {
                 fail<InvalidArgumentError>("Backend.get_tensor_async", "destination must be C-contiguous");
             }
             {
-                py::gil_scoped_release nogil;
+                ReleasedGil nogil;
                 b.get_tensor_async(t, info.ptr, 0, n);
             }
             // Held after queuing, so that a synchronize() on another thread that takes what is held
@@ -172,13 +173,22 @@ void init_graph(py::module_& m) {
             if (!PyCallable_Check(fn.ptr())) throw py::type_error("[Backend.set_abort_callback] expected a callable or None");
             auto holder = py_owner(fn);
             b.set_abort_callback([holder]() {
-                py::gil_scoped_acquire gil;
-                return py::bool_((*holder)()).cast<bool>();
+                if (gil_forbidden()) return true;  // the interpreter is exiting: stop the compute
+                HeldGil gil;
+                // Called through the C API inside exit_safe: nothing of C++ between it and CPython.
+                const int stop = exit_safe([&holder]() {
+                    PyObject* r = PyObject_CallNoArgs(holder->ptr());
+                    const int v = r ? PyObject_IsTrue(r) : -1;
+                    Py_XDECREF(r);
+                    return v;
+                });
+                if (stop < 0) throw py::error_already_set();
+                return stop != 0;
             });
         }, py::arg("fn"), "fn() -> bool, asked between units of work; True stops the compute (Status.ABORTED).")
         .def("graph_optimize", &Backend::graph_optimize, py::arg("graph"), "Reorders independent nodes (Metal).")
         .def("supports_family", &Backend::supports_family, py::arg("family"), "Metal GPU family query (Apple N).")
-        .def("capture_next_compute", &Backend::capture_next_compute, py::call_guard<py::gil_scoped_release>(),
+        .def("capture_next_compute", &Backend::capture_next_compute, py::call_guard<ReleasedGil>(),
              "Records a GPU trace of the next compute (Metal).");
 
     auto device = py::reinterpret_borrow<py::class_<Device, std::shared_ptr<Device>>>(py::type::of<Device>());

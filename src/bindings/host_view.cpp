@@ -18,6 +18,10 @@ void check_host_read(const Buffer& buf, const char* who, const std::string& what
     check_no_pending_write(*storage, who, what, offset, n);
 }
 
+void check_host_write(const Buffer& buf, const char* who, const std::string& what, size_t offset, size_t n) {
+    check_no_pending_access(*buf.storage(who), who, what, offset, n);
+}
+
 bool pending_read(const Buffer& buf, size_t offset, size_t n) {
     return buf.storage("pending_read")->pending().read_in(offset, offset + std::max<size_t>(n, 1));
 }

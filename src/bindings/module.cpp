@@ -1,8 +1,10 @@
 #include "bindings/bindings.h"
+#include "bindings/gil.h"
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "metal_backend native core: devices, buffers, tensors, graphs and backends";
     m.attr("__version__") = MB_VERSION;
+    mb::bindings::init_gil(m);
     mb::bindings::init_errors(m);
     mb::bindings::init_host_view(m);
     mb::bindings::init_types(m);

@@ -243,6 +243,10 @@ void init_ops(py::module_& root) {
         for (int j = 0; j < a->n_dims; ++j) p[a->n_dims - 1 - j] = pads[j];
         return handle(ops::pad(ptr(a), p[0], p[1], p[2], p[3]));
     }, py::arg("a"), py::arg("pads"), "Zeros appended at the end of each axis (numpy order).");
+    m.def("pad_reflect_1d", [](T a, int p0, int p1) { return handle(ops::pad_reflect_1d(ptr(a), p0, p1)); },
+          py::arg("a"), py::arg("p0"), py::arg("p1"),
+          "The last axis reflect-padded: p0 elements before, p1 after, mirrored about the edge elements "
+          "(ggml_pad_reflect_1d; numpy's mode='reflect'); p0, p1 in [0, n - 1].");
     m.def("rope", [](T a, T pos, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale,
                      float ext_factor, float attn_factor, float beta_fast, float beta_slow) {
         return handle(ops::rope(ptr(a), ptr(pos), n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor,

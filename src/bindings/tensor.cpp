@@ -1,4 +1,5 @@
 // Contexts and tensors: metadata, views, and data transfer between numpy and tensor memory.
+#include "bindings/gil.h"
 #include "bindings/tensor.h"
 #include "bindings/host_view.h"
 
@@ -153,7 +154,7 @@ std::vector<uint8_t> encode(const Tensor& t, py::handle data, const char* who) {
     }
     auto f = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(arr);
     if (n) {
-        py::gil_scoped_release nogil;
+        ReleasedGil nogil;
         const int64_t ne0 = t.ne[0];
         const size_t row = row_size(t.type, ne0);
         for (int64_t r = 0; r < t.nrows(); ++r) quantize_row(t.type, f.data() + r * ne0, out.data() + r * row, ne0);
@@ -168,7 +169,7 @@ py::array decode(const Tensor& t, const char* who) {
     check_host_read(buf, who, "tensor " + t.describe(), t.data_offset(), t.nbytes());
     std::vector<uint8_t> span(t.nbytes());
     {
-        py::gil_scoped_release nogil;
+        ReleasedGil nogil;
         buf.get(span.data(), t.data_offset(), span.size());
     }
     py::array out(np_dtype(t.type), np_shape(t));
@@ -177,7 +178,7 @@ py::array decode(const Tensor& t, const char* who) {
     const bool plain = t.type == Type::F32 || t.type == Type::I32 || t.type == Type::F16;
     uint8_t* dst = static_cast<uint8_t*>(out.mutable_data());
     const size_t out_row = plain ? static_cast<size_t>(t.ne[0]) * tr.type_size : static_cast<size_t>(t.ne[0]) * 4;
-    py::gil_scoped_release nogil;
+    ReleasedGil nogil;
     std::vector<float> tmp;
     size_t r = 0;
     for (int64_t i3 = 0; i3 < t.ne[3]; ++i3) {
@@ -216,12 +217,14 @@ void set_data(Tensor& t, py::handle data) {
         if (!PyBuffer_IsContiguous(reinterpret_cast<Py_buffer*>(info.view()), 'C')) {
             fail<InvalidArgumentError>(who, "raw data must be C-contiguous");
         }
-        py::gil_scoped_release nogil;
+        check_host_write(buf, who, "tensor " + t.describe(), t.data_offset(), n);
+        ReleasedGil nogil;
         buf.set(info.ptr, t.data_offset(), n);
         return;
     }
     std::vector<uint8_t> bytes = encode(t, data, who);
-    py::gil_scoped_release nogil;
+    check_host_write(buf, who, "tensor " + t.describe(), t.data_offset(), bytes.size());
+    ReleasedGil nogil;
     buf.set(bytes.data(), t.data_offset(), bytes.size());
 }
 
@@ -232,7 +235,7 @@ py::bytes get_bytes(const Tensor& t) {
     check_host_read(buf, who, "tensor " + t.describe(), t.data_offset(), t.nbytes());
     py::bytes out(nullptr, t.nbytes());
     char* dst = PyBytes_AsString(out.ptr());
-    py::gil_scoped_release nogil;
+    ReleasedGil nogil;
     buf.get(dst, t.data_offset(), t.nbytes());
     return out;
 }
@@ -352,7 +355,7 @@ void init_tensor(py::module_& m) {
 
     m.def("alloc_ctx_tensors", [](Context& ctx, py::handle target) {
         auto buft = buft_of(target, "alloc_ctx_tensors");
-        py::gil_scoped_release nogil;
+        ReleasedGil nogil;
         return alloc_ctx_tensors(ctx, buft);
     }, py::arg("ctx"), py::arg("target"),
        "Places every unallocated tensor of ctx in one new Buffer of target's buffer type (a Backend, Device or\n"

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings/gil.h"
 #include "bindings/bindings.h"
 #include "core/errors.h"
 #include "core/types.h"
@@ -86,7 +87,7 @@ py::bytes quantize(py::handle array, Type t) {
     const float* data = src.data();
     const auto n = static_cast<int64_t>(src.size());
     {
-        py::gil_scoped_release nogil;
+        ReleasedGil nogil;
         quantize_row(t, data, dst, n);
     }
     return out;
@@ -112,7 +113,7 @@ py::array_t<float> dequantize(py::buffer data, Type t, py::handle shape_arg) {
     float* dst = out.mutable_data();
     const auto n = static_cast<int64_t>(element_count(shape, who));
     {
-        py::gil_scoped_release nogil;
+        ReleasedGil nogil;
         dequantize_row(t, src, dst, n);
     }
     return out;

@@ -112,6 +112,21 @@ void require_whole_blocks(const char* who, const Tensor* a, const int64_t ne[kMa
     reject(who, os.str());
 }
 
+// A permute or transpose of a block-quantized tensor means element (.., i, j) of the view is
+// element (.., j, i) of the source; ggml's kernels read a row's dim 0 as consecutive blocks, which
+// is that meaning only while the source's dim 0 stays the view's dim 0. Checking the strides alone
+// is not enough: when a row is exactly one block, the block size and the row stride are equal and a
+// transpose of (64, 32) q4_0 looked like whole blocks (its cont and mul_mat were wrong).
+void require_dim0_kept(const char* who, const Tensor* a, int from) {
+    const auto& tr = type_traits(a->type);
+    if (tr.block_size == 1 || from == 0) return;
+    std::ostringstream os;
+    os << "moving dim 0 (the innermost axis) of " << desc(a) << " to dim " << from
+       << " would cut its blocks: type " << tr.name << " stores dim 0 in blocks of " << tr.block_size
+       << " values, which only stay whole where dim 0 stays in place; dequantize it first (cpy to f32)";
+    reject(who, os.str());
+}
+
 }  // namespace
 
 Tensor* add(Tensor* a, Tensor* b) { return binary(Op::ADD, "add", a, b); }
@@ -416,6 +431,20 @@ Tensor* pad(Tensor* a, int p0, int p1, int p2, int p3) {
     return t;
 }
 
+Tensor* pad_reflect_1d(Tensor* a, int p0, int p1) {
+    const char* who = "pad_reflect_1d";
+    need(a, who, "a");
+    MB_REQUIRE(!type_traits(a->type).is_quantized, who, "a " + desc(a) + " must not be quantized");
+    MB_REQUIRE(p0 >= 0 && p1 >= 0 && p0 < a->ne[0] && p1 < a->ne[0], who,
+            "p0 " + std::to_string(p0) + " and p1 " + std::to_string(p1) + " must be in [0, ne0 - 1] for a " +
+            desc(a));
+    int64_t ne[kMaxDims] = {a->ne[0] + p0 + p1, a->ne[1], a->ne[2], a->ne[3]};
+    Tensor* t = result(a, a->type, ne, std::max(a->n_dims, 1), Op::PAD_REFLECT_1D, {a});
+    t->op_params[0] = p0;
+    t->op_params[1] = p1;
+    return t;
+}
+
 Tensor* rope(Tensor* a, Tensor* pos, int n_dims, int mode, int n_ctx_orig, float freq_base, float freq_scale,
              float ext_factor, float attn_factor, float beta_fast, float beta_slow) {
     const char* who = "rope";
@@ -672,6 +701,7 @@ Tensor* permute(Tensor* a, int ax0, int ax1, int ax2, int ax3) {
         if (ax[i] != i) n_dims = std::max(n_dims, std::max(ax[i], i) + 1);
     }
     require_whole_blocks("permute", a, ne, nb, a->view_offs);
+    require_dim0_kept("permute", a, ax[0]);
     return a->ctx->new_view(a, Op::PERMUTE, ne, nb, n_dims, 0);
 }
 
@@ -680,6 +710,7 @@ Tensor* transpose(Tensor* a) {
     int64_t ne[kMaxDims] = {a->ne[1], a->ne[0], a->ne[2], a->ne[3]};
     size_t nb[kMaxDims] = {a->nb[1], a->nb[0], a->nb[2], a->nb[3]};
     require_whole_blocks("transpose", a, ne, nb, a->view_offs);
+    require_dim0_kept("transpose", a, 1);
     return a->ctx->new_view(a, Op::TRANSPOSE, ne, nb, std::max(2, a->n_dims), 0);
 }
 

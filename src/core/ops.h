@@ -87,6 +87,9 @@ Tensor* conv_1d(Tensor* kernel, Tensor* data, int s0, int p0, int d0);
 Tensor* concat(Tensor* a, Tensor* b, int dim);
 Tensor* repeat(Tensor* a, Tensor* b);
 Tensor* pad(Tensor* a, int p0, int p1, int p2, int p3);
+// PAD_REFLECT_1D: ne0 padded by p0 elements before and p1 after, mirrored about the first and last
+// element (ggml_pad_reflect_1d; [a b c d], 2, 2 -> [c b a b c d c b]); p0, p1 in [0, ne0 - 1].
+Tensor* pad_reflect_1d(Tensor* a, int p0, int p1);
 
 // ROPE: a [D, H, T, B] with pos i32 [T]: rotates the first n_dims values of each row. mode 0: adjacent
 // pairs (x_2i, x_2i+1); mode 2 (NEOX): pairs (x_i, x_{i + n_dims/2}). theta_i = pos * freq_scale *

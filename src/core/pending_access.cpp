@@ -45,6 +45,17 @@ bool PendingAccess::read_in(size_t begin, size_t end) const {
     return false;
 }
 
+std::string PendingAccess::access_in(size_t begin, size_t end, bool* writes) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Entry& e : entries_) {
+        if (e.begin < end && begin < e.end) {
+            *writes = e.access == Access::Write;
+            return e.what.describe();
+        }
+    }
+    return "";
+}
+
 void PendingMarks::mark(const std::shared_ptr<Storage>& storage, size_t begin, size_t end, Access access,
                         PendingWork what) {
     if (!storage || begin >= end) return;
@@ -68,6 +79,18 @@ void check_no_pending_write(const Storage& storage, const char* who, const std::
     if (!work.empty()) {
         fail<PendingWorkError>(who, what, " is written by queued work (", work,
                                ") that has not finished; call that backend's synchronize() first");
+    }
+}
+
+void check_no_pending_access(const Storage& storage, const char* who, const std::string& what, size_t offset,
+                             size_t n) {
+    if (n == 0) return;  // writes nothing
+    bool writes = false;
+    std::string work = storage.pending().access_in(offset, offset + n, &writes);
+    if (!work.empty()) {
+        fail<PendingWorkError>(who, "cannot write ", what, " [", offset, ", ", offset + n, "): queued work (", work,
+                               ") ", writes ? "writes" : "reads", " it and has not finished; call that backend's "
+                               "synchronize() first");
     }
 }
 

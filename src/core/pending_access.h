@@ -42,6 +42,9 @@ public:
     std::string write_in(size_t begin, size_t end) const;
     // Whether queued work reads any byte of [begin, end).
     bool read_in(size_t begin, size_t end) const;
+    // The description of the first queued read or write overlapping [begin, end) ("" when none),
+    // and in *writes whether that one writes.
+    std::string access_in(size_t begin, size_t end, bool* writes) const;
 
 private:
     struct Entry {
@@ -74,5 +77,9 @@ private:
 // Throws PendingWorkError when queued work writes any byte of [offset, offset + n) of `storage`;
 // `what` names the memory for the message ("tensor 'y' f32 (4, 4)").
 void check_no_pending_write(const Storage& storage, const char* who, const std::string& what, size_t offset, size_t n);
+// Throws PendingWorkError when queued work reads or writes any byte of [offset, offset + n): a host
+// write there would be seen by the work that reads it, or lost under the work that writes it.
+void check_no_pending_access(const Storage& storage, const char* who, const std::string& what, size_t offset,
+                             size_t n);
 
 }  // namespace mb

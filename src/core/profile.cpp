@@ -38,6 +38,7 @@ uint64_t node_bytes(const Tensor& n) {
 
 GraphProfile profile_graph(Backend& backend, Graph& graph, int repeat) {
     if (repeat < 1) fail<InvalidArgumentError>("Backend.profile", "repeat must be >= 1, got ", repeat);
+    backend.reject_reentry("Backend.profile");
     using Clock = std::chrono::steady_clock;
     GraphProfile out;
     out.backend = backend.name();
@@ -80,7 +81,10 @@ GraphProfile profile_graph(Backend& backend, Graph& graph, int repeat) {
             } else if (std::find(clocks.begin(), clocks.end(), device.clock) == clocks.end()) {
                 clocks.push_back(device.clock);
             }
-            if (s == Status::ABORTED) return finish(i + 1);
+            if (s == Status::ABORTED) {
+                out.aborted = true;
+                return finish(i + 1);
+            }
         }
     }
     return finish(nodes.size());

@@ -31,6 +31,7 @@ struct GraphProfile {
     std::string clock;  // what time_us measures: the device clock's name, or "host wall time"
     double wall_us = 0;  // the whole profiled run, all repeats
     std::vector<NodeProfile> nodes;
+    bool aborted = false;  // the abort callback stopped it: `nodes` are those that ran
 };
 
 // FLOPs of one node where the op makes it clear (matrix products, attention, element-wise ops), else 0.

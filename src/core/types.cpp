@@ -16,6 +16,8 @@
 #include "core/errors.h"
 #include "core/fp16.h"
 #include "core/isa.h"
+#include "core/quants_iq.h"
+#include "core/quants_k.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && \
     !defined(MB_NO_SIMD)
@@ -36,6 +38,15 @@ constexpr TypeTraits kTraitsQ4_1{"q4_1", kQK4_1, sizeof(BlockQ4_1), true};
 constexpr TypeTraits kTraitsQ5_0{"q5_0", kQK5_0, sizeof(BlockQ5_0), true};
 constexpr TypeTraits kTraitsQ5_1{"q5_1", kQK5_1, sizeof(BlockQ5_1), true};
 constexpr TypeTraits kTraitsQ8_0{"q8_0", kQK8_0, sizeof(BlockQ8_0), true};
+constexpr TypeTraits kTraitsQ2_K{"q2_K", kQK_K, sizeof(block_q2_K), true};
+constexpr TypeTraits kTraitsQ3_K{"q3_K", kQK_K, sizeof(block_q3_K), true};
+constexpr TypeTraits kTraitsQ4_K{"q4_K", kQK_K, sizeof(block_q4_K), true};
+constexpr TypeTraits kTraitsQ5_K{"q5_K", kQK_K, sizeof(block_q5_K), true};
+constexpr TypeTraits kTraitsQ6_K{"q6_K", kQK_K, sizeof(block_q6_K), true};
+constexpr TypeTraits kTraitsQ8_K{"q8_K", kQK_K, sizeof(block_q8_K), true};
+constexpr TypeTraits kTraitsIQ4_NL{"iq4_nl", MB_QK, sizeof(block_iq4_nl), true};
+constexpr TypeTraits kTraitsIQ4_XS{"iq4_xs", kQK_K, sizeof(block_iq4_xs), true};
+constexpr TypeTraits kTraitsMXFP4{"mxfp4", MB_QK, sizeof(block_mxfp4), true};
 
 const TypeTraits* find_traits(int32_t id) {
     switch (static_cast<Type>(id)) {
@@ -48,6 +59,15 @@ const TypeTraits* find_traits(int32_t id) {
         case Type::Q5_0: return &kTraitsQ5_0;
         case Type::Q5_1: return &kTraitsQ5_1;
         case Type::Q8_0: return &kTraitsQ8_0;
+        case Type::Q2_K: return &kTraitsQ2_K;
+        case Type::Q3_K: return &kTraitsQ3_K;
+        case Type::Q4_K: return &kTraitsQ4_K;
+        case Type::Q5_K: return &kTraitsQ5_K;
+        case Type::Q6_K: return &kTraitsQ6_K;
+        case Type::Q8_K: return &kTraitsQ8_K;
+        case Type::IQ4_NL: return &kTraitsIQ4_NL;
+        case Type::IQ4_XS: return &kTraitsIQ4_XS;
+        case Type::MXFP4: return &kTraitsMXFP4;
     }
     return nullptr;
 }
@@ -396,14 +416,17 @@ const TypeTraits& type_traits(Type t) {
 Type type_from_id(int32_t id) {
     if (find_traits(id) == nullptr) {
         fail<InvalidArgumentError>("type_from_id", "unknown type id ", id,
-                                   " (known: 0 f32, 1 f16, 2 q4_0, 3 q4_1, 6 q5_0, 7 q5_1, 8 q8_0, 26 i32, 30 bf16)");
+                                   " (known: 0 f32, 1 f16, 2 q4_0, 3 q4_1, 6 q5_0, 7 q5_1, 8 q8_0, 10 q2_K, 11 q3_K, 12 q4_K, "
+                                   "13 q5_K, 14 q6_K, 15 q8_K, 20 iq4_nl, 23 iq4_xs, 26 i32, 30 bf16, 39 mxfp4)");
     }
     return static_cast<Type>(id);
 }
 
 const std::vector<Type>& all_types() {
-    static const std::vector<Type> types{Type::F32,  Type::F16,  Type::BF16, Type::I32, Type::Q4_0,
-                                         Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0};
+    static const std::vector<Type> types{Type::F32,  Type::F16,  Type::BF16, Type::I32,  Type::Q4_0,
+                                         Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0, Type::Q2_K,
+                                         Type::Q3_K, Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::Q8_K,
+                                         Type::IQ4_NL, Type::IQ4_XS, Type::MXFP4};
     return types;
 }
 
@@ -448,6 +471,33 @@ void quantize_row(Type t, const float* src, void* dst, int64_t n) {
         case Type::Q8_0:
             quantize_blocks<BlockQ8_0>(src, dst, nb);
             return;
+        case Type::Q2_K:
+            quantize_q2_K(src, static_cast<block_q2_K*>(dst), nb);
+            return;
+        case Type::Q3_K:
+            quantize_q3_K(src, static_cast<block_q3_K*>(dst), nb);
+            return;
+        case Type::Q4_K:
+            quantize_q4_K(src, static_cast<block_q4_K*>(dst), nb);
+            return;
+        case Type::Q5_K:
+            quantize_q5_K(src, static_cast<block_q5_K*>(dst), nb);
+            return;
+        case Type::Q6_K:
+            quantize_q6_K(src, static_cast<block_q6_K*>(dst), nb);
+            return;
+        case Type::Q8_K:
+            quantize_q8_K(src, static_cast<block_q8_K*>(dst), nb);
+            return;
+        case Type::IQ4_NL:
+            quantize_iq4_nl(src, static_cast<block_iq4_nl*>(dst), nb);
+            return;
+        case Type::IQ4_XS:
+            quantize_iq4_xs(src, static_cast<block_iq4_xs*>(dst), nb);
+            return;
+        case Type::MXFP4:
+            quantize_mxfp4(src, static_cast<block_mxfp4*>(dst), nb);
+            return;
     }
 }
 
@@ -487,6 +537,33 @@ void dequantize_row(Type t, const void* src, float* dst, int64_t n) {
             return;
         case Type::Q8_0:
             MB_DISPATCH(dequantize_q8_0, static_cast<const BlockQ8_0*>(src), dst, nb);
+            return;
+        case Type::Q2_K:
+            dequantize_q2_K(static_cast<const block_q2_K*>(src), dst, nb);
+            return;
+        case Type::Q3_K:
+            dequantize_q3_K(static_cast<const block_q3_K*>(src), dst, nb);
+            return;
+        case Type::Q4_K:
+            dequantize_q4_K(static_cast<const block_q4_K*>(src), dst, nb);
+            return;
+        case Type::Q5_K:
+            dequantize_q5_K(static_cast<const block_q5_K*>(src), dst, nb);
+            return;
+        case Type::Q6_K:
+            dequantize_q6_K(static_cast<const block_q6_K*>(src), dst, nb);
+            return;
+        case Type::Q8_K:
+            dequantize_q8_K(static_cast<const block_q8_K*>(src), dst, nb);
+            return;
+        case Type::IQ4_NL:
+            dequantize_iq4_nl(static_cast<const block_iq4_nl*>(src), dst, nb);
+            return;
+        case Type::IQ4_XS:
+            dequantize_iq4_xs(static_cast<const block_iq4_xs*>(src), dst, nb);
+            return;
+        case Type::MXFP4:
+            dequantize_mxfp4(static_cast<const block_mxfp4*>(src), dst, nb);
             return;
     }
 }

@@ -22,8 +22,17 @@ enum class Type : int32_t {
     Q5_0 = 6,
     Q5_1 = 7,
     Q8_0 = 8,
+    Q2_K = 10,
+    Q3_K = 11,
+    Q4_K = 12,
+    Q5_K = 13,
+    Q6_K = 14,
+    Q8_K = 15,
+    IQ4_NL = 20,
+    IQ4_XS = 23,
     I32 = 26,
     BF16 = 30,
+    MXFP4 = 39,
 };
 
 struct TypeTraits {
@@ -38,6 +47,7 @@ constexpr int64_t kQK4_1 = MB_QK;
 constexpr int64_t kQK5_0 = MB_QK;
 constexpr int64_t kQK5_1 = MB_QK;
 constexpr int64_t kQK8_0 = MB_QK;
+constexpr int64_t kQK_K = MB_QK_K;  // the k-quants' super-block
 
 // The block structs of shaders/quant_blocks.h (the kernels read the same definitions); d and m are
 // IEEE half bit patterns here (see fp16.h).
@@ -56,7 +66,7 @@ inline uint32_t load_qh(const uint8_t* qh) {
 const TypeTraits& type_traits(Type t);
 Type type_from_id(int32_t id);
 
-// f32 f16 bf16 i32 q4_0 q4_1 q5_0 q5_1 q8_0
+// f32 f16 bf16 i32 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K q8_K iq4_nl iq4_xs mxfp4
 const std::vector<Type>& all_types();
 
 // Bytes taken by ne0 consecutive elements; throws InvalidArgumentError unless ne0 is a

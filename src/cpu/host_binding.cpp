@@ -22,9 +22,11 @@ namespace mb {
 namespace {
 
 // One lock for all bookkeeping: it is held for a few microseconds per compute (claiming and
-// releasing), never while kernels run.
-std::mutex g_lock;
-std::condition_variable g_released;
+// releasing), never while kernels run. Never destroyed: at interpreter exit a daemon thread may be
+// parked inside a compute (bindings/gil.h) while another waits here for its tensors, and
+// destroying a condition variable that has a waiter blocks the exiting thread forever.
+std::mutex& g_lock = *new std::mutex;
+std::condition_variable& g_released = *new std::condition_variable;
 // Bindings this thread holds (more than one only from inside an abort callback).
 thread_local int t_held = 0;
 

@@ -66,15 +66,21 @@ void MetalBackend::commit(std::unique_ptr<CommandBuffer> cb) {
 
 Status MetalBackend::graph_compute_async(Graph& graph) { return encode_graph(graph, false); }
 
+std::unique_lock<std::mutex> MetalBackend::lock_for(const char* who) {
+    reject_reentry(who);
+    return std::unique_lock<std::mutex>(mutex_);
+}
+
 Status MetalBackend::graph_compute_timed(Graph& graph, DeviceTime& time) {
+    static const char* who = "MetalBackend::profile";
     {
-        std::lock_guard<std::mutex> lock(mutex_);
+        auto lock = lock_for(who);
         timed_ = DeviceTime{};
         timed_clocks_.clear();
     }
     Status s = encode_graph(graph, true);
     synchronize();
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = lock_for(who);
     time = timed_;
     for (const std::string& c : timed_clocks_) time.clock += (time.clock.empty() ? "" : "; ") + c;
     return s;
@@ -82,8 +88,7 @@ Status MetalBackend::graph_compute_timed(Graph& graph, DeviceTime& time) {
 
 Status MetalBackend::encode_graph(Graph& graph, bool timed) {
     static const char* who = "MetalBackend::graph_compute";
-    reject_reentry(who);
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = lock_for(who);
     const RuntimeProps props = device_->props();
 
     std::vector<Tensor*> nodes;
@@ -166,8 +171,7 @@ Status MetalBackend::encode_graph(Graph& graph, bool timed) {
 }
 
 void MetalBackend::synchronize() {
-    reject_reentry("MetalBackend::synchronize");
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = lock_for("MetalBackend::synchronize");
     std::string errors;
     for (size_t k = 0; k < in_flight_.size(); ++k) {
         in_flight_[k]->wait();
@@ -216,8 +220,7 @@ void MetalBackend::set_tensor_async(Tensor& t, const void* src, size_t offset, s
                               ") is outside tensor ", t.describe(), " of ", t.nbytes(), " bytes");
     }
     DeviceRef ref = device_ref(t);
-    reject_reentry("MetalBackend::set_tensor_async");
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = lock_for("MetalBackend::set_tensor_async");
     // The source is copied now, so the caller may reuse it at once.
     auto staging = device_->runtime().alloc(n, StorageMode::Shared);
     if (n) std::memcpy(staging->host_ptr(), src, n);
@@ -237,8 +240,7 @@ void MetalBackend::get_tensor_async(const Tensor& t, void* dst, size_t offset, s
                               ") is outside tensor ", t.describe(), " of ", t.nbytes(), " bytes");
     }
     DeviceRef ref = device_ref(t);
-    reject_reentry("MetalBackend::get_tensor_async");
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = lock_for("MetalBackend::get_tensor_async");
     auto staging = device_->runtime().alloc(n, StorageMode::Shared);
     auto cb = device_->runtime().command_buffer(runtime_options());
     cb->copy(*ref.buffer, ref.offset + offset, *staging, 0, n);
@@ -292,8 +294,7 @@ void MetalBackend::capture_next_compute() {
         fail<UnsupportedOpError>("MetalBackend::capture_next_compute", "GPU trace capture needs Metal on Apple; ",
                                  device_->name(), " cannot capture");
     }
-    reject_reentry("MetalBackend::capture_next_compute");
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = lock_for("MetalBackend::capture_next_compute");
     capture_next_ = true;
 }
 

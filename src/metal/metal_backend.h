@@ -46,6 +46,9 @@ private:
         size_t n;
     };
     void commit(std::unique_ptr<CommandBuffer> cb);
+    // The only way to take mutex_: refuses a call from this backend's own abort callback first
+    // (that thread's compute holds mutex_, so waiting for it would never end).
+    std::unique_lock<std::mutex> lock_for(const char* who);
     Status encode_graph(Graph& graph, bool timed);
     OptionValues runtime_options() const;  // the runtime's own switches, as set on this backend
 

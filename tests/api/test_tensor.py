@@ -40,21 +40,21 @@ def test_quantized_row_must_be_whole_blocks():
 def test_set_get_roundtrip_every_type():
     ctx = mb.Context()
     rng = np.random.default_rng(1)
-    tensors = {t: ctx.tensor(t, (3, 64)) for t in mb.types}
+    tensors = {t: ctx.tensor(t, (3, 256)) for t in mb.types}
     _alloc(ctx)
     for t, tensor in tensors.items():
-        x = rng.standard_normal((3, 64)).astype(np.float32)
+        x = rng.standard_normal((3, 256)).astype(np.float32)
         if t == mb.i32:
-            x = rng.integers(-1000, 1000, (3, 64)).astype(np.int32)
+            x = rng.integers(-1000, 1000, (3, 256)).astype(np.int32)
         tensor.set(x)
         got = tensor.get()
-        assert got.shape == (3, 64)
+        assert got.shape == (3, 256)
         if t in (mb.f32, mb.i32):
             assert np.array_equal(got, x)
         elif t == mb.f16:
             assert got.dtype == np.float16 and np.array_equal(got, x.astype(np.float16))
         else:
-            expect = mb.dequantize(mb.quantize(x, t), t, (3, 64))
+            expect = mb.dequantize(mb.quantize(x, t), t, (3, 256))
             assert got.dtype == np.float32 and np.array_equal(got, expect)
         if t != mb.i32:
             assert tensor.get_bytes() == bytes(mb.quantize(x, t))

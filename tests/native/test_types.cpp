@@ -166,10 +166,15 @@ void test_traits() {
         {mb::Type::BF16, 30, "bf16", 1, 2, false},  {mb::Type::I32, 26, "i32", 1, 4, false},
         {mb::Type::Q4_0, 2, "q4_0", 32, 18, true},  {mb::Type::Q4_1, 3, "q4_1", 32, 20, true},
         {mb::Type::Q5_0, 6, "q5_0", 32, 22, true},  {mb::Type::Q5_1, 7, "q5_1", 32, 24, true},
-        {mb::Type::Q8_0, 8, "q8_0", 32, 34, true},
+        {mb::Type::Q8_0, 8, "q8_0", 32, 34, true},  {mb::Type::Q2_K, 10, "q2_K", 256, 84, true},
+        {mb::Type::Q3_K, 11, "q3_K", 256, 110, true}, {mb::Type::Q4_K, 12, "q4_K", 256, 144, true},
+        {mb::Type::Q5_K, 13, "q5_K", 256, 176, true}, {mb::Type::Q6_K, 14, "q6_K", 256, 210, true},
+        {mb::Type::Q8_K, 15, "q8_K", 256, 292, true}, {mb::Type::IQ4_NL, 20, "iq4_nl", 32, 18, true},
+        {mb::Type::IQ4_XS, 23, "iq4_xs", 256, 136, true}, {mb::Type::MXFP4, 39, "mxfp4", 32, 17, true},
     };
-    CHECK(mb::all_types().size() == 9, "all_types size");
-    for (size_t i = 0; i < 9; ++i) {
+    constexpr size_t n_wants = sizeof(wants) / sizeof(wants[0]);
+    CHECK(mb::all_types().size() == n_wants, "all_types size");
+    for (size_t i = 0; i < n_wants; ++i) {
         const Want& w = wants[i];
         CHECK(mb::all_types()[i] == w.t, "all_types order %zu", i);
         CHECK(mb::type_from_id(w.id) == w.t, "id %d", w.id);

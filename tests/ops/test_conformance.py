@@ -148,6 +148,8 @@ BAD_BUILDS = [
     ("concat", lambda: mb.ops.concat(*_ctx_tensors((mb.f32, (3, 4)), (mb.f16, (3, 4))), 1), ["f32", "f16"]),
     ("get_rows", lambda: mb.ops.get_rows(*_ctx_tensors((mb.f32, (10, 8)), (mb.f32, (3,)))), ["(3,)"]),
     ("repeat", lambda: mb.ops.repeat(*_ctx_tensors((mb.f32, (3, 4)), (mb.f32, (5, 8)))), ["(3, 4)", "(5, 8)"]),
+    ("pad_reflect_1d", lambda: mb.ops.pad_reflect_1d(*_ctx_tensors((mb.f32, (3, 4))), 4, 0), ["p0 4", "(3, 4)"]),
+    ("pad_reflect_1d", lambda: mb.ops.pad_reflect_1d(*_ctx_tensors((mb.f32, (3, 4))), 0, -1), ["p1 -1"]),
     ("soft_max_ext", lambda: mb.ops.soft_max_ext(*_ctx_tensors((mb.f32, (4, 9)), (mb.f32, (4, 8)))),
      ["(4, 9)", "(4, 8)"]),
     ("flash_attn_ext", lambda: mb.ops.flash_attn_ext(

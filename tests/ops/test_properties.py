@@ -4,8 +4,11 @@ Hypothesis draws a program: a few input tensors (random shapes, types f32/f16/q8
 takes them, values from a seeded numpy generator so that shrinking works on structure, not on float
 bits) and a chain of ops over them: binary ops with broadcasting, unary ops, scale, norm/rms_norm,
 soft_max(_ext) with masks, sum_rows/mean, mul_mat over f32/f16/q8_0/q4_0 weights, get_rows,
-cpy/cont of views, permute/transpose/reshape/view. The same program is built and computed on the
-CPU and on MetalSim (and Metal where present).
+cpy/cont of views, permute/transpose/reshape/view (of quantized tensors too: those that move dim 0
+must be refused). The same program is built and computed on the CPU and on MetalSim (and Metal
+where present). Two more properties: every permute of a q4_0..q8_0 tensor is refused or exact
+(cont, cpy, mul_mat), and host writes while a program is queued on MetalSim raise exactly when they
+overlap what the queued work reads or writes.
 
 Every node is checked on its own, against a float64 reference computed from the values its sources
 hold on that device after the compute, so a wrong kernel is caught where it is wrong and rounding
@@ -432,23 +435,23 @@ def step_view(p: Planner):
     shape = tuple(t.shape)
     quant = t.type in QUANTS
     kinds = ["reshape"] if t.is_contiguous() and t.nelements > 0 else []
-    if len(shape) >= 2 and not quant:
-        kinds.append("transpose")
     if len(shape) >= 2:
-        kinds.append("permute")
+        kinds += ["transpose", "permute"]
     kinds.append("slice")
     kind = p.draw(st.sampled_from(kinds))
-    if kind == "transpose":
-        p.add_step(Step("transpose", (a,), mb.ops.transpose, lambda av: (np.swapaxes(av, -1, -2), None), view=True))
-    elif kind == "permute":
+    if kind in ("transpose", "permute"):
         nd = len(shape)
-        if quant:
-            outer = list(p.draw(st.permutations(list(range(nd - 1)))))
-            axes = outer + [nd - 1]
-        else:
-            axes = list(p.draw(st.permutations(list(range(nd)))))
-        p.add_step(Step(f"permute{tuple(axes)}", (a,), lambda x, axes=axes: mb.ops.permute(x, axes),
-                        lambda av, axes=axes: (np.transpose(av, axes), None), view=True))
+        axes = list(range(nd - 2)) + [nd - 1, nd - 2] if kind == "transpose" else \
+            list(p.draw(st.permutations(list(range(nd)))))
+        build = mb.ops.transpose if kind == "transpose" else (lambda x, axes=axes: mb.ops.permute(x, axes))
+        if quant and axes[-1] != nd - 1:
+            # Moving a quantized tensor's dim 0 (numpy's last axis) cuts its blocks, also where a row
+            # is exactly one block and the strides happen to be multiples of it: refused at build.
+            with pytest.raises(mb.InvalidArgumentError, match="cut its blocks"):
+                build(t)
+            return
+        label = "transpose" if kind == "transpose" else f"permute{tuple(axes)}"
+        p.add_step(Step(label, (a,), build, lambda av, axes=axes: (np.transpose(av, axes), None), view=True))
     elif kind == "reshape":
         n = int(np.prod(shape))
         last_choices = [d for d in range(1, n + 1) if n % d == 0 and (not quant or d % 32 == 0)]
@@ -468,8 +471,10 @@ def step_view(p: Planner):
             if quant:
                 return
             n = shape[0]
-            start = p.draw(st.integers(0, n - 1))
-            length = p.draw(st.integers(1, n - start))
+            # An empty tensor has no memory to offset into: its only view starts at 0 (numpy slices
+            # anywhere, but there is no byte to start at).
+            start = p.draw(st.integers(0, n - 1)) if n else 0
+            length = p.draw(st.integers(1, n - start)) if n else 0
             p.add_step(Step(f"slice[{start}:{start + length}]", (a,),
                             lambda x, s=start, l=length, e=nb[0]: mb.ops.view(x, (l,), (e,), s * e),
                             lambda av, s=start, l=length: (av[s:s + l], None), view=True))
@@ -477,7 +482,8 @@ def step_view(p: Planner):
         rows = shape[-2]
         if rows == 0:
             return
-        start = p.draw(st.integers(0, rows - 1))
+        empty = int(np.prod(shape)) == 0  # another dim is 0: as above, the view starts at byte 0
+        start = 0 if empty else p.draw(st.integers(0, rows - 1))
         length = p.draw(st.integers(1, rows - start))
         new = shape[:-2] + (length, shape[-1])
         strides = tuple(nb[nd - 1 - i] for i in range(nd))
@@ -727,6 +733,139 @@ def compute_targets():
 def test_random_graphs_match_numpy(prog):
     for device, params in compute_targets():
         check_program(prog, device, params, again=not params)
+
+
+ALL_QUANTS = (mb.q4_0, mb.q4_1, mb.q5_0, mb.q5_1, mb.q8_0)
+
+
+@st.composite
+def quantized_views(draw):
+    """A block-quantized tensor (rows of 1 to 3 blocks, the one-block case included) and a permute
+    or transpose of it: (type, numpy shape, numpy axes)."""
+    t = draw(st.sampled_from(ALL_QUANTS))
+    nd = draw(st.integers(2, 4))
+    shape = tuple(draw(st.integers(1, 4)) for _ in range(nd - 2)) + (draw(st.sampled_from([1, 2, 32, 64])),
+                                                                      32 * draw(st.integers(1, 3)))
+    axes = (list(range(nd - 2)) + [nd - 1, nd - 2] if draw(st.booleans())
+            else list(draw(st.permutations(list(range(nd))))))
+    return t, shape, axes
+
+
+@pytest.mark.slow
+@settings(settings.get_profile(PROFILE))
+@given(case=quantized_views())
+def test_quantized_permutes_are_refused_or_exact(case):
+    """Issue 24 item 5, as a property over shapes: a permute or transpose of a quantized tensor is
+    refused at build time exactly when it moves dim 0 (numpy's last axis), whatever the strides;
+    otherwise cont, cpy to f32 and mul_mat of the view equal numpy's transpose of the dequantized
+    values on every device."""
+    t, shape, axes = case
+    rng = np.random.default_rng(len(shape) * 1000 + sum(shape))
+    values = rng.standard_normal(shape).astype(np.float32)
+    ref = np.transpose(quantized_values(values, t), axes)
+    ctx = mb.Context()
+    w = ctx.tensor(t, shape)
+    if axes[-1] != len(shape) - 1:
+        with pytest.raises(mb.InvalidArgumentError, match="cut its blocks"):
+            mb.ops.permute(w, axes)
+        return
+    for device, params in compute_targets():
+        ctx = mb.Context()
+        w = ctx.tensor(t, shape)
+        v = mb.ops.permute(w, axes)
+        c = mb.ops.cont(v)
+        f = mb.ops.cpy(v, ctx.tensor(mb.f32, ref.shape))
+        x = ctx.tensor(mb.f32, ref.shape[:-2] + (3, ref.shape[-1]))
+        y = mb.ops.mul_mat(v, x)
+        backend = device.init_backend(params)
+        mb.alloc_ctx_tensors(ctx, backend)
+        w.set(values)
+        xv = rng.standard_normal(x.shape).astype(np.float32)
+        x.set(xv)
+        assert backend.graph_compute(mb.Graph(c, f, y)) == mb.Status.SUCCESS
+        where = f"{t} {shape} permute{tuple(axes)} on {device.name} {params}"
+        np.testing.assert_array_equal(c.get().astype(np.float64), ref, err_msg=where)
+        np.testing.assert_array_equal(f.get().astype(np.float64), ref, err_msg=where)
+        got, want = y.get().astype(np.float64), mul_mat_ref(ref, xv.astype(np.float64))
+        mag = mul_mat_ref(np.abs(ref), np.abs(xv.astype(np.float64)))
+        assert float(np.sum((got - want) ** 2)) <= 5e-4 * float(np.sum(mag ** 2)), where
+
+
+def _queued_ranges(graph) -> list:
+    """[begin, end) byte ranges queued work reads or writes, as the backend marks them: each computing
+    node's result and its sources (views included, over the bytes they span)."""
+    out = []
+    for n in graph.nodes:
+        if n.op in ("NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE") or n.nelements == 0:
+            continue
+        for t in [n] + [s for s in n.src if s is not None]:
+            if t.nbytes:
+                out.append((t.buffer, t.offset, t.offset + t.nbytes))
+    return out
+
+
+@pytest.mark.slow
+@settings(settings.get_profile(PROFILE))
+@given(prog=programs(max_ops=4), data=st.data())
+def test_host_writes_during_async_work_follow_the_hazard_rule(prog, data):
+    """Issue 24 item 6, as a property: while a random program is queued on MetalSim, a host write
+    (Tensor.set, Buffer.memset, Buffer.set) into any tensor of the pool raises PendingWorkError exactly
+    when its bytes overlap what the queued work reads or writes; after synchronize() every node
+    holds what a compute with no write attempted gives (the write was refused, or touched nothing
+    the work uses)."""
+    sim = next((d for d in mb.devices() if d.name == "MetalSim"), None)
+    if sim is None:
+        pytest.skip("MetalSim not built")
+    ctx = mb.Context()
+    tensors = build(prog, ctx)
+    nodes = [t for t, x in zip(tensors, prog.items) if isinstance(x, Step)]
+    if not nodes:
+        return
+    graph = mb.Graph(nodes)
+    if any(n.op not in ("NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE") and not sim.supports_op(n)
+           for n in graph.nodes):
+        return
+    backend = sim.init_backend()
+    mb.alloc_ctx_tensors(ctx, backend)
+
+    def set_inputs():
+        for t, x in zip(tensors, prog.items):
+            if isinstance(x, Input):
+                t.set(x.values)
+
+    set_inputs()
+    assert backend.graph_compute(graph) == mb.Status.SUCCESS
+    want = [t.get_bytes() if t.is_contiguous() else None for t in tensors]
+    set_inputs()
+    backend.graph_compute_async(graph)
+    ranges = _queued_ranges(graph)
+    i = data.draw(st.integers(0, len(tensors) - 1), label="target")
+    t = tensors[i]
+    kind = data.draw(st.sampled_from(["set", "memset", "buffer.set"]), label="write")
+    if kind == "set" and not (isinstance(prog.items[i], Input) and t.is_contiguous()):
+        kind = "memset"
+    begin, end = t.offset, t.offset + t.nbytes
+    hit = any(b is t.buffer and lo < end and begin < hi for b, lo, hi in ranges) and end > begin
+    try:
+        if kind == "set":
+            t.set(prog.items[i].values)
+        elif kind == "memset":
+            t.buffer.memset(0, begin, end - begin)
+        else:
+            t.buffer.set(np.zeros(end - begin, np.uint8), begin)
+        raised = False
+    except mb.PendingWorkError as e:
+        raised = True
+        assert "graph_compute_async on MetalSim" in str(e)
+    finally:
+        backend.synchronize()
+    assert raised == hit, f"{kind} of #{i} [{begin}, {end}): raised {raised}, overlaps queued work {hit}: " \
+                          f"{prog.describe()}"
+    for j, (tj, w) in enumerate(zip(tensors, want)):
+        # A write that was allowed changed its own bytes (and views of them), nothing else.
+        written = not hit and tj.buffer is t.buffer and tj.offset < end and begin < tj.offset + tj.nbytes
+        if w is not None and not written:
+            assert tj.get_bytes() == w, f"#{j} differs from a compute without the write: {prog.describe()}"
 
 
 # ------------------------------------------------------------------------------------------ regressions

@@ -32,6 +32,15 @@ bool conversion_allowed(Type from, Type to) {
         case Type::Q5_0:
         case Type::Q5_1:
         case Type::Q8_0:
+        case Type::Q2_K:
+        case Type::Q3_K:
+        case Type::Q4_K:
+        case Type::Q5_K:
+        case Type::Q6_K:
+        case Type::Q8_K:
+        case Type::IQ4_NL:
+        case Type::IQ4_XS:
+        case Type::MXFP4:
             return to_f32 || to == Type::F16;
     }
     return false;

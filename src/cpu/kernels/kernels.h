@@ -43,7 +43,7 @@ bool mul_mat_supported(const Tensor& dst);           // MUL_MAT
 bool copy_supported(const Tensor& dst);              // DUP CPY CONT
 bool rows_supported(const Tensor& dst);              // GET_ROWS SET_ROWS
 bool im2col_supported(const Tensor& dst);            // IM2COL
-bool layout_supported(const Tensor& dst);            // CONCAT REPEAT PAD
+bool layout_supported(const Tensor& dst);            // CONCAT REPEAT PAD PAD_REFLECT_1D
 bool rope_supported(const Tensor& dst);              // ROPE
 bool arange_supported(const Tensor& dst);            // ARANGE
 bool argsort_supported(const Tensor& dst);           // ARGSORT

@@ -1,4 +1,4 @@
-// CONCAT, REPEAT and PAD: raw element moves (any non-quantized type, any strides), one dst row at a
+// CONCAT, REPEAT, PAD and PAD_REFLECT_1D: raw element moves (any non-quantized type, any strides), one dst row at a
 // time.
 #include <cstdint>
 #include <cstring>
@@ -43,6 +43,20 @@ void pad_row(const Tensor& a, Tensor& dst, const vec::RowIndex& ix, size_t es) {
     vec::zero_elems(drow + size_t(copied) * dst.nb[0], dst.nb[0], dst.ne[0] - copied, es);
 }
 
+// dst[i] = a[reflect(i - p0)]: indices before 0 mirror about element 0, past the end about the last.
+void pad_reflect_row(const Tensor& a, Tensor& dst, const vec::RowIndex& ix, size_t es) {
+    const uint8_t* srow = vec::row_ptr(a, ix);
+    uint8_t* drow = vec::row_ptr(dst, ix);
+    const int64_t p0 = dst.op_params[0];
+    const int64_t n = a.ne[0];
+    for (int64_t i = 0; i < dst.ne[0]; ++i) {
+        int64_t j = i - p0;
+        if (j < 0) j = -j;
+        if (j >= n) j = 2 * (n - 1) - j;
+        std::memcpy(drow + size_t(i) * dst.nb[0], srow + size_t(j) * a.nb[0], es);
+    }
+}
+
 }  // namespace
 
 bool layout_supported(const Tensor& dst) {
@@ -69,6 +83,14 @@ bool layout_supported(const Tensor& dst) {
                 if (dst.op_params[i] < 0 || dst.ne[i] != a->ne[i] + dst.op_params[i]) return false;
             }
             return true;
+        case Op::PAD_REFLECT_1D: {
+            const int p0 = dst.op_params[0], p1 = dst.op_params[1];
+            if (p0 < 0 || p1 < 0 || p0 >= a->ne[0] || p1 >= a->ne[0] || dst.ne[0] != a->ne[0] + p0 + p1) return false;
+            for (int i = 1; i < kMaxDims; ++i) {
+                if (dst.ne[i] != a->ne[i]) return false;
+            }
+            return true;
+        }
         default:
             return false;
     }
@@ -86,6 +108,7 @@ void compute_layout(const ComputeParams& p, Tensor& dst) {
             case Op::CONCAT: concat_row(a, *dst.src[1], dst.op_params[0], dst, ix, es); break;
             case Op::REPEAT: repeat_row(a, dst, ix, es); break;
             case Op::PAD: pad_row(a, dst, ix, es); break;
+            case Op::PAD_REFLECT_1D: pad_reflect_row(a, dst, ix, es); break;
             default: fail<InvalidArgumentError>("compute_layout", "not a layout op: ", op_name(dst.op));
         }
     }

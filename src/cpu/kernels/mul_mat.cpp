@@ -113,6 +113,14 @@ bool is_weight_type(Type t) {
         case Type::Q5_0:
         case Type::Q5_1:
         case Type::Q8_0:
+        case Type::Q2_K:
+        case Type::Q3_K:
+        case Type::Q4_K:
+        case Type::Q5_K:
+        case Type::Q6_K:
+        case Type::IQ4_NL:
+        case Type::IQ4_XS:
+        case Type::MXFP4:
             return true;
         default:
             return false;
@@ -165,7 +173,7 @@ struct Plan {
 bool b_usable_in_place(const Tensor& b, VecType want) {
     const size_t es = want == VecType::F32 ? sizeof(float) : sizeof(uint16_t);
     const Type t = want == VecType::F32 ? Type::F32 : Type::F16;
-    if (want == VecType::Q8 || b.type != t || b.nb[0] != es) {
+    if (want == VecType::Q8 || want == VecType::Q8K || b.type != t || b.nb[0] != es) {
         return false;
     }
     return b.nb[1] % es == 0 && b.nb[2] % es == 0 && b.nb[3] % es == 0;
@@ -185,8 +193,11 @@ Plan make_plan(const Tensor& dst, int nth) {
 
     if (p.gemm) {
         p.n_kblocks = ceil_div(s.k, max_k_block(s.k));
-        // Multiples of 32 keep every k block whole in quantized blocks (K is then a multiple of 32).
-        p.kc = round_up(ceil_div(s.k, p.n_kblocks), 32);
+        // Multiples of 32 keep every k block whole in quantized blocks (K is then a multiple of 32);
+        // the k-quants' 256-value super-blocks need multiples of 256, which may take fewer blocks.
+        const int64_t qb = type_traits(a.type).block_size;
+        p.kc = round_up(ceil_div(s.k, p.n_kblocks), std::max<int64_t>(32, qb));
+        if (qb > 32) p.n_kblocks = ceil_div(s.k, p.kc);
         const int64_t k_padded = p.kc * p.n_kblocks;
         const int64_t budget_rows = int64_t(blocking().pack_budget / (sizeof(float) * size_t(k_padded)));
         int64_t max_rows = std::max<int64_t>(kGemmNR, budget_rows / kGemmNR * kGemmNR);

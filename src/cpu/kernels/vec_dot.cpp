@@ -9,6 +9,7 @@
 #include "cpu/kernels/int8_dot_x86.h"
 #include "cpu/kernels/quant_blocks_avx2.h"
 #include "cpu/kernels/simd.h"
+#include "cpu/kernels/vec_dot_k.h"
 
 namespace mb {
 
@@ -466,6 +467,9 @@ DotPair dot_pair(Type a, VecType vt) {
 }  // namespace
 
 VecType vec_type_for(Type a, Type b) {
+    if (is_k_quant(a)) {
+        return VecType::Q8K;
+    }
     if (type_traits(a).is_quantized) {
         return VecType::Q8;
     }
@@ -477,6 +481,7 @@ size_t vec_row_bytes(VecType vt, int64_t k) {
         case VecType::F32: return size_t(k) * sizeof(float);
         case VecType::F16: return size_t(k) * sizeof(uint16_t);
         case VecType::Q8: return size_t(k / kQ8Block) * sizeof(BlockQ8Act);
+        case VecType::Q8K: return size_t(k / MB_QK_K) * sizeof(block_q8_K);
     }
     return 0;
 }
@@ -533,10 +538,25 @@ void vec_prepare_row(VecType vt, Type src, const uint8_t* x, size_t stride, int6
             }
             return;
         }
+        case VecType::Q8K: {
+            auto* y = static_cast<block_q8_K*>(out);
+            for (int64_t ib = 0; ib < k / MB_QK_K; ++ib) {
+                float tmp[MB_QK_K];
+                load_row_f32(src, x + size_t(ib * MB_QK_K) * stride, stride, MB_QK_K, tmp);
+                quantize_row_q8_K_act(tmp, &y[ib], MB_QK_K);
+            }
+            return;
+        }
     }
 }
 
 VecDotFn vec_dot_fn(Type a, VecType vt) {
+    if (vt == VecType::Q8K) {
+        return vec_dot_k_fn(a);
+    }
+    if (VecDotFn f = vt == VecType::Q8 ? vec_dot_table_fn(a) : nullptr) {
+        return f;
+    }
     const DotPair p = dot_pair(a, vt);
 #if defined(MB_SIMD_X86)
     if (p.vnni != nullptr && simd_usable()) {

@@ -24,13 +24,14 @@ struct BlockQ8Act {
 enum class VecType {
     F32,  // f32, f16 (with f32 activations) and bf16 weights: activations stay f32
     F16,  // f16 weights with f16 activations (conv_1d after an f16 im2col)
-    Q8,   // q4_0 q4_1 q5_0 q5_1 q8_0 weights: activations as BlockQ8Act
+    Q8,   // q4_0 q4_1 q5_0 q5_1 q8_0 iq4_nl mxfp4 weights: activations as BlockQ8Act
+    Q8K,  // k-quant (q2_K .. q6_K) and iq4_xs weights: activations as q8_K blocks (vec_dot_k.h)
 };
 
 // The activation form for weights of type a and activations of type b (f32, or f16 with f16 a).
 VecType vec_type_for(Type a, Type b);
 
-// Bytes of one prepared row of k elements (k a multiple of 32 for Q8).
+// Bytes of one prepared row of k elements (k a multiple of 32 for Q8, of 256 for Q8K).
 size_t vec_row_bytes(VecType vt, int64_t k);
 
 // Converts one activation row of k elements, element i at x + i*stride, into vt. src is F32, or F16

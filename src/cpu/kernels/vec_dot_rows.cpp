@@ -255,6 +255,7 @@ VecDotRowsFn vec_dot_rows_fn(Type a, VecType vt) {
             default: return nullptr;
         }
     }
+    if (vt == VecType::Q8K) return nullptr;  // the k-quants run one row at a time (vec_dot_k.h)
     if (vt == VecType::F16) {
         if (a != Type::F16) return nullptr;
         return wide ? rows_float_avx512<uint16_t, uint16_t> : rows_float<uint16_t, uint16_t>;

@@ -17,11 +17,17 @@ namespace mb::metal {
 
 namespace {
 
+// The block types the kernels quantize to (quants.h quantize32): ggml-metal's set, less iq4_nl.
+bool is_block32_quantizable(Type t) {
+    return t == Type::Q4_0 || t == Type::Q4_1 || t == Type::Q5_0 || t == Type::Q5_1 || t == Type::Q8_0;
+}
+
 bool conversion(Type from, Type to) {
-    if (from == to) return true;
+    if (from == to) return from != Type::Q8_K;
     switch (from) {
         case Type::F32:
-            return true;
+            // Quantizing on the GPU: the 32-value block types (as ggml-metal), not the k-quants.
+            return !type_traits(to).is_quantized || is_block32_quantizable(to);
         case Type::F16:
         case Type::BF16:
         case Type::I32:
@@ -32,6 +38,18 @@ bool conversion(Type from, Type to) {
         case Type::Q5_1:
         case Type::Q8_0:
             return to == Type::F32 || to == Type::F16;
+        case Type::Q2_K:
+        case Type::Q3_K:
+        case Type::Q4_K:
+        case Type::Q5_K:
+        case Type::Q6_K:
+            return to == Type::F32 || to == Type::F16;  // nothing quantizes to them on the GPU
+        case Type::IQ4_NL:
+        case Type::IQ4_XS:
+        case Type::MXFP4:
+            return to == Type::F32 || to == Type::F16;
+        case Type::Q8_K:
+            return false;
     }
     return false;
 }

@@ -1,4 +1,4 @@
-// CONCAT, REPEAT and PAD on the Metal device (shaders/layout.metal): one threadgroup per dst row,
+// CONCAT, REPEAT, PAD and PAD_REFLECT_1D on the Metal device (shaders/layout.metal): one threadgroup per dst row,
 // any strides, element types of 4 bytes (f32, i32) and 2 bytes (f16, bf16); the kernels only move
 // bits, so each element size has one kernel per op.
 #include <algorithm>
@@ -56,6 +56,14 @@ bool shapes_ok(const Tensor& node) {
                 if (node.op_params[i] < 0 || node.ne[i] != a.ne[i] + node.op_params[i]) return false;
             }
             return true;
+        case Op::PAD_REFLECT_1D: {
+            const int p0 = node.op_params[0], p1 = node.op_params[1];
+            if (p0 < 0 || p1 < 0 || p0 >= a.ne[0] || p1 >= a.ne[0] || node.ne[0] != a.ne[0] + p0 + p1) return false;
+            for (int i = 1; i < kMaxDims; ++i) {
+                if (node.ne[i] != a.ne[i]) return false;
+            }
+            return true;
+        }
         default:
             return false;
     }
@@ -114,6 +122,17 @@ size_t encode_layout(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
             p = &enc.use("kernel_pad_" + type);
             enc.args(k);
             enc.input(a.is_empty() ? dst : a, 1);
+            enc.output(dst, 2);
+            break;
+        }
+        case Op::PAD_REFLECT_1D: {
+            mb_kargs_pad_reflect_1d k{};
+            set_src0_dst(k, a, dst);
+            k.p0 = dst.op_params[0];
+            k.p1 = dst.op_params[1];
+            p = &enc.use("kernel_pad_reflect_1d_" + type);
+            enc.args(k);
+            enc.input(a, 1);
             enc.output(dst, 2);
             break;
         }

@@ -36,9 +36,10 @@ bool aligned_view(const Tensor& t) {
 bool weight_type(Type t) {
     switch (t) {
         case Type::F32: case Type::F16: case Type::BF16: case Type::Q4_0: case Type::Q4_1: case Type::Q5_0:
-        case Type::Q5_1: case Type::Q8_0:
+        case Type::Q5_1: case Type::Q8_0: case Type::Q2_K: case Type::Q3_K: case Type::Q4_K: case Type::Q5_K:
+        case Type::Q6_K: case Type::IQ4_NL: case Type::IQ4_XS: case Type::MXFP4:
             return true;
-        case Type::I32:
+        case Type::I32: case Type::Q8_K:
             break;
     }
     return false;

@@ -106,7 +106,7 @@ size_t encode_ssm_conv(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t
 // ACC
 bool supports_acc(const RuntimeProps& props, const Tensor& node);
 size_t encode_acc(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
-// CONCAT REPEAT PAD
+// CONCAT REPEAT PAD PAD_REFLECT_1D
 bool supports_layout(const RuntimeProps& props, const Tensor& node);
 size_t encode_layout(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
 

@@ -34,13 +34,19 @@ bool packed_if_quantized(const Tensor& t) {
 }
 
 bool supports_get_rows(const Tensor& dst, const Tensor& a, const Tensor& idx) {
-    if (dst.type != Type::F32) return false;
+    if (dst.type != Type::F32 || a.type == Type::Q8_K) return false;  // q8_K: an activation type only
     return dst.ne[0] == a.ne[0] && dst.ne[1] == idx.ne[0] && dst.ne[2] == idx.ne[1] && dst.ne[3] == idx.ne[2] &&
            a.ne[2] == dst.ne[2] && a.ne[3] == dst.ne[3];
 }
 
 bool supports_set_rows(const Tensor& dst, const Tensor& src, const Tensor& idx) {
     if (src.type != Type::F32 || dst.type == Type::I32) return false;
+    // Quantizing on the GPU: the 32-value integer block types (as ggml-metal), not the others.
+    if (type_traits(dst.type).is_quantized && !(dst.type == Type::Q4_0 || dst.type == Type::Q4_1 ||
+                                                dst.type == Type::Q5_0 || dst.type == Type::Q5_1 ||
+                                                dst.type == Type::Q8_0)) {
+        return false;
+    }
     return dst.ne[0] == src.ne[0] && dst.ne[2] == src.ne[2] && dst.ne[3] == src.ne[3] && src.ne[1] == idx.ne[0] &&
            idx.ne[1] > 0 && idx.ne[2] > 0 && src.ne[2] % idx.ne[1] == 0 && src.ne[3] % idx.ne[2] == 0;
 }

@@ -1,4 +1,4 @@
-"""ggml tensor type ids as stored in whisper.cpp model files, and raw quantized tensors."""
+"""ggml tensor type ids as stored in ggml model files (whisper.cpp's, ...), and raw quantized tensors."""
 
 from __future__ import annotations
 

@@ -1,0 +1,34 @@
+// Dot products of k-quant weight rows (q2_K q3_K q4_K q5_K q6_K) with activation rows quantized to
+// q8_K (core/quants_k.h). Per super-block the codes times the activation codes, times the integer
+// sub-block scales, are summed exactly in int32 (any order gives the same integer), and only then
+// scaled by the float super-block scales, with the same fused multiply-adds on every path: the
+// portable and the AVX2 kernels give the same bits.
+#pragma once
+
+#include <cstdint>
+
+#include "core/types.h"
+
+namespace mb {
+
+// Whether t is a weight type whose dot products take q8_K activations (the k-quants and iq4_xs).
+bool is_k_quant(Type t);
+
+// One activation row of k floats (k a multiple of 256) as q8_K blocks. A super-block holding a NaN
+// or an infinity gets a NaN scale, so the dot product is NaN as float arithmetic would make it
+// (quantizing would otherwise turn it into finite codes).
+void quantize_row_q8_K_act(const float* x, block_q8_K* y, int64_t k);
+
+using VecDotKFn = float (*)(int64_t k, const void* a, const void* b);
+
+// The dot product for weights of type t on the instruction set in use now (portable or AVX2).
+VecDotKFn vec_dot_k_fn(Type t);
+// The portable kernel, whatever the CPU (tests compare the two).
+VecDotKFn vec_dot_k_portable_fn(Type t);
+
+// The table types (iq4_nl, mxfp4 with BlockQ8Act activations of vec_dot.h; iq4_xs with q8_K): the
+// table values times the activation codes summed in int32 per block, then one fused multiply-add by
+// the two scales. One portable kernel for every instruction set; nullptr for other types.
+VecDotKFn vec_dot_table_fn(Type t);
+
+}  // namespace mb
