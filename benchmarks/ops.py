@@ -263,6 +263,91 @@ def add_row(rng):
                (lambda: torch.add(tta, ttb)) if torch is not None else None, 1e-6)
 
 
+def mul_mat_id_row(rng):
+    """A MoE layer's routed up-projection: 32 tokens, 2 of 8 experts each, 384 -> 1536."""
+    e, n, k, t, used = 8, 1536, 384, 32, 2
+    w = rng.standard_normal((e, n, k)).astype(np.float32)
+    x = rng.standard_normal((t, 1, k)).astype(np.float32)
+    ids = np.stack([rng.permutation(e)[:used] for _ in range(t)]).astype(np.int32)
+
+    def np_moe():
+        # Per expert: gather its tokens, one matmul (what a numpy MoE layer runs).
+        out = np.empty((t, used, n), np.float32)
+        for j in range(e):
+            tok, slot = np.nonzero(ids == j)
+            if tok.size:
+                out[tok, slot] = x[tok, 0] @ w[j].T
+        return out
+
+    def build_ours(ctx):
+        tw, tx, ti = ctx.tensor(mb.f32, w.shape), ctx.tensor(mb.f32, x.shape), ctx.tensor(mb.i32, ids.shape)
+        return [tw, tx, ti], mb.ops.mul_mat_id(tw, tx, ti)
+
+    torch_fn = None
+    if torch is not None:
+        tw, tx, ti = torch.from_numpy(w), torch.from_numpy(x[:, 0]), torch.from_numpy(ids.astype(np.int64))
+
+        def torch_fn():
+            return torch.einsum("tunk,tk->tun", tw[ti], tx)
+
+    return Row("mul_mat_id", f"{t}x{k}x{n} {used}/{e}", 2.0 * t * used * n * k, (build_ours, [w, x, ids]), np_moe,
+               None, torch_fn, 1e-4)
+
+
+def argsort_row(rng):
+    a = rng.standard_normal((512, 1000)).astype(np.float32)
+
+    def build_ours(ctx):
+        t = ctx.tensor(mb.f32, a.shape)
+        return [t], mb.ops.argsort(t)
+
+    ta = torch.from_numpy(a) if torch is not None else None
+    return Row("argsort", "512x1000", None, (build_ours, [a]), lambda: np.argsort(a, axis=-1, kind="stable"), None,
+               (lambda: torch.argsort(ta, dim=-1, stable=True)) if torch is not None else None, 0.0)
+
+
+def group_norm_row(rng):
+    a = rng.standard_normal((1, 320, 64, 64)).astype(np.float32)
+    groups, eps = 32, 1e-6
+
+    def np_group_norm():
+        g = a.reshape(1, groups, -1)
+        m = g.mean(axis=-1, keepdims=True)
+        v = ((g - m) ** 2).mean(axis=-1, keepdims=True)
+        return ((g - m) / np.sqrt(v + eps)).reshape(a.shape)
+
+    def build_ours(ctx):
+        t = ctx.tensor(mb.f32, a.shape)
+        return [t], mb.ops.group_norm(t, groups, eps)
+
+    ta = torch.from_numpy(a) if torch is not None else None
+    return Row("group_norm", "320x64x64 g32", None, (build_ours, [a]), np_group_norm, None,
+               (lambda: F.group_norm(ta, groups, eps=eps)) if torch is not None else None, 1e-4)
+
+
+def conv_transpose_1d_row(rng):
+    """A vocoder's 8x upsampling layer: 256 -> 128 channels, kernel 16, 200 frames."""
+    ic, oc, k, length, s, p = 256, 128, 16, 200, 8, 4
+    w = rng.standard_normal((ic, oc, k)).astype(np.float32)
+    x = rng.standard_normal((1, ic, length)).astype(np.float32)
+    ol = (length - 1) * s - 2 * p + (k - 1) + 1
+
+    def np_conv_t():
+        full = np.zeros((oc, (length - 1) * s + k), np.float32)
+        for j in range(k):
+            full[:, j:j + (length - 1) * s + 1:s] += w[:, :, j].T @ x[0]
+        return full[None, :, p:p + ol]
+
+    def build_ours(ctx):
+        tw, tx = ctx.tensor(mb.f32, w.shape), ctx.tensor(mb.f32, x.shape)
+        return [tw, tx], mb.ops.conv_transpose_1d(tw, tx, s, p, 1)
+
+    tw = torch.from_numpy(w) if torch is not None else None
+    tx = torch.from_numpy(x) if torch is not None else None
+    return Row("conv_t_1d", f"{ic}x{length}->{oc}x{ol}", 2.0 * ic * oc * k * length, (build_ours, [w, x]), np_conv_t,
+               None, (lambda: F.conv_transpose1d(tx, tw, stride=s, padding=p)) if torch is not None else None, 1e-4)
+
+
 def all_rows(rng):
     rows = [matmul_row("f32", n, k, m, rng) for (n, k, m) in
             [(1500, 384, 384), (1500, 384, 1536), (1500, 1536, 384), (2048, 2048, 2048)]]
@@ -276,6 +361,7 @@ def all_rows(rng):
             for n in (1, 1500):
                 rows.append(matmul_row(wtype, n, k, m, rng))
     rows += [softmax_row(rng), norm_row(rng), gelu_row(rng), add_row(rng)]
+    rows += [mul_mat_id_row(rng), argsort_row(rng), group_norm_row(rng), conv_transpose_1d_row(rng)]
     return rows
 
 

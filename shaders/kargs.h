@@ -32,23 +32,13 @@ typedef struct {
 
 // Unary ops on f32: the op is FC_unary_op (MB_UNARY_*); SCALE computes x*p0 + p1, CLAMP clamps to
 // [p0, p1]. Contiguous kernels use n only; the strided one the shapes and strides.
-#define MB_UNARY_SCALE 0
-#define MB_UNARY_CLAMP 1
-#define MB_UNARY_SQR 2
-#define MB_UNARY_SQRT 3
-#define MB_UNARY_LOG 4
-#define MB_UNARY_SIN 5
-#define MB_UNARY_COS 6
-#define MB_UNARY_GELU 7
-#define MB_UNARY_GELU_ERF 8
-#define MB_UNARY_GELU_QUICK 9
-#define MB_UNARY_SILU 10
-#define MB_UNARY_RELU 11
-#define MB_UNARY_TANH 12
-#define MB_UNARY_SIGMOID 13
-#define MB_UNARY_NEG 14
-#define MB_UNARY_ABS 15
-#define MB_UNARY_EXP 16
+// The ids are the Unary rows of the table of ops, in table order: MB_UNARY_SCALE, MB_UNARY_SQR, ...
+enum mb_unary_id {
+#define MB_OP(NAME, FAMILY, KIND, PY)
+#define MB_UNARY(NAME, KIND, PY) MB_UNARY_##NAME,
+#include "op_table.h"
+    MB_UNARY_COUNT
+};
 
 typedef struct {
     uint32_t n;  // elements (float4 kernels: float4s)
@@ -59,7 +49,131 @@ typedef struct {
     uint64_t nb0, nb1, nb2, nb3;
 } mb_kargs_unary;
 
-// NORM / RMS_NORM over rows of src0 (contiguous rows), optionally followed by dst = y*w (FC_norm_fuse
+// GLU: dst[i0] = act(x[i0]) * g[i0] per row, x at element off0 of src0's row, g at element off1 of
+// src1's row (the halves of one row: src1 is src0, offsets 0 and ne0 or swapped; the split forms:
+// two tensors, offsets 0). The op is FC_glu_op (MB_GLU_*, the Glu rows of op_table.h); SWIGLU_OAI
+// uses alpha and limit. One threadgroup per dst row.
+enum mb_glu_id {
+#define MB_OP(NAME, FAMILY, KIND, PY)
+#define MB_UNARY(NAME, KIND, PY)
+#define MB_GLU(NAME, PY) MB_GLU_##NAME,
+#include "op_table.h"
+    MB_GLU_COUNT
+};
+
+typedef struct {
+    int32_t ne0, ne1, ne2, ne3;  // dst
+    uint64_t nb00, nb01, nb02, nb03;
+    uint64_t nb10, nb11, nb12, nb13;
+    uint64_t nb0, nb1, nb2, nb3;
+    int32_t off0, off1;
+    float alpha;
+    float limit;
+} mb_kargs_glu;
+
+// ARANGE: dst[i] = start + i*step for i < n.
+typedef struct {
+    uint32_t n;
+    float start;
+    float step;
+    int32_t pad0;
+} mb_kargs_arange;
+
+// ARGSORT: per row of src0 (ne00 values, strides nb0x), the i32 indices that sort it (desc != 0:
+// descending) into dst (nb0..nb3); npad = ne00 rounded up to a power of two = threads per group.
+typedef struct {
+    int32_t ne00;
+    int32_t npad;
+    uint64_t nb00, nb01, nb02, nb03;
+    uint64_t nb0, nb1, nb2, nb3;
+    int32_t desc;
+    int32_t pad0;
+} mb_kargs_argsort;
+
+// MUL_MAT_ID: dst[r, e, t] = sum_k as[ids[e, t]][r][k] * b[t][e % ne11][k]; rows of as and b packed,
+// dst packed along r. ids element (e, t) at e*nbi0 + t*nbi1.
+typedef struct {
+    int32_t ne00, ne02;  // K, experts
+    uint64_t nb01, nb02;
+    int32_t ne11, pad0;  // b rows per token (1: every expert reads the same)
+    uint64_t nb11, nb12;
+    uint64_t nbi0, nbi1;
+    uint64_t nb1, nb2;
+} mb_kargs_mul_mat_id;
+
+// ADD_ID: dst[:, i1, i2, i3] = a[:, i1, i2, i3] + b[:, ids[i1, i2]] (b has ne11 rows).
+typedef struct {
+    int32_t ne0, ne11;
+    uint64_t nb00, nb01, nb02, nb03;
+    uint64_t nb10, nb11;
+    uint64_t nbi0, nbi1;
+    uint64_t nb0, nb1, nb2, nb3;
+} mb_kargs_add_id;
+
+// TIMESTEP_EMBEDDING: timestep i at i*nb00, its row at i*nb1 (packed).
+typedef struct {
+    uint64_t nb00, nb1;
+    int32_t dim, half_dim, max_period, pad0;
+} mb_kargs_timestep_embedding;
+
+// GROUP_NORM: for each (group, i3), the channels [g*per, min((g+1)*per, ne02)) with per =
+// ceil(ne02 / n_groups), all of dims 0 and 1, normalised together: (x - mean) / sqrt(var + eps).
+typedef struct {
+    int32_t ne00, ne01, ne02, n_groups;
+    uint64_t nb00, nb01, nb02, nb03;
+    uint64_t nb0, nb1, nb2, nb3;
+    float eps;
+    int32_t pad0;
+} mb_kargs_group_norm;
+
+// CONV_TRANSPOSE_1D: kernel [k, OC, ic] (nb0x), data [l, ic, N] (nb1x), dst [ol, OC, N] (nb0..nb2).
+typedef struct {
+    int32_t k, ic, l, ol;
+    int32_t s0, p0, d0, pad0;
+    uint64_t nb00, nb01, nb02;
+    uint64_t nb10, nb11, nb12;
+    uint64_t nb0, nb1, nb2;
+} mb_kargs_conv_transpose_1d;
+
+// POOL_2D over src0 [ne00, ne01, C, N] into dst rows of ne0; avg != 0: average, else max.
+typedef struct {
+    int32_t ne00, ne01, ne0, avg;
+    int32_t k0, k1, s0, s1;
+    int32_t p0, p1;
+    uint64_t nb00, nb01, nb02, nb03;
+    uint64_t nb0, nb1, nb2, nb3;
+} mb_kargs_pool_2d;
+
+// UPSCALE (nearest): scale factors sf_d = dst.ne[d] / src0.ne[d].
+typedef struct {
+    int32_t ne0;
+    float sf0, sf1, sf2, sf3;
+    int32_t pad0;
+    uint64_t nb00, nb01, nb02, nb03;
+    uint64_t nb0, nb1, nb2, nb3;
+} mb_kargs_upscale;
+
+// SSM_CONV: sx [d_conv - 1 + n_t, d_inner, n_s] (nb0x), c [d_conv, d_inner] (nb1x), dst [d_inner = ne0,
+// n_t, n_s].
+typedef struct {
+    int32_t ne0, d_conv;
+    uint64_t nb00, nb01, nb02;
+    uint64_t nb10, nb11;
+    uint64_t nb0, nb1, nb2;
+} mb_kargs_ssm_conv;
+
+// ACC: dst (n f32, contiguous) = src0 + src1 [ne10..ne13] (strides nb10..nb13) added into the view
+// of dst at byte offset `offset` with byte strides 4, nb1, nb2, nb3 (nested: nb1 >= 4*ne10, ...).
+typedef struct {
+    uint32_t n;
+    int32_t ne10, ne11, ne12, ne13;
+    int32_t pad0;
+    uint64_t nb10, nb11, nb12, nb13;
+    uint64_t nb1, nb2, nb3;
+    uint64_t offset;
+} mb_kargs_acc;
+
+// NORM / RMS_NORM / L2_NORM over rows of src0 (contiguous rows), optionally followed by dst = y*w (FC_norm_fuse
 // >= 1) and + b (FC_norm_fuse == 2), w and b broadcast by modulo on every dim. nk, ne10 and ne20
 // count the kernel's element type (floats, or float4s for the float4 kernels).
 typedef struct {
@@ -270,3 +384,6 @@ typedef struct {
     uint64_t nb0, nb1, nb2, nb3;
     int32_t p0, p1;
 } mb_kargs_pad_reflect_1d;
+
+// The layout asserts of every struct above, generated from this file (tools/kargs_layout.py).
+#include "kargs_layout.h"

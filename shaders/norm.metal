@@ -1,4 +1,4 @@
-// NORM and RMS_NORM: one threadgroup per row, sums through simd_sum. NORM centres in a second pass
+// NORM, RMS_NORM and L2_NORM: one threadgroup per row, sums through simd_sum. NORM centres in a second pass
 // over the row (not E[x^2] - E[x]^2, which cancels for rows far from zero). Fused (FC_norm_fuse):
 // the result times w (1), plus b (2), as a following MUL and ADD would compute it.
 #include <metal_stdlib>
@@ -9,6 +9,7 @@ using namespace metal;
 
 constant bool FC_norm_rms [[function_constant(300)]];
 constant int FC_norm_fuse [[function_constant(301)]];
+constant bool FC_norm_l2 [[function_constant(302)]];  // with FC_norm_rms: x / max(||x||, eps)
 
 // T is float, or float4 when every row (and w, b row) length is a multiple of 4.
 template <typename T>
@@ -44,7 +45,8 @@ kernel void kernel_norm(
         const T d = x[i] - mean;
         s2 += hsum(d * d);
     }
-    const float scale = 1.0f / sqrt(block_sum(s2, shmem, tiisg, sgitg, nsg) / args.ne00 + args.eps);
+    const float ss = block_sum(s2, shmem, tiisg, sgitg, nsg);
+    const float scale = FC_norm_l2 ? 1.0f / max(sqrt(ss), args.eps) : 1.0f / sqrt(ss / args.ne00 + args.eps);
 
     device const T * wr = (device const T *) w;
     device const T * br = (device const T *) b;
@@ -65,6 +67,53 @@ kernel void kernel_norm(
             v = v + br[i % args.ne20];
         }
         y[i] = v;
+    }
+}
+
+// GROUP_NORM: one threadgroup per (group, i3), three passes over the group's elements (sum, squared
+// deviations, write), any strides.
+kernel void kernel_group_norm_f32(
+        constant mb_kargs_group_norm & args [[buffer(0)]],
+        device const char * src0 [[buffer(1)]],
+        device char * dst [[buffer(2)]],
+        threadgroup float * shmem [[threadgroup(0)]],
+        uint3 tgpig [[threadgroup_position_in_grid]],
+        ushort tpitg [[thread_position_in_threadgroup]],
+        ushort ntg [[threads_per_threadgroup]],
+        ushort tiisg [[thread_index_in_simdgroup]],
+        ushort sgitg [[simdgroup_index_in_threadgroup]],
+        ushort nsg [[simdgroups_per_threadgroup]]) {
+    const int per = (args.ne02 + args.n_groups - 1) / args.n_groups;
+    const int c0 = int(tgpig.x) * per;
+    const int c1 = min(c0 + per, args.ne02);
+    if (c0 >= c1) {
+        return;  // an empty group (more groups than channels): the whole threadgroup leaves
+    }
+    const int plane = args.ne00 * args.ne01;
+    const int n = plane * (c1 - c0);
+    device const char * x = src0 + tgpig.y * args.nb03;
+    device char * y = dst + tgpig.y * args.nb3;
+    float s = 0.0f;
+    for (int i = tpitg; i < n; i += ntg) {
+        const int c = c0 + i / plane, r = i % plane;
+        s += *((device const float *) (x + (r % args.ne00) * args.nb00 + (r / args.ne00) * args.nb01 + c * args.nb02));
+    }
+    const float mean = block_sum(s, shmem, tiisg, sgitg, nsg) / n;
+    float s2 = 0.0f;
+    for (int i = tpitg; i < n; i += ntg) {
+        const int c = c0 + i / plane, r = i % plane;
+        const float d =
+            *((device const float *) (x + (r % args.ne00) * args.nb00 + (r / args.ne00) * args.nb01 + c * args.nb02)) -
+            mean;
+        s2 += d * d;
+    }
+    const float scale = 1.0f / sqrt(block_sum(s2, shmem, tiisg, sgitg, nsg) / n + args.eps);
+    for (int i = tpitg; i < n; i += ntg) {
+        const int c = c0 + i / plane, r = i % plane;
+        const float v =
+            *((device const float *) (x + (r % args.ne00) * args.nb00 + (r / args.ne00) * args.nb01 + c * args.nb02));
+        *((device float *) (y + (r % args.ne00) * args.nb0 + (r / args.ne00) * args.nb1 + c * args.nb2)) =
+            (v - mean) * scale;
     }
 }
 

@@ -1,44 +1,13 @@
-// SCALE CLAMP and the unary activations over f32: one thread per element, or per float4 when the
-// element count is a multiple of 4; views with other strides one threadgroup per row. The op is
-// the function constant FC_unary_op.
+// SCALE CLAMP LEAKY_RELU and the unary activations over f32 (the Unary rows of op_table.h): one
+// thread per element, or per float4 when the element count is a multiple of 4; views with other
+// strides one threadgroup per row. The op is the function constant FC_unary_op.
 #include <metal_stdlib>
 #include "kargs.h"
+#include "activations.h"
 
 using namespace metal;
 
 constant int FC_unary_op [[function_constant(200)]];
-
-// erfc(z) for z >= 0 as t*exp(-z^2 + P(t)), t = 1/(1 + z/2): the Chebyshev fit from Numerical
-// Recipes (relative error below 1.2e-7). MSL has no erf.
-template <typename T>
-static inline T erfc_pos(T z) {
-    const T t = 1.0f / (1.0f + 0.5f * z);
-    T p = 0.17087277f * t - 0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t - 1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t - 0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t - 1.26551223f;
-    return t * precise::exp(p - z * z);
-}
-
-// NaN tests on the bits: Apple's compiler builds with fast math, under which isnan() and x != x
-// may fold to false.
-static inline bool nan_bits(float x) {
-    return (as_type<uint>(x) & 0x7fffffffu) > 0x7f800000u;
-}
-
-static inline bool4 nan_bits(float4 x) {
-    return (as_type<uint4>(x) & 0x7fffffffu) > 0x7f800000u;
-}
-
-template <typename T>
-static inline T sigmoid_of(T x) {
-    return 1.0f / (1.0f + exp(-x));
-}
 
 template <typename T>
 static inline T unary_apply(T x, float p0, float p1) {
@@ -59,13 +28,9 @@ static inline T unary_apply(T x, float p0, float p1) {
         case MB_UNARY_COS:
             return precise::cos(x);
         case MB_UNARY_GELU:
-            // Fast tanh overflows to NaN for large arguments; the precise one saturates.
-            return 0.5f * x * (1.0f + precise::tanh(0.7978845608f * x * (1.0f + 0.044715f * x * x)));
-        case MB_UNARY_GELU_ERF: {
-            // Through erfc on both sides of zero, so 1 + erf(x) never cancels for negative x.
-            const T c = erfc_pos(abs(x) * M_SQRT1_2_F);
-            return select(0.5f * x * c, x * (1.0f - 0.5f * c), x >= 0.0f);
-        }
+            return gelu_of(x);
+        case MB_UNARY_GELU_ERF:
+            return gelu_erf_of(x);
         case MB_UNARY_GELU_QUICK:
             return x * sigmoid_of(1.702f * x);
         case MB_UNARY_SILU:
@@ -80,8 +45,32 @@ static inline T unary_apply(T x, float p0, float p1) {
             return -x;
         case MB_UNARY_ABS:
             return abs(x);
-        default:
+        case MB_UNARY_EXP:
             return exp(x);
+        case MB_UNARY_SGN:
+            return select(select(T(0.0f), T(-1.0f), x < 0.0f), T(1.0f), x > 0.0f);
+        case MB_UNARY_STEP:
+            return select(T(0.0f), T(1.0f), x > 0.0f);
+        case MB_UNARY_ELU:
+            return select(precise::exp(x) - 1.0f, x, x > 0.0f);
+        case MB_UNARY_HARDSWISH:
+            return x * min(T(1.0f), max(T(0.0f), (x + 3.0f) / 6.0f));
+        case MB_UNARY_HARDSIGMOID:
+            return min(T(1.0f), max(T(0.0f), (x + 3.0f) / 6.0f));
+        case MB_UNARY_SOFTPLUS:
+            return select(precise::log(1.0f + precise::exp(x)), x, x > 20.0f);
+        case MB_UNARY_FLOOR:
+            return floor(x);
+        case MB_UNARY_CEIL:
+            return ceil(x);
+        case MB_UNARY_ROUND:
+            return round(x);
+        case MB_UNARY_TRUNC:
+            return trunc(x);
+        case MB_UNARY_LEAKY_RELU:
+            return select(x * p0, x, x > 0.0f);
+        default:
+            return x;
     }
 }
 

@@ -148,8 +148,21 @@ UNARY = {
     "neg": (lambda x: -x, "normal"),
     "abs": (np.abs, "normal"),
     "exp": (np.exp, "normal"),
+    "sgn": (np.sign, "normal"),
+    "step": (lambda x: (x > 0).astype(np.float64), "normal"),
+    "elu": (lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))), "normal"),
+    "hardswish": (lambda x: x * np.clip((x + 3.0) / 6.0, 0.0, 1.0), "normal"),
+    "hardsigmoid": (lambda x: np.clip((x + 3.0) / 6.0, 0.0, 1.0), "normal"),
+    "softplus": (lambda x: np.where(x > 20.0, x, np.log1p(np.exp(np.minimum(x, 20.0)))), "normal"),
+    "floor": (np.floor, "normal"),
+    "ceil": (np.ceil, "normal"),
+    # ggml's roundf: halves away from zero (numpy's round goes to even).
+    "round": (lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5), "normal"),
+    "trunc": (np.trunc, "normal"),
 }
-EXACT_UNARY = {"sqr", "neg", "abs", "relu", "sqrt"}
+EXACT_UNARY = {"sqr", "neg", "abs", "relu", "sqrt", "sgn", "step", "floor", "ceil", "round", "trunc"}
+# hardswish/hardsigmoid: a division and a product, two roundings.
+ARITH_UNARY = {"hardswish", "hardsigmoid"}
 
 
 def alibi_slopes(n_head: int, max_bias: float) -> np.ndarray:
@@ -344,18 +357,24 @@ def binary_cases():
 def unary_cases():
     for name, (npfn, gen) in UNARY.items():
         fn = getattr(mb.ops, name)
-        thr = ARITH if name in EXACT_UNARY else TRANSC
+        thr = ARITH if name in EXACT_UNARY | ARITH_UNARY else TRANSC
         case(f"{name}/f32/rows", name.upper(), [In((3, 1003), gen=gen)], fn, npfn, thr)
         case(f"{name}/f32/4d", name.upper(), [In((2, 3, 5, 7), gen=gen)], fn, npfn, thr)
         case(f"{name}/f32/transposed", name.upper(), [In((17, 6), gen=gen)],
              lambda a, fn=fn: fn(a.transpose()), lambda a, npfn=npfn: npfn(a.T), thr)
         case(f"{name}/f32/empty", name.upper(), [In((0, 5), gen=gen)], fn, npfn, thr)
     # Wide range for the exp-based ones: tails of exp, saturation of tanh/sigmoid.
-    for name in ("exp", "tanh", "sigmoid", "gelu", "silu", "gelu_erf"):
+    for name in ("exp", "tanh", "sigmoid", "gelu", "silu", "gelu_erf", "elu", "softplus", "hardswish", "round"):
         npfn = UNARY[name][0]
         case(f"{name}/f32/wide", name.upper(), [In((7, 129))],
              lambda a, name=name: getattr(mb.ops, name)(mb.ops.scale(a, 12.0)),
              lambda a, npfn=npfn: npfn(a * 12.0), TRANSC)
+    for label, shape, slope in [("rows", (5, 37), 0.01), ("4d", (2, 3, 4, 9), 0.2)]:
+        case(f"leaky_relu/f32/{label}", "LEAKY_RELU", [In(shape)],
+             lambda a, slope=slope: mb.ops.leaky_relu(a, slope),
+             lambda a, slope=slope: np.where(a > 0, a, a * slope), ARITH)
+    case("leaky_relu/f32/transposed", "LEAKY_RELU", [In((9, 4))], lambda a: mb.ops.leaky_relu(a.transpose(), 0.1),
+         lambda a: np.where(a.T > 0, a.T, a.T * 0.1), ARITH)
     case("gelu/f32/whisper_mlp", "GELU", [In((1500, 1536))], mb.ops.gelu, gelu_tanh, TRANSC)
     for label, shape, s, b in [("rows", (5, 37), 0.7, 0.0), ("bias", (2, 3, 33), -1.5, 0.25), ("single", (1,), 3.0, 1.0)]:
         case(f"scale/f32/{label}", "SCALE", [In(shape)], lambda a, s=s, b=b: mb.ops.scale(a, s, b),
@@ -367,7 +386,241 @@ def unary_cases():
              lambda a, lo=lo, hi=hi: np.clip(a, lo, hi), EXACT)
 
 
+GLU = {
+    "reglu": lambda x: np.maximum(x, 0.0),
+    "geglu": gelu_tanh,
+    "swiglu": lambda x: x / (1.0 + np.exp(-x)),
+    "geglu_erf": gelu_erf,
+    "geglu_quick": lambda x: x / (1.0 + np.exp(-1.702 * x)),
+}
+
+
+def swiglu_oai_ref(x, g, alpha, limit):
+    x = np.minimum(x, limit)
+    g = np.clip(g, -limit, limit)
+    return x / (1.0 + np.exp(-alpha * x)) * (g + 1.0)
+
+
+def glu_cases():
+    for name, act in GLU.items():
+        fn = getattr(mb.ops, name)
+        split = getattr(mb.ops, name + "_split")
+        op = name.upper()
+        thr = ARITH if name == "reglu" else TRANSC
+        for label, shape in [("rows", (5, 2 * 37)), ("4d", (2, 3, 2, 2 * 9)), ("whisper", (1500, 2 * 384))]:
+            h = shape[-1] // 2
+            case(f"{name}/f32/{label}", op, [In(shape)], fn,
+                 lambda a, act=act, h=h: act(a[..., :h]) * a[..., h:], thr)
+        case(f"{name}/f32/swapped", op, [In((4, 2 * 33))], lambda a, fn=fn: fn(a, swapped=True),
+             lambda a, act=act: act(a[..., 33:]) * a[..., :33], thr)
+        case(f"{name}/f32/split", op, [In((6, 41)), In((6, 41))], split, lambda a, b, act=act: act(a) * b, thr)
+        case(f"{name}/f32/split_transposed", op, [In((13, 7)), In((7, 13))],
+             lambda a, b, split=split: split(a.transpose(), b), lambda a, b, act=act: act(a.T) * b, thr)
+        case(f"{name}/f32/empty", op, [In((0, 8))], fn, lambda a, act=act: act(a[..., :4]) * a[..., 4:], thr)
+    case("swiglu_oai/f32/split", "SWIGLU_OAI", [In((7, 45)), In((7, 45))],
+         lambda a, b: mb.ops.swiglu_oai(a, b, 1.702, 1.5), lambda a, b: swiglu_oai_ref(a, b, 1.702, 1.5), TRANSC)
+    case("swiglu_oai/f32/halves", "SWIGLU_OAI", [In((3, 2 * 20))],
+         lambda a: mb.ops.swiglu_oai(mb.ops.scale(a, 4.0), None, 1.0, 7.0),
+         lambda a: swiglu_oai_ref(4 * a[..., :20], 4 * a[..., 20:], 1.0, 7.0), TRANSC)
+
+
+def argsort_ref(a, descending):
+    # Stable, as the devices sort (ties in index order).
+    return np.argsort(-a if descending else a, axis=-1, kind="stable").astype(np.float64)
+
+
+def sort_cases():
+    for label, shape in [("rows", (5, 37)), ("pow2", (3, 64)), ("4d", (2, 3, 2, 19)), ("one", (4, 1)),
+                         ("wide", (2, 1000)), ("long", (2, 3000)), ("empty", (0, 9))]:
+        for desc in (False, True):
+            order = "desc" if desc else "asc"
+            case(f"argsort/f32/{label}_{order}", "ARGSORT", [In(shape)],
+                 lambda a, desc=desc: mb.ops.argsort(a, desc), lambda a, desc=desc: argsort_ref(a, desc), EXACT)
+    case("argsort/f32/ties", "ARGSORT", [In((6, 50))], lambda a: mb.ops.argsort(mb.ops.floor(mb.ops.scale(a, 2.0))),
+         lambda a: argsort_ref(np.floor(a * 2.0), False), EXACT)
+    case("argsort/f32/transposed", "ARGSORT", [In((23, 7))], lambda a: mb.ops.argsort(a.transpose(), True),
+         lambda a: argsort_ref(a.T, True), EXACT)
+
+
+def arange_cases():
+    for label, (start, stop, step) in {"int": (0.0, 17.0, 1.0), "frac": (-2.5, 3.0, 0.25), "down": (5.0, -4.0, -1.5),
+                                       "long": (0.0, 5000.0, 0.5), "empty": (3.0, 3.0, 1.0)}.items():
+        # The graph needs an input tensor to give the case its context; the output ignores it.
+        case(f"arange/f32/{label}", "ARANGE", [In((1,))],
+             lambda a, r=(start, stop, step): mb.ops.arange(a.context, *r),
+             lambda a, r=(start, stop, step): np.float32(r[0]) + np.arange(int(np.ceil((r[1] - r[0]) / r[2])),
+                                                                          dtype=np.float64) * np.float32(r[2]),
+             ARITH)
+
+
+def mul_mat_id_ref(as_, b, ids):
+    t, n_used = ids.shape
+    out = np.zeros((t, n_used, as_.shape[1]))
+    for i in range(t):
+        for e in range(n_used):
+            out[i, e] = as_[int(ids[i, e])] @ b[i, e % b.shape[1]]
+    return out
+
+
+def group_norm_ref(a, n_groups, eps):
+    out = np.empty_like(a)
+    c = a.shape[-3]
+    per = -(-c // n_groups)
+    for g in range(n_groups):
+        sl = a[..., g * per:min((g + 1) * per, c), :, :]
+        if sl.shape[-3] == 0:
+            continue
+        axes = (-3, -2, -1)
+        m = sl.mean(axis=axes, keepdims=True)
+        v = ((sl - m) ** 2).mean(axis=axes, keepdims=True)
+        out[..., g * per:min((g + 1) * per, c), :, :] = (sl - m) / np.sqrt(v + eps)
+    return out
+
+
+def timestep_embedding_ref(t, dim, max_period):
+    half = dim // 2
+    freqs = np.exp(-math.log(max_period) * np.arange(half) / half)
+    args = t[:, None] * freqs[None, :]
+    out = np.concatenate([np.cos(args), np.sin(args)], axis=-1)
+    if dim % 2:
+        out = np.concatenate([out, np.zeros((len(t), 1))], axis=-1)
+    return out
+
+
+def moe_cases():
+    for label, (e, n, k, t, nb, nu), wt, thr in [
+        ("f32", (4, 33, 64, 5, 2, 2), mb.f32, MM_F), ("f32_bcast", (6, 17, 96, 3, 1, 3), mb.f32, MM_F),
+        ("f16", (4, 40, 64, 4, 2, 2), mb.f16, MM_F), ("q4_0", (3, 16, 64, 3, 1, 2), mb.q4_0, MM_Q),
+        ("q8_0", (3, 16, 64, 3, 2, 2), mb.q8_0, MM_Q), ("one_token", (8, 64, 128, 1, 1, 2), mb.f32, MM_F),
+    ]:
+        case(f"mul_mat_id/{label}", "MUL_MAT_ID", [In((e, n, k), wt), In((t, nb, k)), In((t, nu), mb.i32, f"perm:{e}")],
+             mb.ops.mul_mat_id, mul_mat_id_ref, thr)
+    case("mul_mat_id/f32/empty", "MUL_MAT_ID", [In((2, 8, 32)), In((0, 1, 32)), In((0, 2), mb.i32, "index:2")],
+         mb.ops.mul_mat_id, mul_mat_id_ref, MM_F)
+    for label, sa, n in [("rows", (3, 5, 16), 4), ("2d", (7, 33), 3)]:
+        ids_shape = sa[:-1]
+        case(f"add_id/f32/{label}", "ADD_ID", [In(sa), In((n, sa[-1])), In(ids_shape, mb.i32, f"index:{n}")],
+             mb.ops.add_id, lambda a, b, ids: a + b[ids.astype(int)], ARITH)
+    case("add_id/f32/transposed", "ADD_ID", [In((9, 6)), In((2, 9)), In((6,), mb.i32, "index:2")],
+         lambda a, b, ids: mb.ops.add_id(a.transpose(), b, ids), lambda a, b, ids: a.T + b[ids.astype(int)], ARITH)
+
+
+def group_norm_cases():
+    for label, shape, groups in [("even", (2, 6, 5, 7), 3), ("uneven", (1, 5, 4, 4), 2), ("each", (1, 8, 3, 3), 8),
+                                 ("more_groups", (1, 3, 2, 5), 4), ("unet", (1, 64, 16, 16), 32)]:
+        case(f"group_norm/f32/{label}", "GROUP_NORM", [In(shape)],
+             lambda a, g=groups: mb.ops.group_norm(a, g, 1e-6), lambda a, g=groups: group_norm_ref(a, g, 1e-6), ROWS)
+    case("group_norm/f32/offset", "GROUP_NORM", [In((2, 4, 3, 3), gen="positive")],
+         lambda a: mb.ops.group_norm(mb.ops.scale(a, 1.0, 50.0), 2, 1e-5),
+         lambda a: group_norm_ref(a + 50.0, 2, 1e-5), ROWS)
+    case("group_norm/f32/permuted", "GROUP_NORM", [In((4, 2, 3, 5))],
+         lambda a: mb.ops.group_norm(a.permute(1, 0, 2, 3), 2, 1e-6),
+         lambda a: group_norm_ref(a.transpose(1, 0, 2, 3), 2, 1e-6), ROWS)
+
+
+def timestep_cases():
+    for label, n, dim, period in [("even", 7, 64, 10000), ("odd", 5, 33, 10000), ("period", 3, 16, 100)]:
+        case(f"timestep_embedding/f32/{label}", "TIMESTEP_EMBEDDING", [In((n,), gen="positive")],
+             lambda t, d=dim, p=period: mb.ops.timestep_embedding(mb.ops.scale(t, 250.0), d, p),
+             lambda t, d=dim, p=period: timestep_embedding_ref(t * 250.0, d, p), ROPE)
+
+
+def conv_transpose_1d_ref(kernel, data, s, p, d):
+    ic, oc, k = kernel.shape
+    n, _, length = data.shape
+    ol = (length - 1) * s - 2 * p + d * (k - 1) + 1
+    full = np.zeros((n, oc, (length - 1) * s + d * (k - 1) + 1))
+    for l in range(length):
+        for j in range(k):
+            full[:, :, l * s + j * d] += data[:, :, l] @ kernel[:, :, j]
+    return full[:, :, p:p + ol]
+
+
+def pool_2d_ref(a, avg, k0, k1, s0, s1, p0, p1):
+    n, c, h, w = a.shape
+    oh, ow = (h + 2 * p1 - k1) // s1 + 1, (w + 2 * p0 - k0) // s0 + 1
+    out = np.empty((n, c, oh, ow))
+    for y in range(oh):
+        for x in range(ow):
+            y0, x0 = y * s1 - p1, x * s0 - p0
+            win = a[:, :, max(y0, 0):min(y0 + k1, h), max(x0, 0):min(x0 + k0, w)]
+            out[:, :, y, x] = win.sum(axis=(2, 3)) / (k0 * k1) if avg else win.max(axis=(2, 3))
+    return out
+
+
+def ssm_conv_ref(sx, c):
+    d_conv = c.shape[1]
+    n_t = sx.shape[2] - d_conv + 1
+    out = np.zeros((sx.shape[0], n_t, sx.shape[1]))
+    for t in range(n_t):
+        out[:, t, :] = (sx[:, :, t:t + d_conv] * c[None]).sum(axis=2)
+    return out
+
+
+def spatial_cases():
+    for label, (ic, oc, k, n, length), (s, p, d), wt in [
+        ("s1", (3, 4, 5, 2, 11), (1, 0, 1), mb.f32), ("s2", (3, 4, 4, 1, 9), (2, 0, 1), mb.f32),
+        ("s3_pad_dil", (2, 5, 3, 2, 7), (3, 1, 2), mb.f32), ("f16", (4, 3, 5, 1, 13), (2, 0, 1), mb.f16),
+        ("vocoder", (32, 16, 16, 1, 50), (8, 4, 1), mb.f32),
+    ]:
+        case(f"conv_transpose_1d/{label}", "CONV_TRANSPOSE_1D", [In((ic, oc, k), wt), In((n, ic, length))],
+             lambda kern, x, s=s, p=p, d=d: mb.ops.conv_transpose_1d(kern, x, s, p, d),
+             lambda kern, x, s=s, p=p, d=d: conv_transpose_1d_ref(kern, x, s, p, d), MM_F if wt == mb.f16 else ROWS)
+    for label, shape, op, kk, ss, pp in [("max", (2, 3, 9, 11), "max", (3, 3), (2, 2), (1, 1)),
+                                         ("avg", (1, 2, 8, 8), "avg", (2, 2), (2, 2), (0, 0)),
+                                         ("avg_pad", (1, 3, 7, 5), "avg", (3, 2), (1, 2), (1, 1)),
+                                         ("max_rect", (2, 1, 6, 10), "max", (4, 2), (3, 1), (0, 1))]:
+        case(f"pool_2d/f32/{label}", "POOL_2D", [In(shape)],
+             lambda a, op=op, kk=kk, ss=ss, pp=pp: mb.ops.pool_2d(a, op, kk[0], kk[1], ss[0], ss[1], pp[0], pp[1]),
+             lambda a, op=op, kk=kk, ss=ss, pp=pp: pool_2d_ref(a, op == "avg", kk[0], kk[1], ss[0], ss[1], pp[0], pp[1]),
+             ARITH if op == "avg" else EXACT)
+    for label, shape, sf in [("x2", (2, 3, 5, 7), 2), ("x3", (1, 4, 6), 3), ("2d", (3, 5), 2)]:
+        case(f"upscale/f32/{label}", "UPSCALE", [In(shape)], lambda a, sf=sf: mb.ops.upscale(a, sf),
+             lambda a, sf=sf: np.repeat(np.repeat(a, sf, axis=-1), sf, axis=-2), EXACT)
+    for label, (ns, di, dc, nt) in [("mamba", (2, 16, 4, 7)), ("one", (1, 8, 4, 1)), ("wide", (1, 64, 3, 33))]:
+        case(f"ssm_conv/f32/{label}", "SSM_CONV", [In((ns, di, dc - 1 + nt)), In((di, dc))], mb.ops.ssm_conv,
+             ssm_conv_ref, ROWS)
+
+
+def acc_ref(a, b, nb1, nb2, nb3, offset):
+    out = a.copy().reshape(-1)
+    b4 = b.reshape((1,) * (4 - b.ndim) + b.shape)
+    for i3 in range(b4.shape[0]):
+        for i2 in range(b4.shape[1]):
+            for i1 in range(b4.shape[2]):
+                start = (offset + i1 * nb1 + i2 * nb2 + i3 * nb3) // 4
+                out[start:start + b4.shape[3]] += b4[i3, i2, i1]
+    return out.reshape(a.shape)
+
+
+def acc_cases():
+    # (a shape, b shape, nb1, nb2, nb3, offset) in ggml's byte strides of a.
+    for label, sa, sb, nb1, nb2, nb3, off in [
+        ("block", (6, 10), (3, 4), 40, 120, 120, 4 * 13),
+        ("rows", (4, 7, 9), (2, 3, 5), 36, 252, 504, 4 * (9 + 2)),
+        ("whole", (5, 8), (5, 8), 32, 160, 160, 0),
+        ("strided", (12, 16), (4, 6), 128, 512, 512, 8),
+    ]:
+        case(f"acc/f32/{label}", "ACC", [In(sa), In(sb)],
+             lambda a, b, r=(nb1, nb2, nb3, off): mb.ops.acc(a, b, *r),
+             lambda a, b, r=(nb1, nb2, nb3, off): acc_ref(a, b, *r), ARITH)
+
+
+def l2_norm_ref(a, eps):
+    return a / np.maximum(np.sqrt((a * a).sum(axis=-1, keepdims=True)), eps)
+
+
 def norm_cases():
+    for label, shape in [("rows", (7, 385)), ("3d", (2, 3, 64)), ("single", (1, 5)), ("long", (2, 4099))]:
+        case(f"l2_norm/f32/{label}", "L2_NORM", [In(shape)], lambda a: mb.ops.l2_norm(a, 1e-6),
+             lambda a: l2_norm_ref(a, 1e-6), ROWS)
+    case("l2_norm/f32/eps", "L2_NORM", [In((3, 8), gen="uniform")],
+         lambda a: mb.ops.l2_norm(mb.ops.scale(a, 1e-3), 0.1), lambda a: l2_norm_ref(a * 1e-3, 0.1), ROWS)
+    case("l2_norm/f32/permuted", "L2_NORM", [In((5, 3, 40))], lambda a: mb.ops.l2_norm(a.permute(1, 0, 2), 1e-6),
+         lambda a: l2_norm_ref(a.transpose(1, 0, 2), 1e-6), ROWS)
+    case("l2_norm/f32/empty", "L2_NORM", [In((0, 64))], lambda a: mb.ops.l2_norm(a, 1e-6),
+         lambda a: l2_norm_ref(a, 1e-6), ROWS)
+
     for op, fn in (("norm", mb.ops.norm), ("rms_norm", mb.ops.rms_norm)):
         def ref(a, op=op, eps=1e-5):
             if op == "norm":
@@ -677,6 +930,14 @@ def rope_cases():
 
 binary_cases()
 unary_cases()
+glu_cases()
+sort_cases()
+arange_cases()
+moe_cases()
+acc_cases()
+spatial_cases()
+group_norm_cases()
+timestep_cases()
 norm_cases()
 soft_max_cases()
 reduce_cases()

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -87,6 +88,14 @@ T unary_op(Op op, const T& a) { return handle(ops::unary(op, ptr(a))); }
 }  // namespace
 
 void init_ops(py::module_& root) {
+    root.def("op_table", [] {
+        py::list rows;
+        for (int32_t i = 0; i < static_cast<int32_t>(Op::COUNT); ++i) {
+            const OpInfo& r = op_info(static_cast<Op>(i));
+            rows.append(py::make_tuple(r.name, op_family_name(r.family), op_kind_name(r.kind), r.py));
+        }
+        return rows;
+    }, "The table of ops (shaders/op_table.h): (name, family, kind, python name) per op, in enum order.");
     py::module_ m = root.def_submodule("ops", "Graph construction: ggml's ops over Tensors of one Context.");
 
     m.def("add", [](T a, T b) { return handle(ops::add(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"), "a + b, b broadcast over a.");
@@ -98,16 +107,92 @@ void init_ops(py::module_& root) {
     m.def("clamp", [](T a, float lo, float hi) { return handle(ops::clamp(ptr(a), lo, hi)); }, py::arg("a"),
           py::arg("min"), py::arg("max"));
 
+    // The MAP rows of the table of ops: one f32 input, no parameters.
     const std::pair<const char*, Op> unaries[] = {
-        {"sqr", Op::SQR}, {"sqrt", Op::SQRT}, {"log", Op::LOG}, {"sin", Op::SIN}, {"cos", Op::COS},
-        {"gelu", Op::GELU}, {"gelu_erf", Op::GELU_ERF}, {"gelu_quick", Op::GELU_QUICK}, {"silu", Op::SILU},
-        {"relu", Op::RELU}, {"tanh", Op::TANH}, {"sigmoid", Op::SIGMOID}, {"neg", Op::NEG}, {"abs", Op::ABS},
-        {"exp", Op::EXP}};
+#define MB_OP(NAME, FAMILY, KIND, PY) MB_BIND_##KIND(NAME, PY)
+#define MB_BIND_MAP(NAME, PY) {PY, Op::NAME},
+#define MB_BIND_EW(NAME, PY)
+#define MB_BIND_OP(NAME, PY)
+#define MB_BIND_VIEW(NAME, PY)
+#include "op_table.h"
+#undef MB_BIND_MAP
+#undef MB_BIND_EW
+#undef MB_BIND_OP
+#undef MB_BIND_VIEW
+    };
     for (const auto& [name, op] : unaries) {
         Op o = op;
         m.def(name, [o](T a) { return unary_op(o, a); }, py::arg("a"), (std::string("Element-wise ") + name + ".").c_str());
     }
 
+    m.def("leaky_relu", [](T a, float slope) { return handle(ops::leaky_relu(ptr(a), slope)); }, py::arg("a"),
+          py::arg("negative_slope") = 0.01f, "x if x > 0 else negative_slope * x.");
+    // The Glu rows: NAME(a, swapped=False) over the halves of the last axis, NAME_split(a, b).
+    const std::pair<const char*, Op> glus[] = {
+#define MB_OP(NAME, FAMILY, KIND, PY)
+#define MB_GLU(NAME, PY) {PY, Op::NAME},
+#include "op_table.h"
+    };
+    for (const auto& [name, op] : glus) {
+        Op o = op;
+        if (o == Op::SWIGLU_OAI) continue;
+        m.def(name, [o](T a, bool swapped) { return handle(ops::glu(o, ptr(a), nullptr, swapped)); }, py::arg("a"),
+              py::arg("swapped") = false,
+              (std::string("ggml_") + name + ": the last axis split in halves x | g (swapped: g | x); act(x) * g.").c_str());
+        m.def((std::string(name) + "_split").c_str(), [o](T a, T b) { return handle(ops::glu(o, ptr(a), ptr(b), false)); },
+              py::arg("a"), py::arg("b"), (std::string("ggml_") + name + "_split: act(a) * b.").c_str());
+    }
+    m.def("swiglu_oai", [](T a, T b, float alpha, float limit, bool swapped) {
+        return handle(ops::glu(Op::SWIGLU_OAI, ptr(a), ptr(b), swapped, alpha, limit));
+    }, py::arg("a"), py::arg("b") = py::none(), py::arg("alpha") = 1.702f, py::arg("limit") = 7.0f,
+       py::arg("swapped") = false,
+       "gpt-oss's SwiGLU: x = min(a, limit), g = clamp(b, -limit, limit): x * sigmoid(alpha * x) * (g + 1). "
+       "b None: the halves of a's last axis.");
+    m.def("arange", [](std::shared_ptr<Context> ctx, float start, float stop, float step) {
+        return handle(ops::arange(ctx.get(), start, stop, step));
+    }, py::arg("ctx"), py::arg("start"), py::arg("stop"), py::arg("step") = 1.0f,
+       "f32 1-D: start, start + step, ... below stop (ggml_arange).");
+    m.def("argsort", [](T a, bool descending) { return handle(ops::argsort(ptr(a), descending)); }, py::arg("a"),
+          py::arg("descending") = false, "i32 indices sorting each row (last axis); ties in index order, NaNs last.");
+    m.def("mul_mat_id", [](T as, T b, T ids) { return handle(ops::mul_mat_id(ptr(as), ptr(b), ptr(ids))); },
+          py::arg("as_"), py::arg("b"), py::arg("ids"),
+          "Expert routing (ggml_mul_mat_id): as_ (E,N,K), b (T,n_b,K) f32, ids (T,n_used) i32 -> (T,n_used,N) f32; "
+          "out[t, e] = as_[ids[t, e]] @ b[t, e % n_b].");
+    m.def("add_id", [](T a, T b, T ids) { return handle(ops::add_id(ptr(a), ptr(b), ptr(ids))); }, py::arg("a"),
+          py::arg("b"), py::arg("ids"), "a (n2,n1,C) + b[ids] with b (n,C) and i32 ids (n2,n1): a per-row bias.");
+    m.def("group_norm", [](T a, int n_groups, float eps) { return handle(ops::group_norm(ptr(a), n_groups, eps)); },
+          py::arg("a"), py::arg("n_groups"), py::arg("eps") = 1e-6f,
+          "a (N,C,H,W): channels in n_groups groups, each normalised over its channels and H, W (ggml order: dim 2).");
+    m.def("timestep_embedding", [](T t, int dim, int max_period) {
+        return handle(ops::timestep_embedding(ptr(t), dim, max_period));
+    }, py::arg("timesteps"), py::arg("dim"), py::arg("max_period") = 10000,
+       "Sinusoidal embedding of f32 timesteps (N,) -> (N, dim): cos then sin halves.");
+    m.def("conv_transpose_1d", [](T kernel, T data, int stride, int padding, int dilation) {
+        return handle(ops::conv_transpose_1d(ptr(kernel), ptr(data), stride, padding, dilation));
+    }, py::arg("kernel"), py::arg("data"), py::arg("stride") = 1, py::arg("padding") = 0, py::arg("dilation") = 1,
+       "kernel (IC,OC,K) f32/f16, data (N,IC,L) f32 -> (N,OC,OL) f32, OL = (L-1)*stride - 2*padding + dilation*(K-1) + 1.");
+    m.def("pool_2d", [](T a, const std::string& op, int k0, int k1, int s0, int s1, int p0, int p1) {
+        if (op != "max" && op != "avg") {
+            fail<InvalidArgumentError>("ops.pool_2d", "op must be \"max\" or \"avg\", got \"", op, "\"");
+        }
+        return handle(ops::pool_2d(ptr(a), op == "avg", k0, k1, s0, s1, p0, p1));
+    }, py::arg("a"), py::arg("op"), py::arg("k0"), py::arg("k1"), py::arg("s0"), py::arg("s1"), py::arg("p0") = 0,
+       py::arg("p1") = 0, "a (N,C,H,W): k0/s0/p0 along W, k1/s1/p1 along H; avg divides by k0*k1 (ggml).");
+    m.def("upscale", [](T a, int scale_factor, const std::string& mode) {
+        if (mode != "nearest") {
+            fail<InvalidArgumentError>("ops.upscale", "mode \"", mode, "\" is not supported; modes: \"nearest\"");
+        }
+        return handle(ops::upscale(ptr(a), scale_factor));
+    }, py::arg("a"), py::arg("scale_factor"), py::arg("mode") = "nearest",
+       "The last two axes scale_factor times larger, nearest neighbour.");
+    m.def("ssm_conv", [](T sx, T c) { return handle(ops::ssm_conv(ptr(sx), ptr(c))); }, py::arg("sx"), py::arg("c"),
+          "Mamba's conv: sx (n_s, d_inner, d_conv-1+n_t), c (d_inner, d_conv) -> (n_s, n_t, d_inner).");
+    m.def("acc", [](T a, T b, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
+        return handle(ops::acc(ptr(a), ptr(b), nb1, nb2, nb3, offset));
+    }, py::arg("a"), py::arg("b"), py::arg("nb1"), py::arg("nb2"), py::arg("nb3"), py::arg("offset") = 0,
+       "ggml_acc: a copy of a with b added into the view at byte offset, byte strides nb1..nb3 (ggml order).");
+    m.def("l2_norm", [](T a, float eps) { return handle(ops::l2_norm(ptr(a), eps)); }, py::arg("a"),
+          py::arg("eps") = 1e-6f, "x / max(||x||_2, eps) over each row (last axis).");
     m.def("norm", [](T a, float eps) { return handle(ops::norm(ptr(a), eps)); }, py::arg("a"), py::arg("eps") = 1e-5f,
           "(x - mean) / sqrt(var + eps) over each row (last axis).");
     m.def("rms_norm", [](T a, float eps) { return handle(ops::rms_norm(ptr(a), eps)); }, py::arg("a"),

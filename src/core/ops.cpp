@@ -157,15 +157,42 @@ Tensor* clamp(Tensor* a, float min, float max) {
 
 Tensor* unary(Op op, Tensor* a) {
     need(a, "unary", "a");
-    switch (op) {
-        case Op::SQR: case Op::SQRT: case Op::LOG: case Op::SIN: case Op::COS: case Op::GELU:
-        case Op::GELU_ERF: case Op::GELU_QUICK: case Op::SILU: case Op::RELU: case Op::TANH:
-        case Op::SIGMOID: case Op::NEG: case Op::ABS: case Op::EXP:
-            return like(a, op, {a});
-        default:
-            MB_REQUIRE(false, "unary", std::string(op_name(op)) + " is not a unary op");
+    MB_REQUIRE(op_valid(op) && op_info(op).kind == OpKind::Map, "unary",
+               std::string(op_name(op)) + " is not a one-argument element-wise op");
+    return like(a, op, {a});
+}
+
+Tensor* leaky_relu(Tensor* a, float negative_slope) {
+    need(a, "leaky_relu", "a");
+    Tensor* t = like(a, Op::LEAKY_RELU, {a});
+    t->set_param_f(0, negative_slope);
+    return t;
+}
+
+Tensor* glu(Op op, Tensor* a, Tensor* b, bool swapped, float alpha, float limit) {
+    MB_REQUIRE(op_family(op) == OpFamily::Glu, "glu", std::string(op_name(op)) + " is not a gated linear unit");
+    std::string who_s = std::string(op_info(op).py) + (b ? "_split" : "");
+    const char* who = who_s.c_str();
+    need(a, who, "a");
+    same_context(who, {a, b});
+    MB_REQUIRE(a->type == Type::F32, who, "a must be f32, got " + desc(a));
+    int64_t ne[kMaxDims] = {a->ne[0], a->ne[1], a->ne[2], a->ne[3]};
+    if (b) {
+        MB_REQUIRE(b->type == Type::F32, who, "b must be f32, got " + desc(b));
+        bool same = true;
+        for (int i = 0; i < kMaxDims; ++i) same = same && a->ne[i] == b->ne[i];
+        MB_REQUIRE(same, who, "a " + desc(a) + " and b " + desc(b) + " must have the same shape");
+    } else {
+        MB_REQUIRE(a->ne[0] % 2 == 0, who,
+                   "the last axis of a " + desc(a) + " must be even: it splits into the value and gate halves");
+        ne[0] = a->ne[0] / 2;
     }
-    return nullptr;
+    MB_REQUIRE(op != Op::SWIGLU_OAI || limit > 0.0f, who, "limit must be > 0, got " + std::to_string(limit));
+    Tensor* t = b ? result(a, Type::F32, ne, a->n_dims, op, {a, b}) : result(a, Type::F32, ne, a->n_dims, op, {a});
+    t->op_params[0] = swapped && !b ? 1 : 0;
+    t->set_param_f(1, alpha);
+    t->set_param_f(2, limit);
+    return t;
 }
 
 static Tensor* norm_like(Op op, const char* who, Tensor* a, float eps) {
@@ -178,6 +205,7 @@ static Tensor* norm_like(Op op, const char* who, Tensor* a, float eps) {
 
 Tensor* norm(Tensor* a, float eps) { return norm_like(Op::NORM, "norm", a, eps); }
 Tensor* rms_norm(Tensor* a, float eps) { return norm_like(Op::RMS_NORM, "rms_norm", a, eps); }
+Tensor* l2_norm(Tensor* a, float eps) { return norm_like(Op::L2_NORM, "l2_norm", a, eps); }
 
 Tensor* soft_max_ext(Tensor* a, Tensor* mask, float scale, float max_bias, Tensor* sinks) {
     const char* who = "soft_max_ext";
@@ -435,6 +463,193 @@ Tensor* rope(Tensor* a, Tensor* pos, int n_dims, int mode, int n_ctx_orig, float
     t->op_params[2] = n_ctx_orig;
     float f[6] = {freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow};
     for (int i = 0; i < 6; ++i) t->set_param_f(3 + i, f[i]);
+    return t;
+}
+
+Tensor* arange(Context* ctx, float start, float stop, float step) {
+    MB_REQUIRE(ctx != nullptr, "arange", "ctx is None");
+    MB_REQUIRE(step != 0.0f && std::isfinite(start) && std::isfinite(stop) && std::isfinite(step), "arange",
+               "start, stop and step must be finite and step != 0, got start " + std::to_string(start) + ", stop " +
+                   std::to_string(stop) + ", step " + std::to_string(step));
+    const double count = std::ceil((double(stop) - double(start)) / double(step));
+    MB_REQUIRE(count >= 0.0 && count <= double(INT32_MAX), "arange",
+               "start " + std::to_string(start) + ", stop " + std::to_string(stop) + ", step " + std::to_string(step) +
+                   " give " + std::to_string(count) + " values (must be in [0, 2^31))");
+    int64_t ne[kMaxDims] = {int64_t(count), 1, 1, 1};
+    Tensor* t = ctx->new_tensor(Type::F32, ne, 1);
+    t->op = Op::ARANGE;
+    t->set_param_f(0, start);
+    t->set_param_f(1, stop);
+    t->set_param_f(2, step);
+    return t;
+}
+
+Tensor* argsort(Tensor* a, bool descending) {
+    need(a, "argsort", "a");
+    MB_REQUIRE(a->type == Type::F32, "argsort", "a must be f32, got " + desc(a));
+    Tensor* t = result(a, Type::I32, a->ne, a->n_dims, Op::ARGSORT, {a});
+    t->op_params[0] = descending ? 1 : 0;
+    return t;
+}
+
+Tensor* mul_mat_id(Tensor* as, Tensor* b, Tensor* ids) {
+    const char* who = "mul_mat_id";
+    need(as, who, "as");
+    need(b, who, "b");
+    need(ids, who, "ids");
+    same_context(who, {as, b, ids});
+    const std::string shapes = "as " + desc(as) + ", b " + desc(b) + ", ids " + desc(ids);
+    MB_REQUIRE(b->type == Type::F32, who, "b must be f32 (" + shapes + ")");
+    MB_REQUIRE(ids->type == Type::I32, who, "ids must be i32 (" + shapes + ")");
+    MB_REQUIRE(as->ne[3] == 1 && b->ne[3] == 1 && ids->ne[2] == 1 && ids->ne[3] == 1, who,
+               "as and b must be at most 3-D and ids at most 2-D (" + shapes + ")");
+    MB_REQUIRE(as->ne[0] == b->ne[0], who, "as and b must have the same inner (last) dimension (" + shapes + ")");
+    MB_REQUIRE(ids->ne[1] == b->ne[2], who, "ids must have one row per token of b (" + shapes + ")");
+    MB_REQUIRE(b->ne[1] > 0 && ids->ne[0] % b->ne[1] == 0, who,
+               "b's rows per token must divide the experts per token of ids (" + shapes + ")");
+    int64_t ne[kMaxDims] = {as->ne[1], ids->ne[0], b->ne[2], 1};
+    return result(as, Type::F32, ne, 3, Op::MUL_MAT_ID, {as, b, ids});
+}
+
+Tensor* add_id(Tensor* a, Tensor* b, Tensor* ids) {
+    const char* who = "add_id";
+    need(a, who, "a");
+    need(b, who, "b");
+    need(ids, who, "ids");
+    same_context(who, {a, b, ids});
+    const std::string shapes = "a " + desc(a) + ", b " + desc(b) + ", ids " + desc(ids);
+    MB_REQUIRE(a->type == Type::F32 && b->type == Type::F32, who, "a and b must be f32 (" + shapes + ")");
+    MB_REQUIRE(ids->type == Type::I32, who, "ids must be i32 (" + shapes + ")");
+    MB_REQUIRE(a->ne[0] == b->ne[0] && b->ne[2] == 1 && b->ne[3] == 1 && a->ne[3] == 1, who,
+               "b must be 2-D with a's row length, a at most 3-D (" + shapes + ")");
+    MB_REQUIRE(ids->ne[0] == a->ne[1] && ids->ne[1] == a->ne[2] && ids->ne[2] == 1 && ids->ne[3] == 1, who,
+               "ids must have one id per row of a (" + shapes + ")");
+    return like(a, Op::ADD_ID, {a, b, ids});
+}
+
+Tensor* group_norm(Tensor* a, int n_groups, float eps) {
+    need(a, "group_norm", "a");
+    MB_REQUIRE(a->type == Type::F32, "group_norm", "a must be f32, got " + desc(a));
+    MB_REQUIRE(n_groups > 0, "group_norm", "n_groups must be > 0, got " + std::to_string(n_groups));
+    MB_REQUIRE(eps >= 0.0f, "group_norm", "eps must be >= 0, got " + std::to_string(eps));
+    Tensor* t = like(a, Op::GROUP_NORM, {a});
+    t->op_params[0] = n_groups;
+    t->set_param_f(1, eps);
+    return t;
+}
+
+Tensor* timestep_embedding(Tensor* timesteps, int dim, int max_period) {
+    const char* who = "timestep_embedding";
+    need(timesteps, who, "timesteps");
+    MB_REQUIRE(timesteps->type == Type::F32 && timesteps->nelements() == timesteps->ne[0], who,
+               "timesteps must be f32 and 1-D, got " + desc(timesteps));
+    MB_REQUIRE(dim > 0 && max_period > 0, who,
+               "dim and max_period must be > 0, got dim " + std::to_string(dim) + ", max_period " +
+                   std::to_string(max_period));
+    int64_t ne[kMaxDims] = {dim, timesteps->ne[0], 1, 1};
+    Tensor* t = result(timesteps, Type::F32, ne, 2, Op::TIMESTEP_EMBEDDING, {timesteps});
+    t->op_params[0] = dim;
+    t->op_params[1] = max_period;
+    return t;
+}
+
+Tensor* conv_transpose_1d(Tensor* kernel, Tensor* data, int s0, int p0, int d0) {
+    const char* who = "conv_transpose_1d";
+    need(kernel, who, "kernel");
+    need(data, who, "data");
+    same_context(who, {kernel, data});
+    const std::string shapes = "kernel " + desc(kernel) + ", data " + desc(data);
+    MB_REQUIRE(kernel->type == Type::F32 || kernel->type == Type::F16, who, "kernel must be f32 or f16 (" + shapes + ")");
+    MB_REQUIRE(data->type == Type::F32, who, "data must be f32 (" + shapes + ")");
+    MB_REQUIRE(kernel->ne[3] == 1 && data->ne[3] == 1, who, "kernel and data must be at most 3-D (" + shapes + ")");
+    MB_REQUIRE(kernel->ne[2] == data->ne[1], who, "input channels differ (" + shapes + ")");
+    MB_REQUIRE(s0 > 0 && d0 > 0 && p0 >= 0, who,
+               "stride and dilation must be > 0 and padding >= 0, got stride " + std::to_string(s0) + ", padding " +
+                   std::to_string(p0) + ", dilation " + std::to_string(d0));
+    const int64_t ol = (data->ne[0] - 1) * s0 - 2 * int64_t(p0) + int64_t(d0) * (kernel->ne[0] - 1) + 1;
+    MB_REQUIRE(ol > 0 || data->ne[0] == 0, who, "the padding leaves no output (" + shapes + ")");
+    int64_t ne[kMaxDims] = {data->ne[0] == 0 ? 0 : ol, kernel->ne[1], data->ne[2], 1};
+    Tensor* t = result(data, Type::F32, ne, 3, Op::CONV_TRANSPOSE_1D, {kernel, data});
+    t->op_params[0] = s0;
+    t->op_params[1] = p0;
+    t->op_params[2] = d0;
+    return t;
+}
+
+Tensor* pool_2d(Tensor* a, bool avg, int k0, int k1, int s0, int s1, int p0, int p1) {
+    const char* who = "pool_2d";
+    need(a, who, "a");
+    MB_REQUIRE(a->type == Type::F32, who, "a must be f32, got " + desc(a));
+    MB_REQUIRE(k0 > 0 && k1 > 0 && s0 > 0 && s1 > 0 && p0 >= 0 && p1 >= 0, who,
+               "kernel sizes and strides must be > 0 and paddings >= 0, got k " + std::to_string(k0) + "x" +
+                   std::to_string(k1) + ", s " + std::to_string(s0) + "x" + std::to_string(s1) + ", p " +
+                   std::to_string(p0) + "x" + std::to_string(p1));
+    const int64_t ow = (a->ne[0] + 2 * p0 - k0) / s0 + 1, oh = (a->ne[1] + 2 * p1 - k1) / s1 + 1;
+    MB_REQUIRE(a->ne[0] + 2 * p0 >= k0 && a->ne[1] + 2 * p1 >= k1, who,
+               "the window is larger than the padded input " + desc(a));
+    int64_t ne[kMaxDims] = {ow, oh, a->ne[2], a->ne[3]};
+    Tensor* t = result(a, Type::F32, ne, std::max(2, a->n_dims), Op::POOL_2D, {a});
+    int32_t params[7] = {avg ? 1 : 0, k0, k1, s0, s1, p0, p1};
+    std::copy(params, params + 7, t->op_params);
+    return t;
+}
+
+Tensor* upscale(Tensor* a, int scale_factor) {
+    need(a, "upscale", "a");
+    MB_REQUIRE(a->type == Type::F32, "upscale", "a must be f32, got " + desc(a));
+    MB_REQUIRE(scale_factor > 0, "upscale", "scale_factor must be > 0, got " + std::to_string(scale_factor));
+    int64_t ne[kMaxDims] = {a->ne[0] * scale_factor, a->ne[1] * scale_factor, a->ne[2], a->ne[3]};
+    return result(a, Type::F32, ne, std::max(2, a->n_dims), Op::UPSCALE, {a});
+}
+
+Tensor* ssm_conv(Tensor* sx, Tensor* c) {
+    const char* who = "ssm_conv";
+    need(sx, who, "sx");
+    need(c, who, "c");
+    same_context(who, {sx, c});
+    const std::string shapes = "sx " + desc(sx) + ", c " + desc(c);
+    MB_REQUIRE(sx->type == Type::F32 && c->type == Type::F32, who, "sx and c must be f32 (" + shapes + ")");
+    MB_REQUIRE(sx->ne[3] == 1 && c->ne[2] == 1 && c->ne[3] == 1, who, "sx must be at most 3-D, c 2-D (" + shapes + ")");
+    MB_REQUIRE(c->ne[1] == sx->ne[1], who, "sx and c must have the same channels (d_inner) (" + shapes + ")");
+    MB_REQUIRE(c->ne[0] > 0 && sx->ne[0] >= c->ne[0], who,
+               "sx must hold d_conv - 1 + n_t >= d_conv steps per channel (" + shapes + ")");
+    int64_t ne[kMaxDims] = {sx->ne[1], sx->ne[0] - c->ne[0] + 1, sx->ne[2], 1};
+    return result(sx, Type::F32, ne, 3, Op::SSM_CONV, {sx, c});
+}
+
+Tensor* acc(Tensor* a, Tensor* b, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
+    const char* who = "acc";
+    need(a, who, "a");
+    need(b, who, "b");
+    same_context(who, {a, b});
+    const std::string shapes = "a " + desc(a) + ", b " + desc(b) + ", nb1 " + std::to_string(nb1) + ", nb2 " +
+                               std::to_string(nb2) + ", nb3 " + std::to_string(nb3) + ", offset " + std::to_string(offset);
+    MB_REQUIRE(a->type == Type::F32 && b->type == Type::F32, who, "a and b must be f32 (" + shapes + ")");
+    MB_REQUIRE(a->is_contiguous(), who, "a must be contiguous (" + shapes + ")");
+    size_t nb[kMaxDims] = {sizeof(float), nb1, nb2, nb3};
+    // A size-1 dim's stride is never used: normalised to the nested value, so the check below and
+    // the kernels' position arithmetic hold for every view ggml would accept.
+    for (int i = 1; i < kMaxDims; ++i) {
+        if (b->ne[i] <= 1) nb[i] = nb[i - 1] * size_t(std::max<int64_t>(b->ne[i - 1], 1));
+    }
+    bool ok = offset % sizeof(float) == 0;
+    for (int i = 1; i < kMaxDims; ++i) {
+        ok = ok && nb[i] % sizeof(float) == 0 && nb[i] >= nb[i - 1] * size_t(std::max<int64_t>(b->ne[i - 1], 1));
+    }
+    MB_REQUIRE(ok, who, "strides and offset must be multiples of 4 and nest without overlap (" + shapes + ")");
+    if (b->nelements() > 0) {
+        size_t last = offset + sizeof(float);
+        for (int i = 0; i < kMaxDims; ++i) last += size_t(b->ne[i] - 1) * nb[i];
+        MB_REQUIRE(last <= a->nbytes(), who, "the view reaches past the end of a (" + shapes + ")");
+    }
+    MB_REQUIRE(nb[1] <= size_t(INT32_MAX) && nb[2] <= size_t(INT32_MAX) && nb[3] <= size_t(INT32_MAX) &&
+                   offset <= size_t(INT32_MAX),
+               who, "strides and offset must be below 2^31 bytes (" + shapes + ")");
+    Tensor* t = like(a, Op::ACC, {a, b});
+    t->op_params[0] = int32_t(nb[1]);
+    t->op_params[1] = int32_t(nb[2]);
+    t->op_params[2] = int32_t(nb[3]);
+    t->op_params[3] = int32_t(offset);
     return t;
 }
 

@@ -22,12 +22,22 @@ Tensor* div(Tensor* a, Tensor* b);
 // x*s + b per element.
 Tensor* scale(Tensor* a, float s, float b = 0.0f);
 Tensor* clamp(Tensor* a, float min, float max);
-// SQR SQRT LOG SIN COS GELU GELU_ERF GELU_QUICK SILU RELU TANH SIGMOID NEG ABS EXP; result like a.
+// The MAP rows of op_table.h (one f32 input, no parameters: SQR, GELU, ...); result like a.
 Tensor* unary(Op op, Tensor* a);
 
-// Per row (ne[0]); result like a. eps in params f[0].
+// x > 0 ? x : negative_slope * x; params f[0] = negative_slope.
+Tensor* leaky_relu(Tensor* a, float negative_slope);
+
+// Gated linear units (ggml_glu / ggml_glu_split): op one of the Glu rows (REGLU ... SWIGLU_OAI).
+// b null: a's ne[0] (even) splits in halves x | g (swapped: g | x) -> [ne0/2, ne1, ne2, ne3]; else
+// x = a, g = b (same shape). act(x) * g; SWIGLU_OAI: min(x, limit) * sigmoid(alpha * min(x, limit)) *
+// (clamp(g, -limit, limit) + 1). f32 only. params i[0] = swapped, f[1] = alpha, f[2] = limit.
+Tensor* glu(Op op, Tensor* a, Tensor* b, bool swapped, float alpha = 0.0f, float limit = 0.0f);
+
+// Per row (ne[0]); result like a. eps in params f[0]. L2_NORM: x / max(||x||_2, eps).
 Tensor* norm(Tensor* a, float eps);
 Tensor* rms_norm(Tensor* a, float eps);
+Tensor* l2_norm(Tensor* a, float eps);
 
 // softmax(a*scale + slope*mask) per row. mask: f32 or f16, mask.ne[0] == a.ne[0], mask.ne[1] >= a.ne[1],
 // broadcast over dims 2,3 by modulo. max_bias > 0 enables ALiBi slopes per head (dim 2). sinks: f32
@@ -89,6 +99,44 @@ Tensor* pad_reflect_1d(Tensor* a, int p0, int p1);
 Tensor* rope(Tensor* a, Tensor* pos, int n_dims, int mode, int n_ctx_orig = 0, float freq_base = 10000.0f,
              float freq_scale = 1.0f, float ext_factor = 0.0f, float attn_factor = 1.0f, float beta_fast = 32.0f,
              float beta_slow = 1.0f);
+
+// ARANGE: f32 [ceil((stop - start) / step)] holding start + i*step (ggml_arange). step != 0 and
+// the count >= 0.
+Tensor* arange(Context* ctx, float start, float stop, float step);
+// ARGSORT: i32 like a (f32): each row's indices in ascending (or descending) order of its values;
+// ties keep index order, NaNs last.
+Tensor* argsort(Tensor* a, bool descending);
+
+// MUL_MAT_ID (ggml_mul_mat_id): as [K, N, E] experts (any mul_mat weight type), b f32 [K, n_b, T],
+// ids i32 [n_used, T] with n_used % n_b == 0 -> f32 [N, n_used, T]: dst[:, e, t] = as[ids[e, t]] @
+// b[:, e % n_b, t]. Ids outside [0, E) raise at compute time.
+Tensor* mul_mat_id(Tensor* as, Tensor* b, Tensor* ids);
+// ADD_ID: a f32 [ne0, ne1, ne2], b f32 [ne0, n], ids i32 [ne1, ne2]: a + b[:, ids[i1, i2]].
+Tensor* add_id(Tensor* a, Tensor* b, Tensor* ids);
+// GROUP_NORM: a f32 [W, H, C, N]; channels in n_groups groups of ceil(C / n_groups), each group's
+// values (all of W, H) normalised to mean 0, variance 1 (+ eps). params i[0] n_groups, f[1] eps.
+Tensor* group_norm(Tensor* a, int n_groups, float eps);
+// TIMESTEP_EMBEDDING: timesteps f32 [N] -> f32 [dim, N]: cos(t f_j) for j < dim/2, then sin(t f_j),
+// f_j = max_period^(-j / (dim/2)); an odd dim ends in a 0. params i[0] dim, i[1] max_period.
+Tensor* timestep_embedding(Tensor* timesteps, int dim, int max_period);
+
+// CONV_TRANSPOSE_1D: kernel [K, OC, IC] f32/f16, data f32 [L, IC, N] -> f32 [OL, OC, N], OL =
+// (L - 1)*s0 - 2*p0 + d0*(K - 1) + 1: out[n][oc][l*s0 + k*d0 - p0] += data[n][ic][l] * kernel[ic][oc][k]
+// (ggml_conv_transpose_1d, which takes p0 = 0 and d0 = 1 only).
+Tensor* conv_transpose_1d(Tensor* kernel, Tensor* data, int s0, int p0, int d0);
+// POOL_2D: a f32 [W, H, C, N] -> [(W + 2p0 - k0)/s0 + 1, (H + 2p1 - k1)/s1 + 1, C, N]; avg divides by
+// k0*k1 (padding counts as zeros), max takes the window's cells inside a.
+Tensor* pool_2d(Tensor* a, bool avg, int k0, int k1, int s0, int s1, int p0, int p1);
+// UPSCALE (nearest): a f32 -> [ne0*sf, ne1*sf, ne2, ne3].
+Tensor* upscale(Tensor* a, int scale_factor);
+// SSM_CONV: sx f32 [d_conv - 1 + n_t, d_inner, n_s], c f32 [d_conv, d_inner] -> [d_inner, n_t, n_s].
+Tensor* ssm_conv(Tensor* sx, Tensor* c);
+
+// ACC (ggml_acc): a (contiguous f32) with b (f32) added into the view of a's copy at byte offset
+// `offset` with byte strides (4, nb1, nb2, nb3); the view must lie inside a and its rows, planes and
+// volumes must not overlap. params i[0..3] = nb1, nb2, nb3, offset (the strides of size-1 dims
+// normalised).
+Tensor* acc(Tensor* a, Tensor* b, size_t nb1, size_t nb2, size_t nb3, size_t offset);
 
 // Views: no copy; the result aliases a's memory.
 Tensor* reshape(Tensor* a, const int64_t ne[kMaxDims], int n_dims);  // a contiguous, same element count

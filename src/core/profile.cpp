@@ -16,22 +16,6 @@
 
 namespace mb {
 
-namespace {
-
-bool elementwise(Op op) {
-    switch (op) {
-        case Op::ADD: case Op::SUB: case Op::MUL: case Op::DIV: case Op::SCALE: case Op::CLAMP:
-        case Op::SQR: case Op::SQRT: case Op::LOG: case Op::SIN: case Op::COS: case Op::GELU:
-        case Op::GELU_ERF: case Op::GELU_QUICK: case Op::SILU: case Op::RELU: case Op::TANH:
-        case Op::SIGMOID: case Op::NEG: case Op::ABS: case Op::EXP:
-            return true;
-        default:
-            return false;
-    }
-}
-
-}  // namespace
-
 uint64_t node_flops(const Tensor& n) {
     auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
     if (n.op == Op::MUL_MAT && n.src[0]) return 2 * u(n.src[0]->ne[0]) * u(n.nelements());
@@ -40,7 +24,7 @@ uint64_t node_flops(const Tensor& n) {
         const Tensor& q = *n.src[0];
         return 4 * u(q.ne[0]) * u(q.ne[1]) * u(n.src[1]->ne[1]) * u(q.ne[2]) * u(q.ne[3]);
     }
-    if (elementwise(n.op)) return u(n.nelements());
+    if (op_is_elementwise(n.op)) return u(n.nelements());
     return 0;
 }
 

@@ -20,24 +20,6 @@ namespace mb {
 
 namespace {
 
-// Threads worth using for a node: each thread should get at least a few microseconds of work, more
-// than handing a slot to a spinning worker costs. Element-wise and row ops: below 32K elements one
-// thread, then one per 16K elements. Matrix products: one thread per 64K multiply-adds (a 384x1536
-// mat-vec, 590K of them, takes 9); attention always uses every thread.
-int useful_threads(const Tensor& node, int nth) {
-    if (node.op == Op::FLASH_ATTN_EXT) return nth;
-    int64_t want;
-    if (node.op == Op::MUL_MAT) {
-        const Tensor& a = *node.src[0];
-        const double macs = double(a.ne[0]) * double(node.nelements());
-        want = int64_t(macs / double(1 << 16));
-    } else {
-        const int64_t n = node.nelements();
-        want = n < (1 << 15) ? 1 : n / (1 << 14);
-    }
-    return int(std::max<int64_t>(1, std::min<int64_t>(want, nth)));
-}
-
 // Keeps the pool's workers spinning for the length of one graph compute, however it ends.
 class Burst {
 public:
@@ -84,22 +66,22 @@ Status CpuBackend::graph_compute_async(Graph& graph) {
     Burst burst(*pool_);  // wakes the workers now; they spin until the compute ends
 
     for (Tensor* node : nodes) {
-        CpuKernel kernel = cpu_kernel(node->op);
-        if (!kernel || node->is_empty()) continue;
+        const CpuFamily* family = cpu_family(node->op);
+        if (!family || node->is_empty()) continue;
         if (should_abort()) return Status::ABORTED;
         ComputeParams params;
-        params.nth = useful_threads(*node, nth);
+        params.nth = cpu_threads(*node, nth);
         params.pool = pool_.get();
-        params.wsize = cpu_work_size(*node, params.nth);
+        params.wsize = family->work_size ? family->work_size(*node, params.nth) : 0;
         if (params.wsize + 64 > scratch_.size()) scratch_.resize(params.wsize + 64);
         // 64-byte aligned for vector loads.
         auto base = reinterpret_cast<uintptr_t>(scratch_.data());
         params.wdata = scratch_.data() + ((64 - base % 64) % 64);
-        cpu_prepare(params, *node);
+        if (family->prepare) family->prepare(params, *node);
         pool_->run(params.nth, [&](int ith) {
             ComputeParams mine = params;
             mine.ith = ith;
-            kernel(mine, *node);
+            family->compute(mine, *node);
         });
     }
     return Status::SUCCESS;

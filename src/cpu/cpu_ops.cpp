@@ -1,6 +1,8 @@
 #include "cpu/cpu_ops.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "cpu/thread_pool.h"
 
@@ -8,29 +10,38 @@ namespace mb {
 
 namespace {
 
-struct Family {
-    CpuKernel compute;
-    bool (*supported)(const Tensor&);
-};
-
-Family family_of(Op op) {
-    switch (op_family(op)) {
-        case OpFamily::Binary: return {compute_binary, binary_supported};
-        case OpFamily::Unary: return {compute_unary, unary_supported};
-        case OpFamily::Norm: return {compute_norm, norm_supported};
-        case OpFamily::SoftMax: return {compute_soft_max, soft_max_supported};
-        case OpFamily::Reduce: return {compute_reduce, reduce_supported};
-        case OpFamily::FlashAttnExt: return {compute_flash_attn_ext, flash_attn_ext_supported};
-        case OpFamily::MulMat: return {compute_mul_mat, mul_mat_supported};
-        case OpFamily::Copy: return {compute_copy, copy_supported};
-        case OpFamily::Rows: return {compute_rows, rows_supported};
-        case OpFamily::Im2col: return {compute_im2col, im2col_supported};
-        case OpFamily::Layout: return {compute_layout, layout_supported};
-        case OpFamily::Rope: return {compute_rope, rope_supported};
-        case OpFamily::None: break;
-    }
-    return {nullptr, nullptr};
+// A sort costs n log n per row: one thread per 2K values' worth.
+int argsort_threads(const Tensor& node, int nth) {
+    const int64_t n = node.nelements();
+    const int64_t want = n < (1 << 11) ? 1 : n / (1 << 11);
+    return int(std::max<int64_t>(1, std::min<int64_t>(want, nth)));
 }
+
+// supported, work_size, prepare, threads, compute
+const CpuFamily kBinary{binary_supported, nullptr, nullptr, nullptr, compute_binary};
+const CpuFamily kUnary{unary_supported, nullptr, nullptr, nullptr, compute_unary};
+const CpuFamily kNorm{norm_supported, nullptr, nullptr, nullptr, compute_norm};
+const CpuFamily kSoftMax{soft_max_supported, nullptr, nullptr, nullptr, compute_soft_max};
+const CpuFamily kReduce{reduce_supported, nullptr, nullptr, nullptr, compute_reduce};
+const CpuFamily kFlashAttnExt{flash_attn_ext_supported, flash_attn_ext_work_size, nullptr, flash_attn_ext_threads,
+                              compute_flash_attn_ext};
+const CpuFamily kMulMat{mul_mat_supported, mul_mat_work_size, mul_mat_prepare, mul_mat_threads, compute_mul_mat};
+const CpuFamily kCopy{copy_supported, nullptr, nullptr, nullptr, compute_copy};
+const CpuFamily kRows{rows_supported, nullptr, nullptr, nullptr, compute_rows};
+const CpuFamily kIm2col{im2col_supported, nullptr, nullptr, nullptr, compute_im2col};
+const CpuFamily kLayout{layout_supported, nullptr, nullptr, nullptr, compute_layout};
+const CpuFamily kRope{rope_supported, nullptr, nullptr, nullptr, compute_rope};
+const CpuFamily kGlu{glu_supported, nullptr, nullptr, nullptr, compute_glu};
+const CpuFamily kAcc{acc_supported, nullptr, nullptr, nullptr, compute_acc};
+const CpuFamily kConvTranspose1d{conv_transpose_1d_supported, nullptr, nullptr, nullptr, compute_conv_transpose_1d};
+const CpuFamily kPool2d{pool_2d_supported, nullptr, nullptr, nullptr, compute_pool_2d};
+const CpuFamily kUpscale{upscale_supported, nullptr, nullptr, nullptr, compute_upscale};
+const CpuFamily kSsmConv{ssm_conv_supported, nullptr, nullptr, nullptr, compute_ssm_conv};
+const CpuFamily kMulMatId{mul_mat_id_supported, mul_mat_id_work_size, nullptr, mul_mat_threads, compute_mul_mat_id};
+const CpuFamily kAddId{add_id_supported, nullptr, nullptr, nullptr, compute_add_id};
+const CpuFamily kTimestepEmbedding{timestep_embedding_supported, nullptr, nullptr, nullptr, compute_timestep_embedding};
+const CpuFamily kArange{arange_supported, nullptr, nullptr, nullptr, compute_arange};
+const CpuFamily kArgsort{argsort_supported, nullptr, nullptr, argsort_threads, compute_argsort};
 
 }  // namespace
 
@@ -38,24 +49,52 @@ void ComputeParams::barrier() const {
     if (pool) pool->barrier();
 }
 
-CpuKernel cpu_kernel(Op op) { return family_of(op).compute; }
+const CpuFamily* cpu_family(Op op) {
+    switch (op_family(op)) {
+        case OpFamily::Binary: return &kBinary;
+        case OpFamily::Unary: return &kUnary;
+        case OpFamily::Norm: return &kNorm;
+        case OpFamily::SoftMax: return &kSoftMax;
+        case OpFamily::Reduce: return &kReduce;
+        case OpFamily::FlashAttnExt: return &kFlashAttnExt;
+        case OpFamily::MulMat: return &kMulMat;
+        case OpFamily::Copy: return &kCopy;
+        case OpFamily::Rows: return &kRows;
+        case OpFamily::Im2col: return &kIm2col;
+        case OpFamily::Layout: return &kLayout;
+        case OpFamily::Rope: return &kRope;
+        case OpFamily::Glu: return &kGlu;
+        case OpFamily::Acc: return &kAcc;
+        case OpFamily::ConvTranspose1d: return &kConvTranspose1d;
+        case OpFamily::Pool2d: return &kPool2d;
+        case OpFamily::Upscale: return &kUpscale;
+        case OpFamily::SsmConv: return &kSsmConv;
+        case OpFamily::MulMatId: return &kMulMatId;
+        case OpFamily::AddId: return &kAddId;
+        case OpFamily::TimestepEmbedding: return &kTimestepEmbedding;
+        case OpFamily::Arange: return &kArange;
+        case OpFamily::Argsort: return &kArgsort;
+        case OpFamily::None: break;
+    }
+    return nullptr;
+}
 
 bool cpu_supports_op(const Tensor& node) {
     if (op_is_view(node.op)) return true;
-    Family f = family_of(node.op);
-    return f.supported && f.supported(node);
+    const CpuFamily* f = cpu_family(node.op);
+    return f && f->supported(node);
 }
 
-size_t cpu_work_size(const Tensor& node, int n_threads) {
-    switch (node.op) {
-        case Op::MUL_MAT: return mul_mat_work_size(node, n_threads);
-        case Op::FLASH_ATTN_EXT: return flash_attn_ext_work_size(node, n_threads);
-        default: return 0;
-    }
+int cpu_default_threads(const Tensor& node, int nth) {
+    const int64_t n = node.nelements();
+    const int64_t want = n < (1 << 15) ? 1 : n / (1 << 14);
+    return int(std::max<int64_t>(1, std::min<int64_t>(want, nth)));
 }
 
-void cpu_prepare(const ComputeParams& params, Tensor& node) {
-    if (node.op == Op::MUL_MAT) mul_mat_prepare(params, node);
+int cpu_threads(const Tensor& node, int nth) {
+    const CpuFamily* f = cpu_family(node.op);
+    const int n = f && f->threads ? f->threads(node, nth) : cpu_default_threads(node, nth);
+    return std::max(1, std::min(n, nth));
 }
 
 }  // namespace mb

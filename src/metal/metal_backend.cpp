@@ -204,7 +204,11 @@ void MetalBackend::synchronize() {
     for (const auto& rec : error_records_) {
         const auto* e = static_cast<const int32_t*>(rec->host_ptr());
         if (e[0] != 0 && bad_input.empty()) {
-            bad_input = std::string(e[0] == 1 ? "GET_ROWS" : e[0] == 2 ? "SET_ROWS" : "a kernel") + " met row index " +
+            bad_input = std::string(e[0] == 1   ? "GET_ROWS"
+                                        : e[0] == 2 ? "SET_ROWS"
+                                        : e[0] == 3 ? "MUL_MAT_ID"
+                                        : e[0] == 4 ? "ADD_ID"
+                                                    : "a kernel") + " met row index " +
                         std::to_string(e[1]) + ", outside the " + std::to_string(e[2]) +
                         " rows it indexes (that row was skipped)";
         }

@@ -11,6 +11,8 @@ The includes are read as text, so this runs without a build.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,10 +93,12 @@ def test_the_rule_catches_each_kind_of_crossing(tmp_path):
 
 
 def test_every_kargs_field_has_its_offset_asserted():
-    # src/metal/ops/kargs_layout.cpp pins the size of each args struct and the offset of each field;
-    # a struct or field added to shaders/kargs.h without its line there is caught here.
+    # shaders/kargs_layout.h, generated from kargs.h by tools/kargs_layout.py, pins the size of each
+    # args struct and the offset of each field; kargs.h includes it, so the host compiler and Apple's
+    # Metal compiler both check it. A struct or field added without regenerating is caught here.
     kargs = (ROOT / "shaders" / "kargs.h").read_text()
-    layout = (SRC / "metal" / "ops" / "kargs_layout.cpp").read_text()
+    layout = (ROOT / "shaders" / "kargs_layout.h").read_text()
+    assert '#include "kargs_layout.h"' in kargs
     structs = re.findall(r"typedef struct \{(.*?)\} (mb_kargs_\w+);", kargs, re.S)
     assert len(structs) >= 15
     missing = []
@@ -109,3 +113,6 @@ def test_every_kargs_field_has_its_offset_asserted():
                 if f"MB_KARGS_AT({name}, {field}, " not in layout:
                     missing.append(f"{name}.{field}")
     assert not missing, missing
+    fresh = subprocess.run([sys.executable, str(ROOT / "tools" / "kargs_layout.py"), "--check"],
+                           capture_output=True, text=True)
+    assert fresh.returncode == 0, fresh.stderr

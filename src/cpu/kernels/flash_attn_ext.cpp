@@ -310,6 +310,8 @@ bool flash_attn_ext_supported(const Tensor& dst) {
     return true;
 }
 
+int flash_attn_ext_threads(const Tensor& dst, int nth) { return nth; }
+
 size_t flash_attn_ext_work_size(const Tensor& dst, int nth) {
     // 64 bytes of slack per thread let each thread's part start on a cache line.
     return size_t(nth) * (scratch_floats(dims_of(dst)) * sizeof(float) + 64);

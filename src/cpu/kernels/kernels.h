@@ -34,8 +34,8 @@ inline uint8_t* host_data(const Tensor& t) { return static_cast<uint8_t*>(t.data
 
 // Whether the family can run this node, and the scratch bytes it needs with nth threads.
 bool binary_supported(const Tensor& dst);            // ADD SUB MUL DIV
-bool unary_supported(const Tensor& dst);             // SCALE CLAMP SQR SQRT LOG SIN COS GELU* SILU RELU TANH SIGMOID NEG ABS EXP
-bool norm_supported(const Tensor& dst);              // NORM RMS_NORM
+bool unary_supported(const Tensor& dst);             // the Unary rows of shaders/op_table.h
+bool norm_supported(const Tensor& dst);              // NORM RMS_NORM L2_NORM GROUP_NORM
 bool soft_max_supported(const Tensor& dst);          // SOFT_MAX
 bool reduce_supported(const Tensor& dst);            // SUM_ROWS MEAN ARGMAX
 bool flash_attn_ext_supported(const Tensor& dst);    // FLASH_ATTN_EXT
@@ -45,12 +45,27 @@ bool rows_supported(const Tensor& dst);              // GET_ROWS SET_ROWS
 bool im2col_supported(const Tensor& dst);            // IM2COL
 bool layout_supported(const Tensor& dst);            // CONCAT REPEAT PAD PAD_REFLECT_1D
 bool rope_supported(const Tensor& dst);              // ROPE
+bool arange_supported(const Tensor& dst);            // ARANGE
+bool argsort_supported(const Tensor& dst);           // ARGSORT
+bool mul_mat_id_supported(const Tensor& dst);        // MUL_MAT_ID
+bool add_id_supported(const Tensor& dst);            // ADD_ID
+bool timestep_embedding_supported(const Tensor& dst);  // TIMESTEP_EMBEDDING
+bool conv_transpose_1d_supported(const Tensor& dst);  // CONV_TRANSPOSE_1D
+bool pool_2d_supported(const Tensor& dst);            // POOL_2D
+bool upscale_supported(const Tensor& dst);            // UPSCALE
+bool ssm_conv_supported(const Tensor& dst);           // SSM_CONV
+bool acc_supported(const Tensor& dst);               // ACC
+bool glu_supported(const Tensor& dst);               // REGLU GEGLU SWIGLU GEGLU_ERF GEGLU_QUICK SWIGLU_OAI
 
 size_t mul_mat_work_size(const Tensor& dst, int nth);
 // Sets up MUL_MAT's shared job counters in the scratch; called once, before compute_mul_mat runs on
 // any thread.
 void mul_mat_prepare(const ComputeParams& p, Tensor& dst);
 size_t flash_attn_ext_work_size(const Tensor& dst, int nth);
+// Threads worth using. Matrix products: one per 64K multiply-adds (a 384x1536 mat-vec, 590K of them,
+// takes 9). Attention: every thread.
+int mul_mat_threads(const Tensor& dst, int nth);
+int flash_attn_ext_threads(const Tensor& dst, int nth);
 
 void compute_binary(const ComputeParams& p, Tensor& dst);
 void compute_unary(const ComputeParams& p, Tensor& dst);
@@ -64,6 +79,18 @@ void compute_rows(const ComputeParams& p, Tensor& dst);
 void compute_im2col(const ComputeParams& p, Tensor& dst);
 void compute_layout(const ComputeParams& p, Tensor& dst);
 void compute_rope(const ComputeParams& p, Tensor& dst);
+void compute_glu(const ComputeParams& p, Tensor& dst);
+void compute_acc(const ComputeParams& p, Tensor& dst);
+void compute_conv_transpose_1d(const ComputeParams& p, Tensor& dst);
+void compute_pool_2d(const ComputeParams& p, Tensor& dst);
+void compute_upscale(const ComputeParams& p, Tensor& dst);
+void compute_ssm_conv(const ComputeParams& p, Tensor& dst);
+void compute_mul_mat_id(const ComputeParams& p, Tensor& dst);
+void compute_add_id(const ComputeParams& p, Tensor& dst);
+void compute_timestep_embedding(const ComputeParams& p, Tensor& dst);
+size_t mul_mat_id_work_size(const Tensor& dst, int nth);
+void compute_arange(const ComputeParams& p, Tensor& dst);
+void compute_argsort(const ComputeParams& p, Tensor& dst);
 
 // Splits [0, n) into nth nearly equal parts; part ith is [*begin, *end).
 inline void split_range(int64_t n, int ith, int nth, int64_t* begin, int64_t* end) {

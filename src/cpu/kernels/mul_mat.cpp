@@ -506,6 +506,12 @@ bool mul_mat_supported(const Tensor& dst) {
     return true;
 }
 
+int mul_mat_threads(const Tensor& dst, int nth) {
+    const double macs = double(dst.src[0]->ne[0]) * double(dst.nelements());
+    const int64_t want = int64_t(macs / double(1 << 16));
+    return int(std::max<int64_t>(1, std::min<int64_t>(want, nth)));
+}
+
 size_t mul_mat_work_size(const Tensor& dst, int nth) {
     if (dst.is_empty() || dst.src[0]->ne[0] == 0) {
         return 0;

@@ -1,5 +1,6 @@
-// NORM and RMS_NORM over each row (ne[0]) of an f32 tensor with any strides. NORM takes the variance
+// NORM, RMS_NORM and L2_NORM over each row (ne[0]) of an f32 tensor with any strides. NORM takes the variance
 // around the mean in a second pass (not E[x^2] - E[x]^2, which cancels for rows far from zero).
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -125,16 +126,56 @@ void scale(const float* x, float s, float* y, int64_t n) {
     scale_portable(x, s, y, n);
 }
 
+// GROUP_NORM: the jobs are (group, i3) pairs; sums in double (a group holds channels * H * W values).
+void group_norm(const ComputeParams& p, Tensor& dst) {
+    const Tensor& a = *dst.src[0];
+    const int64_t n_groups = dst.op_params[0];
+    const double eps = dst.param_f(1);
+    const int64_t per = (a.ne[2] + n_groups - 1) / n_groups;
+    int64_t j0, j1;
+    split_range(n_groups * a.ne[3], p.ith, p.nth, &j0, &j1);
+    for (int64_t j = j0; j < j1; ++j) {
+        const int64_t g = j % n_groups, i3 = j / n_groups;
+        const int64_t c0 = g * per, c1 = std::min(c0 + per, a.ne[2]);
+        if (c0 >= c1) continue;
+        const double n = double(a.ne[0] * a.ne[1] * (c1 - c0));
+        double s = 0.0;
+        for (int64_t c = c0; c < c1; ++c)
+            for (int64_t i1 = 0; i1 < a.ne[1]; ++i1)
+                for (int64_t i0 = 0; i0 < a.ne[0]; ++i0) s += *reinterpret_cast<const float*>(at(a, i0, i1, c, i3));
+        const double mean = s / n;
+        double s2 = 0.0;
+        for (int64_t c = c0; c < c1; ++c)
+            for (int64_t i1 = 0; i1 < a.ne[1]; ++i1)
+                for (int64_t i0 = 0; i0 < a.ne[0]; ++i0) {
+                    const double d = *reinterpret_cast<const float*>(at(a, i0, i1, c, i3)) - mean;
+                    s2 += d * d;
+                }
+        const double scale = 1.0 / std::sqrt(s2 / n + eps);
+        for (int64_t c = c0; c < c1; ++c)
+            for (int64_t i1 = 0; i1 < a.ne[1]; ++i1)
+                for (int64_t i0 = 0; i0 < a.ne[0]; ++i0) {
+                    const float x = *reinterpret_cast<const float*>(at(a, i0, i1, c, i3));
+                    *reinterpret_cast<float*>(at(dst, i0, i1, c, i3)) = float((x - mean) * scale);
+                }
+    }
+}
+
 }  // namespace
 
 bool norm_supported(const Tensor& dst) {
-    if (dst.op != Op::NORM && dst.op != Op::RMS_NORM) return false;
+    if (dst.op == Op::GROUP_NORM) {
+        const Tensor* a = dst.src[0];
+        return a && a->type == Type::F32 && dst.type == Type::F32 && vec::same_shape(*a, dst);
+    }
+    if (dst.op != Op::NORM && dst.op != Op::RMS_NORM && dst.op != Op::L2_NORM) return false;
     const Tensor* a = dst.src[0];
     return a != nullptr && a->type == Type::F32 && dst.type == Type::F32 && vec::same_shape(*a, dst);
 }
 
 void compute_norm(const ComputeParams& p, Tensor& dst) {
     if (dst.is_empty()) return;
+    if (dst.op == Op::GROUP_NORM) return group_norm(p, dst);
     const Tensor& a = *dst.src[0];
     const float eps = dst.param_f(0);
     const int64_t n = dst.ne[0];
@@ -158,7 +199,9 @@ void compute_norm(const ComputeParams& p, Tensor& dst) {
             out.resize(size_t(n));
             y = out.data();
         }
-        if (rms) {
+        if (dst.op == Op::L2_NORM) {
+            scale(x, 1.0f / std::fmax(std::sqrt(sumsq(x, n)), eps), y, n);
+        } else if (rms) {
             const float ms = sumsq(x, n) / float(n);
             scale(x, 1.0f / std::sqrt(ms + eps), y, n);
         } else {

@@ -1,4 +1,4 @@
-// SCALE, CLAMP and the unary activations: f32 in, f32 out, any strides. Packed data is mapped eight
+// SCALE, CLAMP, LEAKY_RELU and the unary activations (the Unary rows of shaders/op_table.h): f32 in, f32 out, any strides. Packed data is mapped eight
 // lanes at a time with AVX2 where the host has it; the transcendental ones go through vec.h's
 // polynomial exp (tanh, sigmoid and both GELUs are rational functions of one exp).
 #include <cmath>
@@ -146,6 +146,26 @@ struct FExp {
 #endif
 };
 
+// Scalar forms of the rest of ggml's unary set (no vector bodies: rarely on a hot path).
+struct FScalar {
+    float (*f)(float, float);
+    float p;
+    static constexpr bool kVec = false;
+    float s(float x) const { return f(x, p); }
+};
+
+float sgn(float x, float) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f); }
+float step(float x, float) { return x > 0.0f ? 1.0f : 0.0f; }
+float elu(float x, float) { return x > 0.0f ? x : std::expm1(x); }
+float hardsigmoid(float x, float) { return std::fmin(1.0f, std::fmax(0.0f, (x + 3.0f) / 6.0f)); }
+float hardswish(float x, float) { return x * hardsigmoid(x, 0.0f); }
+float softplus(float x, float) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+float floor_(float x, float) { return std::floor(x); }
+float ceil_(float x, float) { return std::ceil(x); }
+float round_(float x, float) { return std::round(x); }
+float trunc_(float x, float) { return std::trunc(x); }
+float leaky_relu(float x, float slope) { return x > 0.0f ? x : x * slope; }
+
 template <class F>
 void map_portable(const F& f, const float* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = f.s(x[i]);
@@ -219,21 +239,10 @@ void run(const F& f, const ComputeParams& p, Tensor& dst) {
     }
 }
 
-bool is_unary_family(Op op) {
-    switch (op) {
-        case Op::SCALE: case Op::CLAMP: case Op::SQR: case Op::SQRT: case Op::LOG: case Op::SIN: case Op::COS:
-        case Op::GELU: case Op::GELU_ERF: case Op::GELU_QUICK: case Op::SILU: case Op::RELU: case Op::TANH:
-        case Op::SIGMOID: case Op::NEG: case Op::ABS: case Op::EXP:
-            return true;
-        default:
-            return false;
-    }
-}
-
 }  // namespace
 
 bool unary_supported(const Tensor& dst) {
-    if (!is_unary_family(dst.op)) return false;
+    if (op_family(dst.op) != OpFamily::Unary) return false;
     const Tensor* a = dst.src[0];
     return a != nullptr && a->type == Type::F32 && dst.type == Type::F32 && vec::same_shape(*a, dst);
 }
@@ -258,6 +267,17 @@ void compute_unary(const ComputeParams& p, Tensor& dst) {
         case Op::NEG: return run(FNeg{}, p, dst);
         case Op::ABS: return run(FAbs{}, p, dst);
         case Op::EXP: return run(FExp{}, p, dst);
+        case Op::SGN: return run(FScalar{sgn, 0.0f}, p, dst);
+        case Op::STEP: return run(FScalar{step, 0.0f}, p, dst);
+        case Op::ELU: return run(FScalar{elu, 0.0f}, p, dst);
+        case Op::HARDSWISH: return run(FScalar{hardswish, 0.0f}, p, dst);
+        case Op::HARDSIGMOID: return run(FScalar{hardsigmoid, 0.0f}, p, dst);
+        case Op::SOFTPLUS: return run(FScalar{softplus, 0.0f}, p, dst);
+        case Op::FLOOR: return run(FScalar{floor_, 0.0f}, p, dst);
+        case Op::CEIL: return run(FScalar{ceil_, 0.0f}, p, dst);
+        case Op::ROUND: return run(FScalar{round_, 0.0f}, p, dst);
+        case Op::TRUNC: return run(FScalar{trunc_, 0.0f}, p, dst);
+        case Op::LEAKY_RELU: return run(FScalar{leaky_relu, dst.param_f(0)}, p, dst);
         default: break;
     }
     fail<InvalidArgumentError>("compute_unary", "not a unary op: ", op_name(dst.op));

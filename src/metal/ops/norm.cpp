@@ -1,4 +1,4 @@
-// NORM and RMS_NORM on the Metal device (shaders/norm.metal): one threadgroup per row, f32 rows
+// NORM, RMS_NORM and L2_NORM on the Metal device (shaders/norm.metal): one threadgroup per row, f32 rows
 // packed (nb0 = 4). With fusion on, a following MUL(norm, w) and then ADD(.., b) are folded in
 // (Whisper's layer norm is exactly norm -> mul -> add); w and b f32 with packed rows, broadcast by
 // modulo on every dim.
@@ -39,8 +39,39 @@ bool aligned16(const Tensor& t) {
 
 }  // namespace
 
+namespace {
+
+size_t encode_group_norm(OpEncoder& enc, const Tensor& dst) {
+    if (dst.is_empty()) return 1;
+    const Tensor& src0 = *dst.src[0];
+    mb_kargs_group_norm args{};
+    args.ne00 = int32_t(src0.ne[0]);
+    args.ne01 = int32_t(src0.ne[1]);
+    args.ne02 = int32_t(src0.ne[2]);
+    args.n_groups = dst.op_params[0];
+    MB_SET_NB(args, nb0, src0);
+    MB_SET_NB(args, nb, dst);
+    args.eps = dst.param_f(1);
+    const Pipeline& p = enc.use("kernel_group_norm_f32", {});
+    enc.args(args);
+    enc.input(src0, 1);
+    enc.output(dst, 2);
+    enc.threadgroup_memory(32 * sizeof(float), 0);
+    const int64_t per = (src0.ne[2] + args.n_groups - 1) / args.n_groups;
+    const uint32_t nth = row_threads(src0.ne[0] * src0.ne[1] * per, p.max_threads_per_threadgroup());
+    enc.dispatch({uint32_t(args.n_groups), uint32_t(src0.ne[3]), 1}, {nth, 1, 1});
+    return 1;
+}
+
+}  // namespace
+
 bool supports_norm(const RuntimeProps& props, const Tensor& node) {
-    if (node.op != Op::NORM && node.op != Op::RMS_NORM) return false;
+    if (node.op == Op::GROUP_NORM) {
+        const Tensor* a = node.src[0];
+        return props.has_simdgroup_reduction && a && a->type == Type::F32 && node.type == Type::F32 &&
+               fits_i32(node) && a->ne[0] * a->ne[1] * a->ne[2] <= INT32_MAX;
+    }
+    if (node.op != Op::NORM && node.op != Op::RMS_NORM && node.op != Op::L2_NORM) return false;
     const Tensor* a = node.src[0];
     if (!props.has_simdgroup_reduction || !a || a->type != Type::F32 || node.type != Type::F32) return false;
     for (int d = 0; d < kMaxDims; ++d) {
@@ -50,6 +81,7 @@ bool supports_norm(const RuntimeProps& props, const Tensor& node) {
 }
 
 size_t encode_norm(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
+    if (nodes[i]->op == Op::GROUP_NORM) return encode_group_norm(enc, *nodes[i]);
     const int fuse = fused_ops(enc, nodes, i);
     const Tensor& norm = *nodes[i];
     const Tensor& src0 = *norm.src[0];
@@ -95,7 +127,8 @@ size_t encode_norm(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) 
     args.eps = norm.param_f(0);
 
     const Pipeline& p = enc.use(vec4 ? "kernel_norm_f32_4" : "kernel_norm_f32",
-                                {FunctionConstant::boolean(300, norm.op == Op::RMS_NORM),
+                                {FunctionConstant::boolean(300, norm.op != Op::NORM),
+                                 FunctionConstant::boolean(302, norm.op == Op::L2_NORM),
                                  FunctionConstant::int32(301, fuse)});
     enc.args(args);
     enc.input(src0, 1);

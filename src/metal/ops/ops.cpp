@@ -10,31 +10,65 @@ namespace mb::metal {
 
 namespace {
 
-using Supports = bool (*)(const RuntimeProps&, const Tensor&);
-using Encode = size_t (*)(OpEncoder&, const std::vector<Tensor*>&, size_t);
-
+// supports, encode, extra size (scratch kept behind the result; nullptr: none)
 struct Family {
-    Supports supports = nullptr;
-    Encode encode = nullptr;
+    bool (*supports)(const RuntimeProps&, const Tensor&);
+    size_t (*encode)(OpEncoder&, const std::vector<Tensor*>&, size_t);
+    size_t (*extra_size)(const Tensor&);
 };
 
-Family family_of(Op op) {
+const Family kBinary{supports_binary, encode_binary, nullptr};
+const Family kUnary{supports_unary, encode_unary, nullptr};
+const Family kNorm{supports_norm, encode_norm, nullptr};
+const Family kSoftMax{supports_soft_max, encode_soft_max, nullptr};
+const Family kReduce{supports_reduce, encode_reduce, nullptr};
+const Family kMulMat{supports_mul_mat, encode_mul_mat, nullptr};
+const Family kRows{supports_rows, encode_rows, nullptr};
+const Family kCopy{supports_cpy, encode_cpy, nullptr};
+const Family kIm2col{supports_im2col, encode_im2col, nullptr};
+const Family kFlashAttnExt{supports_flash_attn_ext, encode_flash_attn_ext, flash_attn_ext_extra_size};
+const Family kRope{supports_rope, encode_rope, nullptr};
+const Family kLayout{supports_layout, encode_layout, nullptr};
+const Family kGlu{supports_glu, encode_glu, nullptr};
+const Family kAcc{supports_acc, encode_acc, nullptr};
+const Family kConvTranspose1d{supports_conv_transpose_1d, encode_conv_transpose_1d, nullptr};
+const Family kPool2d{supports_pool_2d, encode_pool_2d, nullptr};
+const Family kUpscale{supports_upscale, encode_upscale, nullptr};
+const Family kSsmConv{supports_ssm_conv, encode_ssm_conv, nullptr};
+const Family kMulMatId{supports_mul_mat_id, encode_mul_mat_id, nullptr};
+const Family kAddId{supports_add_id, encode_add_id, nullptr};
+const Family kTimestepEmbedding{supports_timestep_embedding, encode_timestep_embedding, nullptr};
+const Family kArange{supports_arange, encode_arange, nullptr};
+const Family kArgsort{supports_argsort, encode_argsort, nullptr};
+
+const Family* family_of(Op op) {
     switch (op_family(op)) {
-        case OpFamily::Binary: return {supports_binary, encode_binary};
-        case OpFamily::Unary: return {supports_unary, encode_unary};
-        case OpFamily::Norm: return {supports_norm, encode_norm};
-        case OpFamily::SoftMax: return {supports_soft_max, encode_soft_max};
-        case OpFamily::Reduce: return {supports_reduce, encode_reduce};
-        case OpFamily::MulMat: return {supports_mul_mat, encode_mul_mat};
-        case OpFamily::Rows: return {supports_rows, encode_rows};
-        case OpFamily::Copy: return {supports_cpy, encode_cpy};
-        case OpFamily::Im2col: return {supports_im2col, encode_im2col};
-        case OpFamily::FlashAttnExt: return {supports_flash_attn_ext, encode_flash_attn_ext};
-        case OpFamily::Rope: return {supports_rope, encode_rope};
-        case OpFamily::Layout: return {supports_layout, encode_layout};
+        case OpFamily::Binary: return &kBinary;
+        case OpFamily::Unary: return &kUnary;
+        case OpFamily::Norm: return &kNorm;
+        case OpFamily::SoftMax: return &kSoftMax;
+        case OpFamily::Reduce: return &kReduce;
+        case OpFamily::MulMat: return &kMulMat;
+        case OpFamily::Rows: return &kRows;
+        case OpFamily::Copy: return &kCopy;
+        case OpFamily::Im2col: return &kIm2col;
+        case OpFamily::FlashAttnExt: return &kFlashAttnExt;
+        case OpFamily::Rope: return &kRope;
+        case OpFamily::Layout: return &kLayout;
+        case OpFamily::Glu: return &kGlu;
+        case OpFamily::Acc: return &kAcc;
+        case OpFamily::ConvTranspose1d: return &kConvTranspose1d;
+        case OpFamily::Pool2d: return &kPool2d;
+        case OpFamily::Upscale: return &kUpscale;
+        case OpFamily::SsmConv: return &kSsmConv;
+        case OpFamily::MulMatId: return &kMulMatId;
+        case OpFamily::AddId: return &kAddId;
+        case OpFamily::TimestepEmbedding: return &kTimestepEmbedding;
+        case OpFamily::Arange: return &kArange;
+        case OpFamily::Argsort: return &kArgsort;
         case OpFamily::None: break;
     }
-    return {};
+    return nullptr;
 }
 
 bool has_bf16(const Tensor& node) {
@@ -50,21 +84,22 @@ bool has_bf16(const Tensor& node) {
 bool supports_op(const RuntimeProps& props, const Tensor& node) {
     if (op_is_view(node.op)) return true;
     if (!props.has_bfloat && has_bf16(node)) return false;  // METAL-SPEC: no BF16 anywhere without it
-    Family f = family_of(node.op);
-    return f.supports && f.supports(props, node);
+    const Family* f = family_of(node.op);
+    return f && f->supports(props, node);
 }
 
 size_t encode_node(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
     const Tensor& node = *nodes[i];
-    Family f = family_of(node.op);
-    if (!f.encode || !supports_op(enc.props(), node)) {
+    const Family* f = family_of(node.op);
+    if (!f || !supports_op(enc.props(), node)) {
         fail_cannot_run("metal::encode_node", "the Metal device", node);
     }
-    return f.encode(enc, nodes, i);
+    return f->encode(enc, nodes, i);
 }
 
 size_t extra_alloc_size(const Tensor& node) {
-    return node.op == Op::FLASH_ATTN_EXT ? flash_attn_ext_extra_size(node) : 0;
+    const Family* f = family_of(node.op);
+    return f && f->extra_size ? f->extra_size(node) : 0;
 }
 
 }  // namespace mb::metal

@@ -42,10 +42,10 @@ size_t extra_alloc_size(const Tensor& node);
 // ADD SUB MUL DIV (+ ADD chains)
 bool supports_binary(const RuntimeProps& props, const Tensor& node);
 size_t encode_binary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
-// SCALE CLAMP SQR SQRT LOG SIN COS GELU GELU_ERF GELU_QUICK SILU RELU TANH SIGMOID NEG ABS EXP
+// the Unary rows of shaders/op_table.h
 bool supports_unary(const RuntimeProps& props, const Tensor& node);
 size_t encode_unary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
-// NORM RMS_NORM (+ fused MUL, ADD)
+// NORM RMS_NORM L2_NORM (+ fused MUL, ADD), GROUP_NORM
 bool supports_norm(const RuntimeProps& props, const Tensor& node);
 size_t encode_norm(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
 // SOFT_MAX
@@ -73,6 +73,39 @@ size_t flash_attn_ext_extra_size(const Tensor& node);
 // ROPE
 bool supports_rope(const RuntimeProps& props, const Tensor& node);
 size_t encode_rope(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// REGLU GEGLU SWIGLU GEGLU_ERF GEGLU_QUICK SWIGLU_OAI
+bool supports_glu(const RuntimeProps& props, const Tensor& node);
+size_t encode_glu(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// ARANGE
+bool supports_arange(const RuntimeProps& props, const Tensor& node);
+size_t encode_arange(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// ARGSORT
+bool supports_argsort(const RuntimeProps& props, const Tensor& node);
+size_t encode_argsort(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// MUL_MAT_ID
+bool supports_mul_mat_id(const RuntimeProps& props, const Tensor& node);
+size_t encode_mul_mat_id(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// ADD_ID
+bool supports_add_id(const RuntimeProps& props, const Tensor& node);
+size_t encode_add_id(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// TIMESTEP_EMBEDDING
+bool supports_timestep_embedding(const RuntimeProps& props, const Tensor& node);
+size_t encode_timestep_embedding(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// CONV_TRANSPOSE_1D
+bool supports_conv_transpose_1d(const RuntimeProps& props, const Tensor& node);
+size_t encode_conv_transpose_1d(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// POOL_2D
+bool supports_pool_2d(const RuntimeProps& props, const Tensor& node);
+size_t encode_pool_2d(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// UPSCALE
+bool supports_upscale(const RuntimeProps& props, const Tensor& node);
+size_t encode_upscale(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// SSM_CONV
+bool supports_ssm_conv(const RuntimeProps& props, const Tensor& node);
+size_t encode_ssm_conv(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// ACC
+bool supports_acc(const RuntimeProps& props, const Tensor& node);
+size_t encode_acc(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
 // CONCAT REPEAT PAD PAD_REFLECT_1D
 bool supports_layout(const RuntimeProps& props, const Tensor& node);
 size_t encode_layout(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);

@@ -14,25 +14,14 @@ namespace mb::metal {
 
 namespace {
 
+// The shader's id of a Unary row of the table (shaders/op_table.h), -1 for other ops.
 int unary_op(Op op) {
     switch (op) {
-        case Op::SCALE: return MB_UNARY_SCALE;
-        case Op::CLAMP: return MB_UNARY_CLAMP;
-        case Op::SQR: return MB_UNARY_SQR;
-        case Op::SQRT: return MB_UNARY_SQRT;
-        case Op::LOG: return MB_UNARY_LOG;
-        case Op::SIN: return MB_UNARY_SIN;
-        case Op::COS: return MB_UNARY_COS;
-        case Op::GELU: return MB_UNARY_GELU;
-        case Op::GELU_ERF: return MB_UNARY_GELU_ERF;
-        case Op::GELU_QUICK: return MB_UNARY_GELU_QUICK;
-        case Op::SILU: return MB_UNARY_SILU;
-        case Op::RELU: return MB_UNARY_RELU;
-        case Op::TANH: return MB_UNARY_TANH;
-        case Op::SIGMOID: return MB_UNARY_SIGMOID;
-        case Op::NEG: return MB_UNARY_NEG;
-        case Op::ABS: return MB_UNARY_ABS;
-        case Op::EXP: return MB_UNARY_EXP;
+#define MB_OP(NAME, FAMILY, KIND, PY)
+#define MB_UNARY(NAME, KIND, PY) \
+    case Op::NAME:               \
+        return MB_UNARY_##NAME;
+#include "op_table.h"
         default: return -1;
     }
 }
@@ -63,7 +52,7 @@ size_t encode_unary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i)
     const bool vec4 = flat && n % 4 == 0 && device_ref(src0).offset % 16 == 0 && device_ref(dst).offset % 16 == 0;
     mb_kargs_unary args{};
     args.n = uint32_t(vec4 ? n / 4 : n);
-    if (dst.op == Op::SCALE || dst.op == Op::CLAMP) {
+    if (op_info(dst.op).kind == OpKind::Ew) {  // SCALE, CLAMP, LEAKY_RELU: parameters f[0], f[1]
         args.p0 = dst.param_f(0);
         args.p1 = dst.param_f(1);
     }
