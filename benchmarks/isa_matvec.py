@@ -8,9 +8,9 @@ or 2 tokens under max_isa 0 (portable), 1 (avx2: AVX-VNNI byte dot products wher
 and 2 (avx512: AVX512-VNNI byte dot products and 16-wide float tiles where the CPU has them), as many
 as the machine offers; a cap's name carries the VNNI form it uses (+avxvnni, +avx512vnni). For the quantized types
 every cap computes the same bits (tests/test_cpu_isa_bits.py); the float types' sums differ in order.
---act f16 gives f16 activations (the f16 x f16 pairing for f16 weights). Prints ns per weight row and the ratio of each cap's time to the
-widest's (above 1: the widest is faster). Caps take turns in rounds and the best time is kept, so a
-burst of load elsewhere on the machine shows in one round only.
+--act f16 gives f16 activations (the f16 x f16 pairing for f16 weights). Prints ns per weight row and the ratio of
+each cap's time to the widest's (above 1: the widest is faster). Caps take turns in rounds and the best time is kept,
+so a burst of load elsewhere on the machine shows in one round only.
 """
 from __future__ import annotations
 

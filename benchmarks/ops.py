@@ -2,8 +2,8 @@
 
     python benchmarks/ops.py [--threads 1 2 4 16] [--min-time 0.3] [--only SUBSTRING]
 
-Prints one table per thread count, all from the same process. Every peer computes the same op on the same data with the same thread count;
-each peer runs in bursts, the peers in turn over several rounds, after a quiet gap that lets the
+Prints one table per thread count, all from the same process. Every peer computes the same op on the same data with
+the same thread count; each peer runs in bursts, the peers in turn over several rounds, after a quiet gap that lets the
 previous peer's spinning worker threads park; each peer's best time is kept. Ratios are peer time /
 our time: above 1 means metal_backend is faster.
 

@@ -13,7 +13,6 @@ import argparse
 import os
 import sys
 
-import metal_backend as mb
 from metal_backend.whisper.__main__ import default_model_path
 from metal_backend.whisper.audio import load_audio
 from metal_backend.whisper.mel import mel_windows

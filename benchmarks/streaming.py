@@ -16,7 +16,8 @@ factor (time spent in push/finish over the audio's length) and the process's pea
 
 Peer: not measured yet. PyPI's `whisper-streaming` 0.1.0 is a packaged fork of ufal/whisper_streaming
 (LocalAgreement over faster-whisper, with a receiver/processor thread API and mosestokenizer);
-faster-whisper is not installed here and no harness drives it yet, so no peer column is printed. Targets from the issue: median <= 2 s, p90 <= 3.5 s,
+faster-whisper is not installed here and no harness drives it yet, so no peer column is printed. Targets from the
+issue: median <= 2 s, p90 <= 3.5 s,
 WER within 1 point of offline, tiny.en on 2 cores.
 """
 
@@ -74,7 +75,9 @@ def passage(work: Path, repeat: int) -> tuple[np.ndarray, str]:
     return load_audio(wav), " ".join(s["text"] for s in info["sentences"])
 
 
-def simulate(model: Whisper, vad: SileroVad, samples: np.ndarray, chunk: float) -> tuple[list[tuple[str, float]], float]:
+def simulate(
+    model: Whisper, vad: SileroVad, samples: np.ndarray, chunk: float
+) -> tuple[list[tuple[str, float]], float]:
     """Feeds samples at real time; returns (word, commit wall time) in commit order and the time
     spent inside push/finish."""
     s = model.stream(vad=vad, language="en", word_timestamps=True)

@@ -42,8 +42,14 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import numpy as np  # noqa: E402
 
 import metal_backend as mb  # noqa: E402
-from metal_backend.whisper import (DecodingOptions, GreedyDecoder, Whisper, load_audio, load_model_data,  # noqa: E402
-                                   mel_windows)
+from metal_backend.whisper import (  # noqa: E402
+    DecodingOptions,
+    GreedyDecoder,
+    Whisper,
+    load_audio,
+    load_model_data,
+    mel_windows,
+)
 from metal_backend.whisper.convert import convert  # noqa: E402
 from metal_backend.whisper.scoring import normalize  # noqa: E402
 

@@ -6,7 +6,8 @@
 
 The audio is an espeak-ng passage built by scripts/make_passage.py (25 sentences, about 132 s;
 needs espeak-ng and sox), once and repeated 5 times (about 11 minutes); its JSON lists where each
-sentence starts. --audio adds other WAV files with such a JSON next to them (A.json for A.wav). Every engine transcribes the same 16 kHz samples, in English, with its own
+sentence starts. --audio adds other WAV files with such a JSON next to them (A.json for A.wav). Every engine
+transcribes the same 16 kHz samples, in English, with its own
 long-form algorithm (timestamps, seeking, conditioning on previous text, temperature fallback)
 at the given thread count:
 
@@ -176,7 +177,8 @@ def run(args: argparse.Namespace, work: Path) -> list[dict]:
             if module is not None and importlib.util.find_spec(module) is None:
                 print(f"{name}: package {module} not installed, skipped", flush=True)
                 continue
-            engines.append(make(ct2, work, args.threads, args.spin_us) if name == "ours" else make(ct2, work, args.threads))
+            engines.append(make(ct2, work, args.threads, args.spin_us) if name == "ours"
+                           else make(ct2, work, args.threads))
         for audio_name, (samples, reference) in audios.items():
             ref_text = " ".join(s["text"] for s in reference["sentences"])
             ref_starts = [s["start"] for s in reference["sentences"]]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from . import _core
+from . import _core, ops
 from ._core import (
     Backend,
     BackendOptions,
@@ -41,25 +41,24 @@ from ._core import (
     f16,
     f32,
     i32,
-    q4_0,
-    q4_1,
-    q5_0,
-    q5_1,
-    q8_0,
-    q2_K,
-    q3_K,
-    q4_K,
-    q5_K,
-    q6_K,
-    q8_K,
     iq4_nl,
     iq4_xs,
     mxfp4,
+    q2_K,
+    q3_K,
+    q4_0,
+    q4_1,
+    q4_K,
+    q5_0,
+    q5_1,
+    q5_K,
+    q6_K,
+    q8_0,
+    q8_K,
     quantize,
     registries,
     types,
 )
-from . import ops
 from .io import gguf
 from .profile import Profile, ProfileNode
 from .profile import profile as _profile

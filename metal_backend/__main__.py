@@ -21,7 +21,8 @@ def _print_shader_families(dev: mb.Device) -> None:
     print(f"    shader families: {len(ok)} of {len(families)} compiled ({', '.join(ok) or 'none'})")
     for name, state in families.items():
         if not state.startswith("compiled"):
-            print(f"    shader family {name} {state}" + ("; its ops run on the CPU" if state.startswith("failed") else ""))
+            print(f"    shader family {name} {state}"
+                  + ("; its ops run on the CPU" if state.startswith("failed") else ""))
 
 
 def main() -> int:

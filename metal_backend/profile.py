@@ -96,7 +96,8 @@ class Profile:
         if top is not None:
             rows = rows[:top]
         host = f" {'host ms':>9}" if self.device_timed else ""
-        lines = [f"{'#':>4} {'op':<15} {'name':<28} {'shape':<20} {'time ms':>9}{host} {'%':>6} {'GFLOP/s':>9} {'GB/s':>8}"]
+        lines = [f"{'#':>4} {'op':<15} {'name':<28} {'shape':<20} {'time ms':>9}{host} "
+                 f"{'%':>6} {'GFLOP/s':>9} {'GB/s':>8}"]
         for n in rows:
             gf = f"{n.gflops:9.2f}" if n.gflops is not None else f"{'-':>9}"
             gb = f"{n.gbytes_per_s:8.2f}" if n.gbytes_per_s is not None else f"{'-':>8}"

@@ -14,7 +14,9 @@ def run_isolated(code: str, timeout: float = 60.0) -> str:
         proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                               timeout=timeout)
     except subprocess.TimeoutExpired as e:
-        raise AssertionError(f"hung: still running after {timeout} s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}") from None
+        raise AssertionError(
+            f"hung: still running after {timeout} s\nstdout:\n{e.stdout}\nstderr:\n{e.stderr}"
+        ) from None
     if proc.returncode != 0:
         how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit status {proc.returncode}"
         raise AssertionError(f"{how}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")

@@ -56,7 +56,8 @@ class In:
     """One input tensor: numpy-order shape, mb type, and how its values are drawn.
 
     gen: "normal" (standard normal), "positive" (U(0.1, 4)), "uniform" (U(-1, 1)), "zeros",
-    "index:N" (integers in [0, N)), "perm:N" (distinct integers in [0, N) along the last axis), "mask" (U(-2, 0.5) with a -inf every 7th entry), "causal:OFF"
+    "index:N" (integers in [0, N)), "perm:N" (distinct integers in [0, N) along the last axis), "mask" (U(-2, 0.5)
+    with a -inf every 7th entry), "causal:OFF"
     (0, or -inf where key j > query i + OFF; the last two axes are (query, key)).
     """
 
@@ -376,7 +377,8 @@ def unary_cases():
     case("leaky_relu/f32/transposed", "LEAKY_RELU", [In((9, 4))], lambda a: mb.ops.leaky_relu(a.transpose(), 0.1),
          lambda a: np.where(a.T > 0, a.T, a.T * 0.1), ARITH)
     case("gelu/f32/whisper_mlp", "GELU", [In((1500, 1536))], mb.ops.gelu, gelu_tanh, TRANSC)
-    for label, shape, s, b in [("rows", (5, 37), 0.7, 0.0), ("bias", (2, 3, 33), -1.5, 0.25), ("single", (1,), 3.0, 1.0)]:
+    for label, shape, s, b in [("rows", (5, 37), 0.7, 0.0), ("bias", (2, 3, 33), -1.5, 0.25),
+                               ("single", (1,), 3.0, 1.0)]:
         case(f"scale/f32/{label}", "SCALE", [In(shape)], lambda a, s=s, b=b: mb.ops.scale(a, s, b),
              lambda a, s=s, b=b: a * s + b, ARITH)
     case("scale/f32/transposed", "SCALE", [In((9, 4))], lambda a: mb.ops.scale(a.transpose(), 2.0, 1.0),
@@ -572,7 +574,8 @@ def spatial_cases():
                                          ("max_rect", (2, 1, 6, 10), "max", (4, 2), (3, 1), (0, 1))]:
         case(f"pool_2d/f32/{label}", "POOL_2D", [In(shape)],
              lambda a, op=op, kk=kk, ss=ss, pp=pp: mb.ops.pool_2d(a, op, kk[0], kk[1], ss[0], ss[1], pp[0], pp[1]),
-             lambda a, op=op, kk=kk, ss=ss, pp=pp: pool_2d_ref(a, op == "avg", kk[0], kk[1], ss[0], ss[1], pp[0], pp[1]),
+             lambda a, op=op, kk=kk, ss=ss, pp=pp: pool_2d_ref(a, op == "avg", kk[0], kk[1], ss[0], ss[1],
+                                                               pp[0], pp[1]),
              ARITH if op == "avg" else EXACT)
     for label, shape, sf in [("x2", (2, 3, 5, 7), 2), ("x3", (1, 4, 6), 3), ("2d", (3, 5), 2)]:
         case(f"upscale/f32/{label}", "UPSCALE", [In(shape)], lambda a, sf=sf: mb.ops.upscale(a, sf),
@@ -950,8 +953,8 @@ layout_cases()
 rope_cases()
 
 
-# ggml's super-block types (blocks of 256), iq4_nl, iq4_xs and mxfp4: mat-vec, the small-batch and tiled GEMM paths, broadcast,
-# get_rows, and copies out of them (and, on the CPU, into them).
+# ggml's super-block types (blocks of 256), iq4_nl, iq4_xs and mxfp4: mat-vec, the small-batch and tiled GEMM paths,
+# broadcast, get_rows, and copies out of them (and, on the CPU, into them).
 K_QUANTS = ((mb.q2_K, "q2_K"), (mb.q3_K, "q3_K"), (mb.q4_K, "q4_K"), (mb.q5_K, "q5_K"), (mb.q6_K, "q6_K"),
             (mb.iq4_nl, "iq4_nl"), (mb.iq4_xs, "iq4_xs"), (mb.mxfp4, "mxfp4"))
 

@@ -15,7 +15,7 @@ import mmap
 import os
 import struct
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from .. import _core
 

@@ -10,8 +10,8 @@ window to window; ReLU, a 1x1 convolution to one value and a sigmoid give the pr
 How it runs: windows are computed in blocks of up to BLOCK. One graph per block size does the
 whole block from its samples (with the 64 before them): the windows with their context as an
 overlapping view, reflect-padded (PAD_REFLECT_1D), then the front end (STFT to the LSTM's input
-gates) as batched products over every window of the block, then the LSTM recurrence unrolled over the block's windows on the device
-(the state lives in two device tensors between blocks and between push() calls), then the output
+gates) as batched products over every window of the block, then the LSTM recurrence unrolled over the block's
+windows on the device (the state lives in two device tensors between blocks and between push() calls), then the output
 layer over the block. A file of n windows takes about n / BLOCK graph computes, not n.
 """
 

@@ -18,15 +18,15 @@ from .compute import WhisperCompute
 from .decoding import DecodingResult, GreedyDecoder, WindowDecoder, compression_ratio, initial_tokens
 from .errors import SettingLimitError, WhisperError
 from .language import detect_language
-from .logit_filters import LogitRules
 from .loader import load_model_data
+from .logit_filters import LogitRules
 from .mel import N_FRAMES, N_SAMPLES, log_mel_spectrogram, mel_filters, mel_windows
 from .model import Whisper
 from .model_data import SpecialTokens, WhisperHParams, WhisperModelData
 from .options import DecodingOptions
-from .tokenizer import Tokenizer
 from .speech_gate import VadParameters
 from .streaming import Stream, StreamFinishedError
+from .tokenizer import Tokenizer
 from .transcribe import transcribe
 from .transcript import Segment, Transcript, Word
 

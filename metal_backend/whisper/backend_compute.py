@@ -166,7 +166,7 @@ class BackendWhisper:
         self.weights_buffer = self.weights.upload()
         self.w = self.weights.tensors
 
-        d, n_ctx = hp.n_text_state, hp.n_text_ctx
+        d = hp.n_text_state
         self.mel = self.ctx.tensor(mb.f32, (1, hp.n_mels, 2 * hp.n_audio_ctx), name="mel")
         # Cross-attention keys head by head (each head's rows contiguous) and values transposed, so
         # the decoder's matrix-vector products stream both from memory in order.

@@ -58,7 +58,8 @@ class BatchDecoder(WindowDecoder):
         for (tokens, sum_logprob), p_no_speech in zip(found, no_speech):
             text = self.tokenizer.decode(tokens)
             results.append(DecodingResult(tokens=tokens, text=text, sum_logprob=sum_logprob,
-                                          avg_logprob=sum_logprob / (len(tokens) + 1), no_speech_prob=float(p_no_speech),
+                                          avg_logprob=sum_logprob / (len(tokens) + 1),
+                                          no_speech_prob=float(p_no_speech),
                                           temperature=temperature, compression_ratio=compression_ratio(text)))
         return results
 

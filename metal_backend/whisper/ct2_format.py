@@ -24,7 +24,9 @@ import os
 from pathlib import Path
 
 import numpy as np
+
 from metal_backend.io import ByteCursor, map_file
+
 from .errors import WhisperError
 from .mel import mel_filters
 from .model_data import SpecialTokens, Tensor, WhisperHParams, WhisperModelData, parse_alignment_heads

@@ -23,9 +23,11 @@ import struct
 from pathlib import Path
 
 import numpy as np
+
 from metal_backend.io import ByteCursor, map_file
-from .errors import WhisperError
 from metal_backend.io.ggml_types import NUMPY_TYPES, GgmlType, QuantizedTensor
+
+from .errors import WhisperError
 from .model_data import SpecialTokens, Tensor, WhisperHParams, WhisperModelData, expected_shapes, is_matrix
 
 GGML_MAGIC = 0x67676D6C

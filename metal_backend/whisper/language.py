@@ -17,7 +17,9 @@ from .logit_filters import log_softmax
 from .model_data import WhisperModelData
 
 
-def detect_language(compute: WhisperCompute, model: WhisperModelData, features: Any) -> tuple[str, float, dict[str, float]]:
+def detect_language(
+    compute: WhisperCompute, model: WhisperModelData, features: Any
+) -> tuple[str, float, dict[str, float]]:
     """(most likely language code, its probability, every language's probability) for the audio
     of features (one window, encoded by compute). English-only models raise WhisperError."""
     if not model.hparams.is_multilingual:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
+
 from metal_backend.io.ggml_types import GgmlType, QuantizedTensor
 
 from .ct2_format import is_ct2_dir, read_ct2

@@ -19,12 +19,12 @@ import metal_backend as mb
 from metal_backend.io.ggml_types import GgmlType, QuantizedTensor
 
 from .backend_compute import BackendWhisper
+from .batched import transcribe_batched
+from .decoding import resolve_language
 from .errors import WhisperError
 from .loader import load_model_data
 from .model_data import WhisperModelData
 from .options import DecodingOptions
-from .batched import transcribe_batched
-from .decoding import resolve_language
 from .speech_map import SpeechMap
 from .transcribe import Progress, audio_samples, transcribe
 from .transcript import Transcript

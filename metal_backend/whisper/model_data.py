@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Union
 
 import numpy as np
+
 from metal_backend.io.ggml_types import QuantizedTensor
 
 from .errors import WhisperError

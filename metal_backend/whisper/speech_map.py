@@ -25,7 +25,6 @@ from .audio import SAMPLE_RATE
 from .errors import WhisperError
 from .transcript import Segment
 
-
 # Seconds: how far a segment's edge may lie past a span boundary it crosses and still be moved
 # across it. Segment timestamps of small models are often up to a second early or late (tiny.en
 # puts many on whole seconds: a sentence starting 0.67 s after a boundary got the start 6.00 s, before

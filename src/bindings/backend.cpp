@@ -36,7 +36,8 @@ int64_t option_value(py::handle value, const std::string& key) {
 }  // namespace
 
 void init_backend(py::module_& m) {
-    py::class_<BackendOptions>(m, "BackendOptions", "The named options of a backend, readable and settable like a dict.")
+    py::class_<BackendOptions>(m, "BackendOptions",
+                               "The named options of a backend, readable and settable like a dict.")
         .def("__getitem__", [](const BackendOptions& o, const std::string& key) {
             try {
                 return o.backend->option(key);
@@ -50,7 +51,8 @@ void init_backend(py::module_& m) {
         .def("__contains__", [](const BackendOptions& o, const std::string& key) {
             return o.backend->options().count(key) > 0;
         })
-        .def("__iter__", [](const BackendOptions& o) { return py::iter(py::cast(o.backend->options()).attr("keys")()); })
+        .def("__iter__",
+             [](const BackendOptions& o) { return py::iter(py::cast(o.backend->options()).attr("keys")()); })
         .def("__len__", [](const BackendOptions& o) { return o.backend->options().size(); })
         .def("keys", [](const BackendOptions& o) { return py::cast(o.backend->options()).attr("keys")(); })
         .def("items", [](const BackendOptions& o) { return py::cast(o.backend->options()).attr("items")(); })

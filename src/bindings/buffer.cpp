@@ -136,7 +136,8 @@ void init_buffer(py::module_& m) {
             ReleasedGil nogil;
             b.get(dst, off, n);
             return out;
-        }, py::arg("offset") = 0, py::arg("size") = py::none(), "Copies `size` bytes from `offset` (default: to the end).")
+        }, py::arg("offset") = 0, py::arg("size") = py::none(),
+           "Copies `size` bytes from `offset` (default: to the end).")
         .def("memset", [](Buffer& b, py::object value, py::object offset, py::object size) {
             uint8_t v = byte_value(value, "Buffer::memset");
             size_t off = to_size(offset, "Buffer::memset", "offset");

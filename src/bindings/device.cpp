@@ -171,7 +171,8 @@ void init_device(py::module_& m) {
             return "<Registry " + r.name + ": " + std::to_string(r.devices.size()) + " device(s)>";
         });
 
-    m.def("registries", &registries, "Every registry built into this module: 'CPU' always, 'Metal' on Apple, 'MetalSim' where built.");
+    m.def("registries", &registries,
+          "Every registry built into this module: 'CPU' always, 'Metal' on Apple, 'MetalSim' where built.");
 }
 
 }  // namespace mb::bindings

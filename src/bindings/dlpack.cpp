@@ -164,7 +164,8 @@ bool want_versioned(py::handle max_version, const char* who) {
     }
     auto v = py::reinterpret_borrow<py::tuple>(max_version);
     if (v.size() != 2) {
-        fail<InvalidArgumentError>(who, "max_version must be a (major, minor) tuple, got ", std::string(py::repr(max_version)));
+        fail<InvalidArgumentError>(who, "max_version must be a (major, minor) tuple, got ",
+                                   std::string(py::repr(max_version)));
     }
     return v[0].cast<int64_t>() >= 1;
 }
@@ -174,7 +175,8 @@ py::object export_dlpack(const TensorHandle& th, py::handle stream, py::handle m
     static const char* who = "Tensor.__dlpack__";
     const Tensor& t = *th;
     if (!stream.is_none()) {
-        fail<InvalidArgumentError>(who, "stream must be None for host memory (kDLCPU), got ", std::string(py::repr(stream)));
+        fail<InvalidArgumentError>(who, "stream must be None for host memory (kDLCPU), got ",
+                                   std::string(py::repr(stream)));
     }
     const bool versioned = want_versioned(max_version, who);
     if (!dl_device.is_none()) {
@@ -185,7 +187,8 @@ py::object export_dlpack(const TensorHandle& th, py::handle stream, py::handle m
         }
     }
     if (!copy.is_none() && !PyBool_Check(copy.ptr())) {
-        throw py::type_error(std::string("[") + who + "] copy must be None, True or False, got " + std::string(py::repr(copy)));
+        throw py::type_error(std::string("[") + who + "] copy must be None, True or False, got " +
+                             std::string(py::repr(copy)));
     }
     const bool must_copy = copy.is(py::bool_(true));
 
@@ -222,13 +225,15 @@ py::object export_dlpack(const TensorHandle& th, py::handle stream, py::handle m
     } else {
         if (!storage->host_ptr()) {
             fail<DLPackError>(who, "tensor ", t.describe(), " lives in buffer '", buf.name(), "' of type '",
-                              buf.buffer_type()->name(), "', which the host cannot see; pass copy=True for a host copy");
+                              buf.buffer_type()->name(),
+                              "', which the host cannot see; pass copy=True for a host copy");
         }
         check_host_read(buf, who, what, t.data_offset(), t.nbytes());
         for (int i = 0; i < t.n_dims; ++i) {
             size_t nb = t.nb[t.n_dims - 1 - i];
             if (nb % es != 0) {
-                fail<DLPackError>(who, "tensor ", t.describe(), " has a byte stride of ", nb, ", not a multiple of its ",
+                fail<DLPackError>(who, "tensor ", t.describe(), " has a byte stride of ", nb,
+                                  ", not a multiple of its ",
                                   es, "-byte elements; DLPack strides count elements (pass copy=True)");
             }
             ctx->strides[i] = static_cast<int64_t>(nb / es);
@@ -243,7 +248,9 @@ py::object export_dlpack(const TensorHandle& th, py::handle stream, py::handle m
     if (versioned) {
         raw->versioned.version = {1, 0};
         raw->versioned.manager_ctx = raw;
-        raw->versioned.deleter = [](DLManagedTensorVersioned* m) { delete static_cast<ExportContext*>(m->manager_ctx); };
+        raw->versioned.deleter = [](DLManagedTensorVersioned* m) {
+            delete static_cast<ExportContext*>(m->manager_ctx);
+        };
         raw->versioned.flags = flags;
         raw->versioned.dl_tensor = dl;
         PyObject* cap = PyCapsule_New(&raw->versioned, kVersionedName, versioned_capsule_destructor);
@@ -288,7 +295,8 @@ struct ImportOwner {
 std::string dtype_name(const DLDataType& d) {
     const char* code = d.code == kDLInt ? "int" : d.code == kDLUInt ? "uint" : d.code == kDLFloat ? "float"
                      : d.code == kDLBfloat ? "bfloat" : nullptr;
-    std::string out = code ? std::string(code) + std::to_string(d.bits) : "code " + std::to_string(d.code) + " bits " + std::to_string(d.bits);
+    std::string out = code ? std::string(code) + std::to_string(d.bits)
+                      : "code " + std::to_string(d.code) + " bits " + std::to_string(d.bits);
     if (d.lanes != 1) out += " x" + std::to_string(d.lanes) + " lanes";
     return out;
 }
@@ -300,20 +308,23 @@ Type type_of(const DLDataType& d, const char* who) {
         if (d.code == kDLBfloat && d.bits == 16) return Type::BF16;
         if (d.code == kDLInt && d.bits == 32) return Type::I32;
     }
-    fail<DLPackError>(who, "DLPack dtype ", dtype_name(d), " has no tensor type; supported: float32, float16, bfloat16, int32");
+    fail<DLPackError>(who, "DLPack dtype ", dtype_name(d),
+                      " has no tensor type; supported: float32, float16, bfloat16, int32");
 }
 
 TensorHandle import_dlpack(py::object obj, std::shared_ptr<Device> device, const std::string& name) {
     static const char* who = "from_dlpack";
     if (!py::hasattr(obj, "__dlpack__")) {
-        throw py::type_error(std::string("[") + who + "] expected an object with __dlpack__ (a numpy array, torch tensor...), got " +
+        throw py::type_error(std::string("[") + who + "] expected an object with __dlpack__ "
+                             "(a numpy array, torch tensor...), got " +
                              std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
     }
     if (py::hasattr(obj, "__dlpack_device__")) {
         auto dev = obj.attr("__dlpack_device__")().cast<std::pair<int64_t, int64_t>>();
         if (dev.first != kDLCPU) {
             fail<DLPackError>(who, "the ", std::string(py::str(py::type::handle_of(obj).attr("__name__"))),
-                              " lives on DLPack device type ", dev.first, ", not host memory (kDLCPU=1); move it to the CPU first");
+                              " lives on DLPack device type ", dev.first,
+                              ", not host memory (kDLCPU=1); move it to the CPU first");
         }
     }
     py::object cap;
@@ -331,7 +342,8 @@ TensorHandle import_dlpack(py::object obj, std::shared_ptr<Device> device, const
         owner->versioned = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(cap.ptr(), kVersionedName));
         if (PyCapsule_SetName(cap.ptr(), kUsedVersionedName) != 0) throw py::error_already_set();
         if (owner->versioned->version.major != 1) {
-            fail<DLPackError>(who, "DLPack major version ", owner->versioned->version.major, " is not supported (1 is)");
+            fail<DLPackError>(who, "DLPack major version ", owner->versioned->version.major,
+                              " is not supported (1 is)");
         }
         dl = &owner->versioned->dl_tensor;
         read_only = (owner->versioned->flags & kFlagReadOnly) != 0;
@@ -348,7 +360,8 @@ TensorHandle import_dlpack(py::object obj, std::shared_ptr<Device> device, const
     Py_INCREF(owner->producer);
 
     if (dl->device.device_type != kDLCPU) {
-        fail<DLPackError>(who, "the capsule's memory is on DLPack device type ", dl->device.device_type, ", not kDLCPU (1)");
+        fail<DLPackError>(who, "the capsule's memory is on DLPack device type ",
+                          dl->device.device_type, ", not kDLCPU (1)");
     }
     if (read_only) {
         fail<DLPackError>(who, "the producer marked its memory read-only, and a tensor's memory is written by compute; "
@@ -424,7 +437,8 @@ TensorHandle import_dlpack(py::object obj, std::shared_ptr<Device> device, const
 
 void init_dlpack(py::module_& m) {
     static PyObject* cls = nullptr;
-    py::tuple bases = py::make_tuple(m.attr("MetalBackendError"), py::reinterpret_borrow<py::object>(PyExc_BufferError));
+    py::tuple bases = py::make_tuple(m.attr("MetalBackendError"),
+                                     py::reinterpret_borrow<py::object>(PyExc_BufferError));
     cls = PyErr_NewExceptionWithDoc("metal_backend.DLPackError",
                                     "Data that DLPack cannot carry: a quantized type, device-private memory without\n"
                                     "copy=True, byte strides that are not whole elements, a read-only or non-CPU\n"

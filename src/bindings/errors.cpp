@@ -36,7 +36,8 @@ PyObject* make_class(py::module_& m, const char* name, const char* doc, std::ini
 
 void init_errors(py::module_& m) {
     g_base = make_class(m, "MetalBackendError", "Base class of every metal_backend error.", {PyExc_RuntimeError});
-    g_oom = make_class(m, "OutOfMemoryError", "An allocation larger than the device or buffer type allows, or one that failed.",
+    g_oom = make_class(m, "OutOfMemoryError",
+                       "An allocation larger than the device or buffer type allows, or one that failed.",
                        {g_base, PyExc_MemoryError});
     g_invalid = make_class(m, "InvalidArgumentError", "An argument has the wrong value, shape, type or state.",
                            {g_base, PyExc_ValueError});
@@ -77,7 +78,8 @@ size_t to_size(py::handle value, const char* who, const char* what, bool too_big
         fail<InvalidArgumentError>(who, what, " must be >= 0, got ", std::string(py::str(value)));
     }
     if (overflow > 0 || static_cast<unsigned long long>(v) > std::numeric_limits<size_t>::max()) {
-        if (too_big_is_oom) fail<OutOfMemoryError>(who, what, " ", std::string(py::str(value)), " is larger than any memory");
+        if (too_big_is_oom)
+            fail<OutOfMemoryError>(who, what, " ", std::string(py::str(value)), " is larger than any memory");
         fail<OutOfRangeError>(who, what, " ", std::string(py::str(value)), " is out of range");
     }
     return static_cast<size_t>(v);

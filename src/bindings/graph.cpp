@@ -83,7 +83,8 @@ void init_graph(py::module_& m) {
         .def_property_readonly("outputs", [](const Graph& g) { return handles(g.outputs()); })
         .def("__len__", [](const Graph& g) { return g.nodes().size(); })
         .def("__repr__", [](const Graph& g) {
-            return "<Graph: " + std::to_string(g.nodes().size()) + " node(s), " + std::to_string(g.leafs().size()) + " leaf(s)>";
+            return "<Graph: " + std::to_string(g.nodes().size()) +
+                   " node(s), " + std::to_string(g.leafs().size()) + " leaf(s)>";
         });
     py::type::of<Context>().attr("build_graph") = py::cpp_function(
         [](py::object, py::args outputs) { return make_graph(outputs); }, py::is_method(py::type::of<Context>()),
@@ -170,7 +171,8 @@ void init_graph(py::module_& m) {
                 b.set_abort_callback(nullptr);
                 return;
             }
-            if (!PyCallable_Check(fn.ptr())) throw py::type_error("[Backend.set_abort_callback] expected a callable or None");
+            if (!PyCallable_Check(fn.ptr()))
+                throw py::type_error("[Backend.set_abort_callback] expected a callable or None");
             auto holder = py_owner(fn);
             b.set_abort_callback([holder]() {
                 if (gil_forbidden()) return true;  // the interpreter is exiting: stop the compute

@@ -55,12 +55,14 @@ T view_of(const T& a, py::object shape, py::object strides, size_t offset) {
         }
     } else {
         if (!PySequence_Check(strides.ptr())) {
-            throw py::type_error("[ops.view] strides must be a sequence of ints, got " + std::string(py::repr(strides)));
+            throw py::type_error("[ops.view] strides must be a sequence of ints, got " +
+                                 std::string(py::repr(strides)));
         }
         std::vector<int64_t> s;
         for (py::handle v : strides) s.push_back(to_int64(v, "ops.view", "stride"));
         if (static_cast<int>(s.size()) != n_dims) {
-            fail<InvalidArgumentError>("ops.view", "strides ", std::string(py::repr(strides)), " must have one entry per dim of shape ",
+            fail<InvalidArgumentError>("ops.view", "strides ", std::string(py::repr(strides)),
+                                       " must have one entry per dim of shape ",
                                        std::string(py::repr(shape)));
         }
         contiguous_strides(a->type, ne, nb);
@@ -76,7 +78,8 @@ T view_of(const T& a, py::object shape, py::object strides, size_t offset) {
 T permute_axes(const T& a, std::vector<int> axes) {
     const int n = a->n_dims;
     if (static_cast<int>(axes.size()) != n) {
-        fail<InvalidArgumentError>("ops.permute", "axes must list each of the ", n, " axes of ", a->describe(), " once");
+        fail<InvalidArgumentError>("ops.permute", "axes must list each of the ", n,
+                                   " axes of ", a->describe(), " once");
     }
     int ax[kMaxDims] = {0, 1, 2, 3};
     for (int j = 0; j < n; ++j) ax[ggml_dim(axes[j], n, "ops.permute")] = n - 1 - j;
@@ -98,10 +101,14 @@ void init_ops(py::module_& root) {
     }, "The table of ops (shaders/op_table.h): (name, family, kind, python name) per op, in enum order.");
     py::module_ m = root.def_submodule("ops", "Graph construction: ggml's ops over Tensors of one Context.");
 
-    m.def("add", [](T a, T b) { return handle(ops::add(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"), "a + b, b broadcast over a.");
-    m.def("sub", [](T a, T b) { return handle(ops::sub(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"), "a - b, b broadcast over a.");
-    m.def("mul", [](T a, T b) { return handle(ops::mul(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"), "a * b, b broadcast over a.");
-    m.def("div", [](T a, T b) { return handle(ops::div(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"), "a / b, b broadcast over a.");
+    m.def("add", [](T a, T b) { return handle(ops::add(ptr(a), ptr(b))); },
+          py::arg("a"), py::arg("b"), "a + b, b broadcast over a.");
+    m.def("sub", [](T a, T b) { return handle(ops::sub(ptr(a), ptr(b))); },
+          py::arg("a"), py::arg("b"), "a - b, b broadcast over a.");
+    m.def("mul", [](T a, T b) { return handle(ops::mul(ptr(a), ptr(b))); },
+          py::arg("a"), py::arg("b"), "a * b, b broadcast over a.");
+    m.def("div", [](T a, T b) { return handle(ops::div(ptr(a), ptr(b))); },
+          py::arg("a"), py::arg("b"), "a / b, b broadcast over a.");
     m.def("scale", [](T a, float s, float b) { return handle(ops::scale(ptr(a), s, b)); }, py::arg("a"), py::arg("s"),
           py::arg("b") = 0.0f, "a*s + b.");
     m.def("clamp", [](T a, float lo, float hi) { return handle(ops::clamp(ptr(a), lo, hi)); }, py::arg("a"),
@@ -122,7 +129,8 @@ void init_ops(py::module_& root) {
     };
     for (const auto& [name, op] : unaries) {
         Op o = op;
-        m.def(name, [o](T a) { return unary_op(o, a); }, py::arg("a"), (std::string("Element-wise ") + name + ".").c_str());
+        m.def(name, [o](T a) { return unary_op(o, a); }, py::arg("a"),
+              (std::string("Element-wise ") + name + ".").c_str());
     }
 
     m.def("leaky_relu", [](T a, float slope) { return handle(ops::leaky_relu(ptr(a), slope)); }, py::arg("a"),
@@ -138,8 +146,10 @@ void init_ops(py::module_& root) {
         if (o == Op::SWIGLU_OAI) continue;
         m.def(name, [o](T a, bool swapped) { return handle(ops::glu(o, ptr(a), nullptr, swapped)); }, py::arg("a"),
               py::arg("swapped") = false,
-              (std::string("ggml_") + name + ": the last axis split in halves x | g (swapped: g | x); act(x) * g.").c_str());
-        m.def((std::string(name) + "_split").c_str(), [o](T a, T b) { return handle(ops::glu(o, ptr(a), ptr(b), false)); },
+              (std::string("ggml_") + name + ": the last axis split in halves x | g "
+               "(swapped: g | x); act(x) * g.").c_str());
+        m.def((std::string(name) + "_split").c_str(),
+              [o](T a, T b) { return handle(ops::glu(o, ptr(a), ptr(b), false)); },
               py::arg("a"), py::arg("b"), (std::string("ggml_") + name + "_split: act(a) * b.").c_str());
     }
     m.def("swiglu_oai", [](T a, T b, float alpha, float limit, bool swapped) {
@@ -170,7 +180,8 @@ void init_ops(py::module_& root) {
     m.def("conv_transpose_1d", [](T kernel, T data, int stride, int padding, int dilation) {
         return handle(ops::conv_transpose_1d(ptr(kernel), ptr(data), stride, padding, dilation));
     }, py::arg("kernel"), py::arg("data"), py::arg("stride") = 1, py::arg("padding") = 0, py::arg("dilation") = 1,
-       "kernel (IC,OC,K) f32/f16, data (N,IC,L) f32 -> (N,OC,OL) f32, OL = (L-1)*stride - 2*padding + dilation*(K-1) + 1.");
+       "kernel (IC,OC,K) f32/f16, data (N,IC,L) f32 -> (N,OC,OL) f32, "
+       "OL = (L-1)*stride - 2*padding + dilation*(K-1) + 1.");
     m.def("pool_2d", [](T a, const std::string& op, int k0, int k1, int s0, int s1, int p0, int p1) {
         if (op != "max" && op != "avg") {
             fail<InvalidArgumentError>("ops.pool_2d", "op must be \"max\" or \"avg\", got \"", op, "\"");
@@ -203,8 +214,10 @@ void init_ops(py::module_& root) {
         return handle(ops::soft_max_ext(ptr(a), ptr(mask), scale, max_bias, ptr(sinks)));
     }, py::arg("a"), py::arg("mask") = py::none(), py::arg("scale") = 1.0f, py::arg("max_bias") = 0.0f,
        py::arg("sinks") = py::none(), "softmax(a*scale + slope*mask) per row; ALiBi slopes when max_bias > 0.");
-    m.def("sum_rows", [](T a) { return handle(ops::sum_rows(ptr(a))); }, py::arg("a"), "Sum over the last axis (kept, size 1).");
-    m.def("mean", [](T a) { return handle(ops::mean(ptr(a))); }, py::arg("a"), "Mean over the last axis (kept, size 1).");
+    m.def("sum_rows", [](T a) { return handle(ops::sum_rows(ptr(a))); }, py::arg("a"),
+          "Sum over the last axis (kept, size 1).");
+    m.def("mean", [](T a) { return handle(ops::mean(ptr(a))); }, py::arg("a"),
+          "Mean over the last axis (kept, size 1).");
     m.def("argmax", [](T a) { return handle(ops::argmax(ptr(a))); }, py::arg("a"), "i32 index of the max of each row.");
     m.def("flash_attn_ext", [](T q, T k, T v, T mask, float scale, float max_bias, float softcap) {
         return handle(ops::flash_attn_ext(ptr(q), ptr(k), ptr(v), ptr(mask), scale, max_bias, softcap));
@@ -220,7 +233,8 @@ void init_ops(py::module_& root) {
     m.def("get_rows", [](T a, T idx) { return handle(ops::get_rows(ptr(a), ptr(idx))); }, py::arg("a"), py::arg("idx"),
           "Rows of a picked by i32 idx, as f32.");
     m.def("set_rows", [](T dst, T src, T idx) { return handle(ops::set_rows(ptr(dst), ptr(src), ptr(idx))); },
-          py::arg("dst"), py::arg("src"), py::arg("idx"), "Writes rows of src into rows idx of dst; returns a view of dst.");
+          py::arg("dst"), py::arg("src"), py::arg("idx"),
+          "Writes rows of src into rows idx of dst; returns a view of dst.");
     m.def("im2col", [](T kernel, T data, int s0, int s1, int p0, int p1, int d0, int d1, bool is_2d, Type dst_type) {
         return handle(ops::im2col(ptr(kernel), ptr(data), s0, s1, p0, p1, d0, d1, is_2d, dst_type));
     }, py::arg("kernel"), py::arg("data"), py::arg("s0"), py::arg("s1"), py::arg("p0"), py::arg("p1"), py::arg("d0"),
@@ -237,7 +251,8 @@ void init_ops(py::module_& root) {
           "a tiled to b's shape.");
     m.def("pad", [](T a, std::vector<int> pads) {
         if (static_cast<int>(pads.size()) != a->n_dims) {
-            fail<InvalidArgumentError>("ops.pad", "give one padding per axis of ", a->describe(), ", got ", pads.size());
+            fail<InvalidArgumentError>("ops.pad", "give one padding per axis of ", a->describe(),
+                                       ", got ", pads.size());
         }
         int p[kMaxDims] = {0, 0, 0, 0};
         for (int j = 0; j < a->n_dims; ++j) p[a->n_dims - 1 - j] = pads[j];
@@ -255,23 +270,28 @@ void init_ops(py::module_& root) {
        py::arg("freq_base") = 10000.0f, py::arg("freq_scale") = 1.0f, py::arg("ext_factor") = 0.0f,
        py::arg("attn_factor") = 1.0f, py::arg("beta_fast") = 32.0f, py::arg("beta_slow") = 1.0f,
        "Rotary embedding; a (B,T,H,D) with pos i32 (T,). mode 0 normal, 2 neox.");
-    m.def("reshape", &reshape_to, py::arg("a"), py::arg("shape"), "A view of contiguous a with a new numpy-order shape.");
+    m.def("reshape", &reshape_to, py::arg("a"), py::arg("shape"),
+          "A view of contiguous a with a new numpy-order shape.");
     m.def("view", &view_of, py::arg("a"), py::arg("shape"), py::arg("strides") = py::none(), py::arg("offset") = 0,
           "A view of a's memory: numpy-order shape and byte strides, at a byte offset.");
-    m.def("permute", &permute_axes, py::arg("a"), py::arg("axes"), "A view with axes reordered like numpy.transpose(a, axes).");
-    m.def("transpose", [](T a) { return handle(ops::transpose(ptr(a))); }, py::arg("a"), "A view with the last two axes swapped.");
+    m.def("permute", &permute_axes, py::arg("a"), py::arg("axes"),
+          "A view with axes reordered like numpy.transpose(a, axes).");
+    m.def("transpose", [](T a) { return handle(ops::transpose(ptr(a))); }, py::arg("a"),
+          "A view with the last two axes swapped.");
 
     // The view ops as Tensor methods too, as API.md lists them.
     py::object cls = py::type::of<Tensor>();
     cls.attr("reshape") = py::cpp_function([](T a, py::args shape) {
-        return reshape_to(a, shape.size() == 1 && !PyLong_Check(shape[0].ptr()) ? py::object(shape[0]) : py::object(shape));
+        return reshape_to(a, shape.size() == 1 && !PyLong_Check(shape[0].ptr())
+                          ? py::object(shape[0]) : py::object(shape));
     }, py::is_method(cls), py::name("reshape"), "a.reshape(*shape) or a.reshape(shape): see ops.reshape.");
     cls.attr("view") = py::cpp_function(&view_of, py::is_method(cls), py::name("view"), py::arg("shape"),
                                         py::arg("strides") = py::none(), py::arg("offset") = 0, "See ops.view.");
     cls.attr("permute") = py::cpp_function([](T a, py::args axes) {
         py::object list = axes.size() == 1 && !PyLong_Check(axes[0].ptr()) ? py::object(axes[0]) : py::object(axes);
         if (!PySequence_Check(list.ptr())) {
-            throw py::type_error("[ops.permute] axes must be ints or one sequence of ints, got " + std::string(py::repr(list)));
+            throw py::type_error("[ops.permute] axes must be ints or one sequence of ints, got " +
+                                 std::string(py::repr(list)));
         }
         std::vector<int> ax;
         for (py::handle v : list) {

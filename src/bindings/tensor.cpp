@@ -47,7 +47,8 @@ void shape_to_ne(py::handle shape, const char* who, int64_t ne[kMaxDims], int* n
     }
     for (int i = 0; i < kMaxDims; ++i) ne[i] = 1;
     for (size_t i = 0; i < dims.size(); ++i) {
-        if (dims[i] < 0) fail<InvalidArgumentError>(who, "shape has a negative dimension: ", std::string(py::repr(shape)));
+        if (dims[i] < 0)
+            fail<InvalidArgumentError>(who, "shape has a negative dimension: ", std::string(py::repr(shape)));
         ne[dims.size() - 1 - i] = dims[i];
     }
     *n_dims = static_cast<int>(dims.size());
@@ -84,7 +85,8 @@ Buffer& buffer_of(const Tensor& t, const char* who) {
 
 bool is_raw_bytes(py::handle data) {
     if (PyBytes_Check(data.ptr()) || PyByteArray_Check(data.ptr()) || PyMemoryView_Check(data.ptr())) return true;
-    if (py::isinstance<py::array>(data)) return py::reinterpret_borrow<py::array>(data).dtype().is(py::dtype::of<uint8_t>());
+    if (py::isinstance<py::array>(data))
+        return py::reinterpret_borrow<py::array>(data).dtype().is(py::dtype::of<uint8_t>());
     return false;
 }
 
@@ -108,8 +110,9 @@ void check_fits_i32(const py::array& arr, const Tensor& t, const char* who) {
     }
     if (arr.itemsize() <= 2 || (kind == 'i' && arr.itemsize() == 4)) return;
     const bool is_unsigned = kind == 'u';
-    py::array wide = is_unsigned ? py::array(py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(arr))
-                                 : py::array(py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr));
+    py::array wide = is_unsigned
+                         ? py::array(py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(arr))
+                         : py::array(py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr));
     for (py::ssize_t i = 0; i < wide.size(); ++i) {
         bool ok;
         std::string text;
@@ -190,7 +193,8 @@ py::array decode(const Tensor& t, const char* who) {
                     if (t.nb[0] == tr.type_size) {
                         std::memcpy(o, row, out_row);
                     } else {
-                        for (int64_t i0 = 0; i0 < t.ne[0]; ++i0) std::memcpy(o + i0 * tr.type_size, row + i0 * t.nb[0], tr.type_size);
+                        for (int64_t i0 = 0; i0 < t.ne[0]; ++i0)
+                            std::memcpy(o + i0 * tr.type_size, row + i0 * t.nb[0], tr.type_size);
                     }
                 } else {
                     dequantize_row(t.type, row, reinterpret_cast<float*>(o), t.ne[0]);
@@ -212,7 +216,8 @@ void set_data(Tensor& t, py::handle data) {
         require_plain_data(data, info.format.c_str(), who);
         size_t n = static_cast<size_t>(info.size * info.itemsize);
         if (n != t.nbytes()) {
-            fail<InvalidArgumentError>(who, "raw data of ", n, " bytes for tensor ", t.describe(), " of ", t.nbytes(), " bytes");
+            fail<InvalidArgumentError>(who, "raw data of ", n, " bytes for tensor ", t.describe(),
+                                       " of ", t.nbytes(), " bytes");
         }
         if (!PyBuffer_IsContiguous(reinterpret_cast<Py_buffer*>(info.view()), 'C')) {
             fail<InvalidArgumentError>(who, "raw data must be C-contiguous");
@@ -260,7 +265,8 @@ py::array numpy_view(const Tensor& t) {
 
 std::shared_ptr<BufferType> buft_of(py::handle target, const char* who) {
     if (py::isinstance<BufferType>(target)) return target.cast<std::shared_ptr<BufferType>>();
-    if (py::isinstance<Backend>(target)) return target.cast<std::shared_ptr<Backend>>()->device()->default_buffer_type();
+    if (py::isinstance<Backend>(target))
+        return target.cast<std::shared_ptr<Backend>>()->device()->default_buffer_type();
     if (py::isinstance<Device>(target)) return target.cast<std::shared_ptr<Device>>()->default_buffer_type();
     throw py::type_error(std::string("[") + who + "] expected a Backend, Device or BufferType, got " +
                          std::string(py::str(py::type::handle_of(target).attr("__name__"))));
@@ -276,7 +282,8 @@ std::vector<uint8_t> tensor_bytes_from(const Tensor& t, py::handle data, const c
     require_plain_data(data, info.format.c_str(), who);
     size_t n = static_cast<size_t>(info.size * info.itemsize);
     if (n != t.nbytes()) {
-        fail<InvalidArgumentError>(who, "raw data of ", n, " bytes for tensor ", t.describe(), " of ", t.nbytes(), " bytes");
+        fail<InvalidArgumentError>(who, "raw data of ", n, " bytes for tensor ", t.describe(),
+                                   " of ", t.nbytes(), " bytes");
     }
     const auto* p = static_cast<const uint8_t*>(info.ptr);
     return std::vector<uint8_t>(p, p + n);
@@ -311,8 +318,10 @@ void init_tensor(py::module_& m) {
         .def_property_readonly("ndim", [](const Tensor& t) { return t.n_dims; })
         .def_property_readonly("nbytes", &Tensor::nbytes)
         .def_property_readonly("nelements", &Tensor::nelements)
-        .def_property("name", [](const Tensor& t) { return t.name; }, [](Tensor& t, std::string n) { t.name = std::move(n); })
-        .def_property_readonly("op", [](const Tensor& t) { return std::string(op_name(t.op)); }, "ggml op name ('NONE' for leafs).")
+        .def_property("name", [](const Tensor& t) { return t.name; },
+                      [](Tensor& t, std::string n) { t.name = std::move(n); })
+        .def_property_readonly("op", [](const Tensor& t) { return std::string(op_name(t.op)); },
+                               "ggml op name ('NONE' for leafs).")
         .def_property_readonly("op_params", [](const Tensor& t) {
             return std::vector<int32_t>(t.op_params, t.op_params + kMaxOpParams);
         })
@@ -324,7 +333,8 @@ void init_tensor(py::module_& m) {
         }, "Source tensors (None for absent optional sources).")
         .def_property_readonly("view_src", [](const Tensor& t) { return handle_or_none(t.view_src); })
         .def_property_readonly("view_offs", [](const Tensor& t) { return t.view_offs; })
-        .def_property_readonly("buffer", [](const Tensor& t) { return t.data_buffer(); }, "The Buffer holding the data, or None.")
+        .def_property_readonly("buffer", [](const Tensor& t) { return t.data_buffer(); },
+                               "The Buffer holding the data, or None.")
         .def_property_readonly("offset", &Tensor::data_offset, "Byte offset of the data in its buffer.")
         .def_property_readonly("context", [](const Tensor& t) { return t.ctx->shared_from_this(); })
         .def_property("is_input", [](const Tensor& t) { return (t.flags & kTensorInput) != 0; },
@@ -346,9 +356,10 @@ void init_tensor(py::module_& m) {
              "A copy as numpy: f32/f16/i32 as themselves, bf16 and quantized types dequantized to float32.\n"
              "Raises PendingWorkError while queued async work writes host-visible memory of the tensor.")
         .def("get_bytes", &get_bytes, "The raw stored bytes (ggml layout) of a contiguous tensor.")
-        .def("numpy", &numpy_view, "A zero-copy numpy view (host-visible f32/f16/i32 tensors); keeps the memory alive.\n"
-                                   "Raises PendingWorkError while queued async work writes the tensor's bytes (call\n"
-                                   "synchronize() first); read-only while queued work reads them.")
+        .def("numpy", &numpy_view,
+             "A zero-copy numpy view (host-visible f32/f16/i32 tensors); keeps the memory alive.\n"
+             "Raises PendingWorkError while queued async work writes the tensor's bytes (call\n"
+             "synchronize() first); read-only while queued work reads them.")
         .def("__repr__", [](const Tensor& t) {
             return "<Tensor " + t.describe() + " op=" + op_name(t.op) + (t.is_allocated() ? "" : " unallocated") + ">";
         });

@@ -120,7 +120,8 @@ void Backend::apply_params(const std::string& params) {
         if (item.find_first_not_of(" \t") == std::string::npos) continue;
         auto eq = item.find('=');
         if (eq == std::string::npos) {
-            fail<InvalidArgumentError>("Backend::apply_params", "expected key=value, got '", item, "' in '", params, "'");
+            fail<InvalidArgumentError>("Backend::apply_params", "expected key=value, got '", item,
+                                       "' in '", params, "'");
         }
         std::string key = item.substr(0, eq), text = item.substr(eq + 1);
         key.erase(0, key.find_first_not_of(" \t"));

@@ -12,7 +12,8 @@
 namespace mb {
 
 static void check_dims(const char* who, Type type, const int64_t ne[kMaxDims], int n_dims) {
-    if (n_dims < 1 || n_dims > kMaxDims) fail<InvalidArgumentError>(who, "tensors have 1 to 4 dimensions, got ", n_dims);
+    if (n_dims < 1 || n_dims > kMaxDims)
+        fail<InvalidArgumentError>(who, "tensors have 1 to 4 dimensions, got ", n_dims);
     const auto& tr = type_traits(type);
     double elements = 1;
     for (int i = 0; i < kMaxDims; ++i) {

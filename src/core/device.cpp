@@ -30,7 +30,8 @@ void fail_cannot_run(const char* who, const std::string& device, const Tensor& n
     for (const Tensor* s : node.src) {
         if (s) srcs += (srcs.empty() ? "" : ", ") + s->describe();
     }
-    fail<UnsupportedOpError>(who, device, " cannot run ", op_name(node.op), " -> ", node.describe(), " from (", srcs, ")");
+    fail<UnsupportedOpError>(who, device, " cannot run ", op_name(node.op),
+                             " -> ", node.describe(), " from (", srcs, ")");
 }
 
 }  // namespace mb

@@ -18,7 +18,8 @@ Graph::Graph(std::vector<Tensor*> outputs) : outputs_(std::move(outputs)) {
     // Iterative post-order: deep graphs (long decoders) must not exhaust the C++ stack.
     std::vector<std::pair<Tensor*, int>> stack;
     for (Tensor* out : outputs_) {
-        if (out->ctx != ctx_) fail<InvalidArgumentError>("Graph", "outputs belong to different Contexts (", out->describe(), ")");
+        if (out->ctx != ctx_)
+            fail<InvalidArgumentError>("Graph", "outputs belong to different Contexts (", out->describe(), ")");
         if (!visited.insert(out).second) continue;
         stack.push_back({out, 0});
         while (!stack.empty()) {
@@ -50,15 +51,19 @@ Graph::Graph(std::vector<Tensor*> nodes, std::vector<Tensor*> leafs, std::vector
 }
 
 void Graph::reorder(std::vector<Tensor*> order) {
-    if (order.size() != nodes_.size()) fail<InvalidArgumentError>("Graph::reorder", "order has ", order.size(), " nodes, graph has ", nodes_.size());
+    if (order.size() != nodes_.size())
+        fail<InvalidArgumentError>("Graph::reorder", "order has ", order.size(),
+                                   " nodes, graph has ", nodes_.size());
     std::unordered_set<const Tensor*> done(leafs_.begin(), leafs_.end());
     std::unordered_set<const Tensor*> mine(nodes_.begin(), nodes_.end());
     for (Tensor* t : order) {
-        if (!mine.count(t)) fail<InvalidArgumentError>("Graph::reorder", "tensor ", t->describe(), " is not a node of this graph");
+        if (!mine.count(t))
+            fail<InvalidArgumentError>("Graph::reorder", "tensor ", t->describe(), " is not a node of this graph");
         for (int i = 0; i <= kMaxSrc; ++i) {
             const Tensor* s = i < kMaxSrc ? t->src[i] : t->view_src;
             if (s && mine.count(s) && !done.count(s)) {
-                fail<InvalidArgumentError>("Graph::reorder", "node ", t->describe(), " placed before its source ", s->describe());
+                fail<InvalidArgumentError>("Graph::reorder", "node ", t->describe(),
+                                           " placed before its source ", s->describe());
             }
         }
         done.insert(t);

@@ -16,7 +16,8 @@ enum class Op : int32_t {
 // The ops one kernel family serves, on every device (src/cpu/kernels/<family>.cpp,
 // src/metal/ops/<family>.cpp, shaders/<family>.metal). Views have none.
 #define MB_OP_FAMILIES(X) \
-    X(None) X(Binary) X(Unary) X(Norm) X(SoftMax) X(Reduce) X(FlashAttnExt) X(MulMat) X(Copy) X(Rows) X(Im2col) X(Layout) X(Rope) X(Glu) \
+    X(None) X(Binary) X(Unary) X(Norm) X(SoftMax) X(Reduce) X(FlashAttnExt) X(MulMat) X(Copy) X(Rows) X(Im2col) \
+    X(Layout) X(Rope) X(Glu) \
     X(Arange) X(Argsort) X(MulMatId) X(AddId) X(TimestepEmbedding) \
     X(ConvTranspose1d) X(Pool2d) X(Upscale) X(SsmConv) X(Acc)
 enum class OpFamily {

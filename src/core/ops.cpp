@@ -99,7 +99,8 @@ void require_whole_blocks(const char* who, const Tensor* a, const int64_t ne[kMa
     if (ok) return;
     std::ostringstream os;
     if (ne[0] % tr.block_size != 0) {
-        os << "a view of " << desc(a) << " with " << ne[0] << " values in dim 0 (the innermost axis) would cut its blocks: type "
+        os << "a view of " << desc(a) << " with " << ne[0] << " values in dim 0 (the innermost axis) "
+           "would cut its blocks: type "
            << tr.name << " stores blocks of " << tr.block_size << " values, so dim 0 must be a multiple of "
            << tr.block_size << "; dequantize it first (cpy to f32)";
         reject(who, os.str());
@@ -212,7 +213,8 @@ Tensor* soft_max_ext(Tensor* a, Tensor* mask, float scale, float max_bias, Tenso
     need(a, who, "a");
     same_context(who, {a, mask, sinks});
     if (mask) {
-        MB_REQUIRE(mask->type == Type::F32 || mask->type == Type::F16, who, "mask must be f32 or f16, got " + desc(mask));
+        MB_REQUIRE(mask->type == Type::F32 || mask->type == Type::F16, who,
+                   "mask must be f32 or f16, got " + desc(mask));
         MB_REQUIRE(mask->ne[0] == a->ne[0] && mask->ne[1] >= a->ne[1] && mask->ne[2] > 0 && mask->ne[3] > 0 &&
                     a->ne[2] % mask->ne[2] == 0 && a->ne[3] % mask->ne[3] == 0,
                 who, "mask " + desc(mask) + " does not fit a " + desc(a) +
@@ -258,7 +260,8 @@ Tensor* flash_attn_ext(Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scal
     MB_REQUIRE(k->ne[1] == v->ne[1], who, "k and v must have the same length (" + shapes + ")");
     MB_REQUIRE(k->ne[2] == v->ne[2] && k->ne[2] > 0 && q->ne[2] % k->ne[2] == 0, who,
             "heads of q must be a multiple of the heads of k and v (" + shapes + ")");
-    MB_REQUIRE(k->ne[3] == v->ne[3] && k->ne[3] > 0 && q->ne[3] % k->ne[3] == 0, who, "batch mismatch (" + shapes + ")");
+    MB_REQUIRE(k->ne[3] == v->ne[3] && k->ne[3] > 0 && q->ne[3] % k->ne[3] == 0, who,
+               "batch mismatch (" + shapes + ")");
     if (mask) {
         MB_REQUIRE(mask->type == Type::F16 || mask->type == Type::F32, who, "mask must be f16 or f32 (" + shapes + ")");
         MB_REQUIRE(mask->ne[0] == k->ne[1] && mask->ne[1] >= q->ne[1] && mask->ne[2] > 0 && mask->ne[3] > 0 &&
@@ -559,7 +562,8 @@ Tensor* conv_transpose_1d(Tensor* kernel, Tensor* data, int s0, int p0, int d0) 
     need(data, who, "data");
     same_context(who, {kernel, data});
     const std::string shapes = "kernel " + desc(kernel) + ", data " + desc(data);
-    MB_REQUIRE(kernel->type == Type::F32 || kernel->type == Type::F16, who, "kernel must be f32 or f16 (" + shapes + ")");
+    MB_REQUIRE(kernel->type == Type::F32 || kernel->type == Type::F16, who,
+               "kernel must be f32 or f16 (" + shapes + ")");
     MB_REQUIRE(data->type == Type::F32, who, "data must be f32 (" + shapes + ")");
     MB_REQUIRE(kernel->ne[3] == 1 && data->ne[3] == 1, who, "kernel and data must be at most 3-D (" + shapes + ")");
     MB_REQUIRE(kernel->ne[2] == data->ne[1], who, "input channels differ (" + shapes + ")");
@@ -623,7 +627,8 @@ Tensor* acc(Tensor* a, Tensor* b, size_t nb1, size_t nb2, size_t nb3, size_t off
     need(b, who, "b");
     same_context(who, {a, b});
     const std::string shapes = "a " + desc(a) + ", b " + desc(b) + ", nb1 " + std::to_string(nb1) + ", nb2 " +
-                               std::to_string(nb2) + ", nb3 " + std::to_string(nb3) + ", offset " + std::to_string(offset);
+                               std::to_string(nb2) + ", nb3 " + std::to_string(nb3) +
+                               ", offset " + std::to_string(offset);
     MB_REQUIRE(a->type == Type::F32 && b->type == Type::F32, who, "a and b must be f32 (" + shapes + ")");
     MB_REQUIRE(a->is_contiguous(), who, "a must be contiguous (" + shapes + ")");
     size_t nb[kMaxDims] = {sizeof(float), nb1, nb2, nb3};

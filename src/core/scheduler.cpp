@@ -100,7 +100,8 @@ Scheduler::Scheduler(std::vector<std::shared_ptr<Backend>> backends) : backends_
     std::unordered_set<const Backend*> seen;
     for (const auto& b : backends_) {
         if (!b) fail<InvalidArgumentError>("Scheduler", "backend is None");
-        if (!seen.insert(b.get()).second) fail<InvalidArgumentError>("Scheduler", "backend '", b->name(), "' is listed twice");
+        if (!seen.insert(b.get()).second)
+            fail<InvalidArgumentError>("Scheduler", "backend '", b->name(), "' is listed twice");
         allocators_.push_back(std::make_unique<GraphAllocator>(b->device()->default_buffer_type()));
     }
 }

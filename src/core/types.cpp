@@ -416,7 +416,8 @@ const TypeTraits& type_traits(Type t) {
 Type type_from_id(int32_t id) {
     if (find_traits(id) == nullptr) {
         fail<InvalidArgumentError>("type_from_id", "unknown type id ", id,
-                                   " (known: 0 f32, 1 f16, 2 q4_0, 3 q4_1, 6 q5_0, 7 q5_1, 8 q8_0, 10 q2_K, 11 q3_K, 12 q4_K, "
+                                   " (known: 0 f32, 1 f16, 2 q4_0, 3 q4_1, 6 q5_0, 7 q5_1, 8 q8_0, "
+                                   "10 q2_K, 11 q3_K, 12 q4_K, "
                                    "13 q5_K, 14 q6_K, 15 q8_K, 20 iq4_nl, 23 iq4_xs, 26 i32, 30 bf16, 39 mxfp4)");
     }
     return static_cast<Type>(id);

@@ -60,11 +60,13 @@ public:
         inner_.set_pipeline(pipeline_->inner());
     }
     void set_args(const void* data, size_t size) override {
-        if (size > kMaxSetBytes) return reject("args struct of " + std::to_string(size) + " bytes exceeds setBytes' 4096");
+        if (size > kMaxSetBytes)
+            return reject("args struct of " + std::to_string(size) + " bytes exceeds setBytes' 4096");
         inner_.set_args(data, size);
     }
     void set_buffer(const RtBuffer& buf, size_t offset, uint32_t index) override {
-        if (index >= kMaxBufferSlots) fail<InvalidArgumentError>("Metal::set_buffer", "buffer index ", index, " out of range");
+        if (index >= kMaxBufferSlots)
+            fail<InvalidArgumentError>("Metal::set_buffer", "buffer index ", index, " out of range");
         if (offset > buf.size()) {
             return reject("buffer " + std::to_string(index) + " offset " + std::to_string(offset) +
                           " is past its end (" + std::to_string(buf.size()) + " bytes)");
@@ -197,7 +199,8 @@ public:
     std::shared_ptr<RtBuffer> alloc(size_t size, StorageMode mode) override { return inner_->alloc(size, mode); }
     std::shared_ptr<RtBuffer> map(void* ptr, size_t size) override { return inner_->map(ptr, size); }
 
-    std::shared_ptr<Pipeline> pipeline(const std::string& name, const std::vector<FunctionConstant>& constants) override {
+    std::shared_ptr<Pipeline> pipeline(const std::string& name,
+                                       const std::vector<FunctionConstant>& constants) override {
         std::string key = name;
         for (const auto& c : constants) {
             // A float is keyed by its bits: printed, distinct small values would share a pipeline.
@@ -228,7 +231,9 @@ public:
     }
 
     bool set_compile_cost(int64_t us_per_kernel) override { return inner_->set_compile_cost(us_per_kernel); }
-    bool set_fault_kernels(const std::vector<std::string>& kernels) override { return inner_->set_fault_kernels(kernels); }
+    bool set_fault_kernels(const std::vector<std::string>& kernels) override {
+        return inner_->set_fault_kernels(kernels);
+    }
     bool set_profile(const std::string& profile) override { return inner_->set_profile(profile); }
 
     std::vector<RuntimeOption> options() const override { return inner_->options(); }

@@ -172,8 +172,10 @@ Status MetalBackend::encode_graph(Graph& graph, bool timed) {
         }
         const Tensor& a = *nodes[first_node];
         const Tensor& b = *nodes[i - 1];
-        commit(std::move(cb), "graph_compute_async on " + device_->name() + ": nodes " + std::to_string(first_node) + "-" +
-                                  std::to_string(i - 1) + " of " + std::to_string(nodes.size()) + " ('" + a.name + "' " +
+        commit(std::move(cb), "graph_compute_async on " + device_->name() + ": nodes " +
+                                  std::to_string(first_node) + "-" +
+                                  std::to_string(i - 1) + " of " + std::to_string(nodes.size()) +
+                                  " ('" + a.name + "' " +
                                   op_name(a.op) + " .. '" + b.name + "' " + op_name(b.op) + ")");
     }
     if (capture_next_) {
@@ -242,7 +244,8 @@ void MetalBackend::set_tensor_async(Tensor& t, const void* src, size_t offset, s
     cb->copy(*staging, 0, *ref.buffer, ref.offset + offset, n);
     held_.push_back(t.data_buffer()->storage("MetalBackend::set_tensor_async"));
     marks_.mark(held_.back(), t.data_offset() + offset, t.data_offset() + offset + n, Access::Write,
-                PendingWork{std::make_shared<const std::string>("set_tensor_async on " + device_->name() + " of " + t.describe()),
+                PendingWork{std::make_shared<const std::string>("set_tensor_async on " + device_->name() +
+                                                                " of " + t.describe()),
                             Op::NONE, {}});
     staging_.push_back(std::move(staging));
     commit(std::move(cb), "set_tensor_async on " + device_->name() + " of " + t.describe());
@@ -260,7 +263,8 @@ void MetalBackend::get_tensor_async(const Tensor& t, void* dst, size_t offset, s
     cb->copy(*ref.buffer, ref.offset + offset, *staging, 0, n);
     held_.push_back(t.data_buffer()->storage("MetalBackend::get_tensor_async"));
     marks_.mark(held_.back(), t.data_offset() + offset, t.data_offset() + offset + n, Access::Read,
-                PendingWork{std::make_shared<const std::string>("get_tensor_async on " + device_->name() + " of " + t.describe()),
+                PendingWork{std::make_shared<const std::string>("get_tensor_async on " + device_->name() +
+                                                                " of " + t.describe()),
                             Op::NONE, {}});
     reads_.push_back({staging, dst, n});
     commit(std::move(cb), "get_tensor_async on " + device_->name() + " of " + t.describe());
@@ -295,7 +299,9 @@ void MetalBackend::graph_optimize(Graph& graph) {
     std::vector<size_t> order(units.size());
     for (size_t u = 0; u < units.size(); ++u) order[u] = u;
     // Stable: units of one level keep their order (std::stable_sort's buffer API is deprecated in C++17).
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return level[a] != level[b] ? level[a] < level[b] : a < b; });
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return level[a] != level[b] ? level[a] < level[b] : a < b;
+    });
     std::vector<Tensor*> reordered;
     for (size_t u : order) reordered.insert(reordered.end(), units[u].begin(), units[u].end());
     graph.reorder(std::move(reordered));

@@ -43,7 +43,8 @@ protected:
         if (mode_ != StorageMode::Mapped) {
             auto buf = rt->alloc(size, mode_);
             void* host = buf->host_ptr();
-            return std::make_shared<MetalStorage>(rt, std::vector<MetalStorage::View>{{buf, 0, size, 0}}, host, size, mode_);
+            return std::make_shared<MetalStorage>(rt, std::vector<MetalStorage::View>{{buf, 0, size, 0}},
+                                                  host, size, mode_);
         }
         // A mapped buffer of our own: page-aligned host memory, wrapped without copy.
         auto host = std::make_shared<HostStorage>(size, page_size());
@@ -147,7 +148,8 @@ void MetalDevice::set_prop(const std::string& key, int64_t value) {
         narrow(use_residency_sets_, hw.supports_residency_sets);
         runtime_->set_use_residency_sets(use_residency_sets_);
     } else if (key == "offload_min_batch") {
-        if (value < 1) fail<InvalidArgumentError>("MetalDevice::set_prop", "offload_min_batch must be >= 1, got ", value);
+        if (value < 1)
+            fail<InvalidArgumentError>("MetalDevice::set_prop", "offload_min_batch must be >= 1, got ", value);
         offload_min_batch_ = value;
     } else if (key == "max_buffer_size") {
         if (value < static_cast<int64_t>(page_size()) * 4 || static_cast<size_t>(value) > hw.max_buffer_size) {
@@ -158,20 +160,23 @@ void MetalDevice::set_prop(const std::string& key, int64_t value) {
     } else if (key == "max_threadgroup_memory") {
         // Threadgroup memory is bound in multiples of 16 bytes.
         if (value < 1024 || static_cast<size_t>(value) > hw.max_threadgroup_memory || value % 16 != 0) {
-            fail<InvalidArgumentError>("MetalDevice::set_prop", "max_threadgroup_memory must be a multiple of 16 in [1024, ",
+            fail<InvalidArgumentError>("MetalDevice::set_prop",
+                                       "max_threadgroup_memory must be a multiple of 16 in [1024, ",
                                        hw.max_threadgroup_memory, "], got ", value);
         }
         props_.max_threadgroup_memory = static_cast<size_t>(value);
         runtime_->set_limits({max_threads_per_threadgroup_, props_.max_threadgroup_memory});
     } else if (key == "shader_compile") {
         if (value < 0 || value > 2) {
-            fail<InvalidArgumentError>("MetalDevice::set_prop", "shader_compile must be 0 (on demand), 1 (all up front) "
+            fail<InvalidArgumentError>("MetalDevice::set_prop",
+                                       "shader_compile must be 0 (on demand), 1 (all up front) "
                                        "or 2 (all in parallel in the background), got ", value);
         }
         families_->set_strategy(static_cast<CompileStrategy>(value));
     } else if (key == "shader_compile_us_per_kernel") {
         if (value < 0 || value > 10'000'000) {
-            fail<InvalidArgumentError>("MetalDevice::set_prop", "shader_compile_us_per_kernel must be in [0, 10000000], got ",
+            fail<InvalidArgumentError>("MetalDevice::set_prop",
+                                       "shader_compile_us_per_kernel must be in [0, 10000000], got ",
                                        value);
         }
         if (!runtime_->set_compile_cost(value)) {
@@ -182,7 +187,8 @@ void MetalDevice::set_prop(const std::string& key, int64_t value) {
     } else if (key == "max_threads_per_threadgroup") {
         // Whole simdgroups: the kernels assume 32 lanes each.
         if (value < 32 || value > kMaxThreadsPerThreadgroup || value % 32 != 0) {
-            fail<InvalidArgumentError>("MetalDevice::set_prop", "max_threads_per_threadgroup must be a multiple of 32 in [32, ",
+            fail<InvalidArgumentError>("MetalDevice::set_prop",
+                                       "max_threads_per_threadgroup must be a multiple of 32 in [32, ",
                                        kMaxThreadsPerThreadgroup, "], got ", value);
         }
         max_threads_per_threadgroup_ = static_cast<uint32_t>(value);
@@ -191,7 +197,8 @@ void MetalDevice::set_prop(const std::string& key, int64_t value) {
         fail<InvalidArgumentError>("MetalDevice::set_prop", "unknown or read-only prop '", key,
                                    "' (settable: has_simdgroup_reduction, has_simdgroup_mm, has_bfloat, "
                                    "use_shared_buffers, use_residency_sets, offload_min_batch, max_buffer_size, "
-                                   "max_threadgroup_memory, max_threads_per_threadgroup, shader_compile, shader_compile_us_per_kernel; text: "
+                                   "max_threadgroup_memory, max_threads_per_threadgroup, shader_compile, "
+                                   "shader_compile_us_per_kernel; text: "
                                    "reject_shader_families)");
     }
 }
@@ -299,7 +306,8 @@ bool MetalDevice::supports_family(int family) const {
 
 std::shared_ptr<Buffer> MetalDevice::buffer_from_host_ptr(void* ptr, size_t size, size_t max_tensor_size,
                                                           std::shared_ptr<void> owner) {
-    if (ptr == nullptr && size != 0) fail<InvalidArgumentError>("MetalDevice::buffer_from_host_ptr", "null pointer with size ", size);
+    if (ptr == nullptr && size != 0)
+        fail<InvalidArgumentError>("MetalDevice::buffer_from_host_ptr", "null pointer with size ", size);
     if (max_tensor_size > size) {
         fail<InvalidArgumentError>("MetalDevice::buffer_from_host_ptr", "max_tensor_size ", max_tensor_size,
                                    " exceeds the wrapped size ", size);

@@ -167,7 +167,8 @@ public:
 
     // A kernel of a compiled family. Throws UnsupportedOpError for a kernel in no compiled family,
     // InvalidArgumentError for bad constants.
-    virtual std::shared_ptr<Pipeline> pipeline(const std::string& name, const std::vector<FunctionConstant>& constants) = 0;
+    virtual std::shared_ptr<Pipeline> pipeline(const std::string& name,
+                                               const std::vector<FunctionConstant>& constants) = 0;
     // Switches this runtime offers for its command buffers (each a backend option of the same name);
     // real Metal offers none.
     virtual std::vector<RuntimeOption> options() const { return {}; }

@@ -3,7 +3,6 @@ MetalSim (and Metal), so the backend holds `out` until then; a temporary destina
 freed and reused by numpy before the copy lands. set_tensor_async copies its source at once."""
 from __future__ import annotations
 
-import gc
 import sys
 
 import numpy as np

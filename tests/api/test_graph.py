@@ -77,7 +77,9 @@ def test_compute_mlp_matches_numpy():
     mb.alloc_ctx_tensors(ctx, mb.device("CPU"))
     rng = np.random.default_rng(3)
     xs, w1s, w2s = (rng.standard_normal(t.shape).astype(np.float32) * 0.2 for t in (x, w1, w2))
-    x.set(xs); w1.set(w1s); w2.set(w2s)
+    x.set(xs)
+    w1.set(w1s)
+    w2.set(w2s)
     assert _cpu().graph_compute(mb.Graph(y)) == mb.Status.SUCCESS
     assert np.allclose(y.get(), _ref_mlp(xs, w1s, w2s), rtol=1e-4, atol=1e-4)
 

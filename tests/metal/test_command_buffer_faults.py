@@ -63,7 +63,8 @@ def test_an_async_fault_is_raised_by_the_next_compute(sim):
     x, y, graph, ref = softmax_graph(sim)
     sim.set_prop("fault_kernels", "kernel_unary_f32_4,kernel_unary_f32")
     backend.graph_compute_async(graph)
-    with pytest.raises(mb.DeviceError, match=r"command buffer 0 \(graph_compute_async.*kernel_unary_f32(_4)?: .*GPU fault"):
+    with pytest.raises(mb.DeviceError,
+                       match=r"command buffer 0 \(graph_compute_async.*kernel_unary_f32(_4)?: .*GPU fault"):
         backend.graph_compute(graph)
     sim.set_prop("fault_kernels", "")
     backend.graph_compute(graph)

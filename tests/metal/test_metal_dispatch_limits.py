@@ -58,7 +58,8 @@ def test_threadgroup_memory_over_the_device_limit_is_refused(sim):
     assert sim.props.extra["max_threadgroup_memory"] == str(MM_SHMEM_F32)
     _runs(backend, graph, out, ref)
     sim.set_prop("max_threadgroup_memory", 8192)
-    with pytest.raises(mb.DeviceError, match=rf"kernel_mul_mm_f32_f32: threadgroup memory of {MM_SHMEM_F32} bytes exceeds 8192"):
+    with pytest.raises(mb.DeviceError,
+                       match=rf"kernel_mul_mm_f32_f32: threadgroup memory of {MM_SHMEM_F32} bytes exceeds 8192"):
         backend.graph_compute(graph)
     sim.set_prop("max_threadgroup_memory", 32768)
     _runs(backend, graph, out, ref)  # the failed command buffer left the backend usable
@@ -72,7 +73,8 @@ def test_threads_over_the_pipeline_limit_are_refused(sim):
     sim.set_prop("max_threads_per_threadgroup", 64)
     assert sim.props.extra["max_threads_per_threadgroup"] == "64"
     with pytest.raises(mb.DeviceError,
-                       match=rf"kernel_mul_mm_f32_f32: {MM_THREADS} threads per threadgroup \({MM_THREADS}x1x1\), at most 64"):
+                       match=rf"kernel_mul_mm_f32_f32: {MM_THREADS} threads per threadgroup "
+                             rf"\({MM_THREADS}x1x1\), at most 64"):
         backend.graph_compute(graph)
     sim.set_prop("max_threads_per_threadgroup", 1024)
     _runs(backend, graph, out, ref)

@@ -9,7 +9,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 def test_shaders_pass_the_portability_lint():
-    out = subprocess.run([sys.executable, str(ROOT / "tools/metalsim/metal_lint.py"), *sorted(map(str, (ROOT / "shaders").glob("*.metal")))],
+    shaders = sorted(map(str, (ROOT / "shaders").glob("*.metal")))
+    out = subprocess.run([sys.executable, str(ROOT / "tools/metalsim/metal_lint.py"), *shaders],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
 
@@ -24,7 +25,7 @@ def test_lint_catches_non_portable_msl(tmp_path):
         "    double d = x[i];\n"
         "    x[i] = d * 1.0;\n"
         "}\n")
-    out = subprocess.run([sys.executable, str(ROOT / "tools/metalsim/metal_lint.py"), str(bad)], capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run([sys.executable, str(ROOT / "tools/metalsim/metal_lint.py"), str(bad)],
+                         capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "bad.metal:4" in out.stdout + out.stderr and "bad.metal:5" in out.stdout + out.stderr

@@ -39,7 +39,8 @@ def require(available: bool, what: str) -> None:
     pytest.skip(f"missing {what}")
 
 
-@pytest.mark.skipif(sys.platform == "darwin", reason="on macOS the module build compiles the .mm files with Apple's SDK")
+@pytest.mark.skipif(sys.platform == "darwin",
+                    reason="on macOS the module build compiles the .mm files with Apple's SDK")
 def test_objcxx_sources_type_check():
     proc = subprocess.run(
         ["bash", str(ROOT / "tools" / "metal_syntax_check.sh")], capture_output=True, text=True, timeout=600

@@ -131,25 +131,29 @@ kernel void k(constant float * c [[buffer(0)]], device float * dst [[buffer(1)]]
 }
 """,
     "constant_struct_field_written": """
-kernel void k(constant pair_t & args [[buffer(0)]], device float * dst [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+kernel void k(constant pair_t & args [[buffer(0)]], device float * dst [[buffer(1)]],
+              uint i [[thread_position_in_grid]]) {
     args.b = 3; // BAD
     dst[i] = args.a;
 }
 """,
     "constant_struct_assigned": """
-kernel void k(constant pair_t & args [[buffer(0)]], device pair_t * src [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+kernel void k(constant pair_t & args [[buffer(0)]], device pair_t * src [[buffer(1)]],
+              uint i [[thread_position_in_grid]]) {
     args = src[i]; // BAD
 }
 """,
     "constant_vector_written": """
-kernel void k(constant float4 * c [[buffer(0)]], device float4 * dst [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+kernel void k(constant float4 * c [[buffer(0)]], device float4 * dst [[buffer(1)]],
+              uint i [[thread_position_in_grid]]) {
     dst[i] = c[i];
     c[i] += dst[i]; // BAD
 }
 """,
     "constant_reference_to_thread_reference": """
 static float get_a(thread const pair_t & p) { return p.a; }
-kernel void k(constant pair_t & args [[buffer(0)]], device float * dst [[buffer(1)]], uint i [[thread_position_in_grid]]) {
+kernel void k(constant pair_t & args [[buffer(0)]], device float * dst [[buffer(1)]],
+              uint i [[thread_position_in_grid]]) {
     dst[i] = get_a(args); // BAD
 }
 """,
@@ -238,7 +242,8 @@ kernel void k(threadgroup float * dst [[buffer(0)]], uint i [[thread_position_in
     ),
     "threadgroup_parameter_in_device_space": (
         """
-kernel void k(device float * dst [[buffer(0)]], device float * t [[threadgroup(0)]], uint i [[thread_position_in_grid]]) {
+kernel void k(device float * dst [[buffer(0)]], device float * t [[threadgroup(0)]],
+              uint i [[thread_position_in_grid]]) {
     dst[i] = t[i];
 }
 """,
@@ -346,7 +351,8 @@ def test_strict_check_rejects_kernel_parameter_in_wrong_space(checked, name):
     proc, _ = checked
     section = _sections(proc.stdout)[f"{name}.metal"]
     assert section.startswith("FAILED"), section
-    assert re.search(r"^\S+: error: static assertion failed.*" + re.escape(BAD_PARAMETERS[name][1]), section, re.M), section
+    assert re.search(r"^\S+: error: static assertion failed.*" + re.escape(BAD_PARAMETERS[name][1]),
+                     section, re.M), section
 
 
 def test_strict_check_accepts_what_msl_allows(checked):

@@ -7,7 +7,6 @@ kernel needs them fails here as it would on the runners, instead of passing on M
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import metal_backend as mb

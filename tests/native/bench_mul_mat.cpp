@@ -3,7 +3,8 @@
 // package is not built; benchmarks/ops.py is the side-by-side comparison with peers.
 //   g++ -O2 -std=c++17 -pthread -Isrc tests/native/bench_mul_mat.cpp src/cpu/kernels/mul_mat.cpp
 //       src/cpu/kernels/vec_dot.cpp src/cpu/kernels/vec_dot_rows.cpp src/cpu/kernels/gemm_f32.cpp
-//       src/cpu/thread_pool.cpp src/cpu/cache_sizes.cpp src/core/types.cpp src/core/tensor.cpp src/core/op.cpp src/core/buffer.cpp
+//       src/cpu/thread_pool.cpp src/cpu/cache_sizes.cpp src/core/types.cpp src/core/tensor.cpp src/core/op.cpp
+//       src/core/buffer.cpp
 //       src/core/storage.cpp src/core/buffer_type.cpp src/core/device.cpp -o /tmp/bench_mul_mat
 //   /tmp/bench_mul_mat TYPE N K M THREADS [SECONDS]      (MB_CPU_MAX_ISA=avx2 caps the kernels)
 // prints the best time of repeated runs and GFLOP/s (2*N*K*M per run).

@@ -84,7 +84,9 @@ public:
         committed_ = true;
     }
     void wait() override {}
-    CommandStatus status() const override { return committed_ ? CommandStatus::Completed : CommandStatus::NotCommitted; }
+    CommandStatus status() const override {
+        return committed_ ? CommandStatus::Completed : CommandStatus::NotCommitted;
+    }
     std::string error() const override { return ""; }
 
 private:
@@ -143,7 +145,8 @@ std::unique_ptr<CommandBuffer> dispatch_one(Fixture& f, Setup setup, Size3 group
 void no_setup(ComputeEncoder&) {}
 
 // A dispatch refused for `why`: nothing reached the runtime, the command buffer failed with it.
-void expect_refused(Fixture& f, const std::unique_ptr<CommandBuffer>& cb, const std::string& why, const std::string& what) {
+void expect_refused(Fixture& f, const std::unique_ptr<CommandBuffer>& cb,
+                    const std::string& why, const std::string& what) {
     check(f.log.dispatches == 0, what + ": the refused dispatch reached the runtime");
     check(f.log.commits == 0, what + ": the failed command buffer was committed below");
     check(cb->status() == CommandStatus::Error, what + ": status is not Error");
@@ -193,7 +196,8 @@ void test_grid_limits() {
     {
         Fixture f;
         auto cb = dispatch_one(f, no_setup, {(1u << 24) + 1, 1, 1}, {256, 1, 1});
-        expect_refused(f, cb, "kernel_a: a grid of 16777217 x 256 = 4294967552 threads in dimension x, at most 4294967296",
+        expect_refused(f, cb, "kernel_a: a grid of 16777217 x 256 = 4294967552 threads "
+                       "in dimension x, at most 4294967296",
                        "grid x");
     }
     {
@@ -215,7 +219,8 @@ void test_bindings() {
         auto cb = dispatch_one(f, [](ComputeEncoder& enc) { enc.set_args(std::vector<char>(4097).data(), 4097); },
                                {1, 1, 1}, {32, 1, 1});
         // The dispatch itself is valid; the command buffer fails for the args it was given.
-        check(f.log.commits == 0 && cb->status() == CommandStatus::Error, "args over 4096 bytes fail the command buffer");
+        check(f.log.commits == 0 && cb->status() == CommandStatus::Error,
+              "args over 4096 bytes fail the command buffer");
         check(contains(cb->error(), "args struct of 4097 bytes exceeds setBytes' 4096"), "args error: " + cb->error());
     }
     {
@@ -322,7 +327,8 @@ void test_narrowed_limits() {
     f.rt->set_limits({});
     check(f.kernel->max_threads_per_threadgroup() == 256, "lifting the cap restores the pipeline's own maximum");
     cb = dispatch_one(f, [](ComputeEncoder& enc) { enc.set_threadgroup_memory(4096, 0); }, {1, 1, 1}, {128, 1, 1});
-    check(f.log.dispatches == 1 && cb->status() == CommandStatus::Completed, "the same dispatch runs within the limits");
+    check(f.log.dispatches == 1 && cb->status() == CommandStatus::Completed,
+          "the same dispatch runs within the limits");
     f.rt->set_limits({4096, 1 << 20});
     check(f.kernel->max_threads_per_threadgroup() == 256, "a cap above the pipeline's maximum changes nothing");
 }

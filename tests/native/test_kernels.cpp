@@ -185,7 +185,9 @@ void test_exp_accuracy() {
     if (vec::use_avx2()) {
         alignas(32) float in[8] = {-1000.f, -95.f, -3.3f, 0.f, 1e-3f, 88.7f, 89.f, std::nanf("")};
         alignas(32) float out[8];
-        auto f = [&]() __attribute__((target("avx2,fma,f16c"))) { _mm256_store_ps(out, vec::exp8(_mm256_load_ps(in))); };
+        auto f = [&]() __attribute__((target("avx2,fma,f16c"))) {
+            _mm256_store_ps(out, vec::exp8(_mm256_load_ps(in)));
+        };
         f();
         for (int i = 0; i < 7; ++i) {
             const double ref = std::exp(double(in[i]));
@@ -236,7 +238,8 @@ void test_binary() {
     T d = node(Op::ADD, Type::F32, {13, 9}, {&at_, &bt_});
     run(compute_binary, d.t, 2);
     expect("add transposed", d,
-           ref_of(d.t.ne, [&](int64_t i0, int64_t i1, int64_t, int64_t) { return get(a.t, i1, i0) + get(b.t, i1, i0); }),
+           ref_of(d.t.ne,
+                  [&](int64_t i0, int64_t i1, int64_t, int64_t) { return get(a.t, i1, i0) + get(b.t, i1, i0); }),
            1e-13);
     T l = make(Type::F32, {100003});
     fill(l);
@@ -375,7 +378,8 @@ void test_soft_max() {
         const bool use_mask = variant != 3;
         const bool use_sinks = variant >= 2;
         const float scale = 0.7f, max_bias = variant == 2 ? 8.0f : 0.0f;
-        T d = node(Op::SOFT_MAX, Type::F32, {37, 11, 4, 2}, {&a, use_mask ? &mask : nullptr, use_sinks ? &sinks : nullptr});
+        T d = node(Op::SOFT_MAX, Type::F32, {37, 11, 4, 2},
+                   {&a, use_mask ? &mask : nullptr, use_sinks ? &sinks : nullptr});
         d.t.set_param_f(0, scale);
         d.t.set_param_f(1, max_bias);
         CHECK(soft_max_supported(d.t), "soft_max supported");
@@ -443,7 +447,8 @@ void test_reduce() {
 // Reference of a CPY: the logical-order f32 values of src, converted with quantize_row into dst's type;
 // compared byte for byte (both sides use types.h's converters, so they must agree exactly).
 void test_copy() {
-    const Type all[] = {Type::F32, Type::F16, Type::BF16, Type::I32, Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0};
+    const Type all[] = {Type::F32, Type::F16, Type::BF16, Type::I32,
+                        Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0};
     int pairs = 0;
     for (Type st : all) {
         for (Type dt : all) {
@@ -491,7 +496,8 @@ void test_copy() {
                     quantize_row(dt, vals.data(), want_bytes.data(), int64_t(vals.size()));
                 }
                 const bool same = std::memcmp(want_bytes.data(), dst.t.data, want_bytes.size()) == 0;
-                CHECK(same, "cpy %s -> %s variant %d bytes differ", type_traits(st).name, type_traits(dt).name, variant);
+                CHECK(same, "cpy %s -> %s variant %d bytes differ",
+                      type_traits(st).name, type_traits(dt).name, variant);
                 CHECK(tail_ok(dst), "cpy %s -> %s tail", type_traits(st).name, type_traits(dt).name);
             }
         }
@@ -666,7 +672,8 @@ void test_layout() {
     T d = node(Op::REPEAT, Type::F16, {6, 3, 4}, {&at_});
     CHECK(layout_supported(d.t), "repeat supported");
     run(compute_layout, d.t, 2);
-    expect("repeat", d, ref_of(d.t.ne, [&](int64_t i0, int64_t i1, int64_t, int64_t) { return get(at_.t, i0 % 2, i1 % 3); }),
+    expect("repeat", d, ref_of(d.t.ne,
+                               [&](int64_t i0, int64_t i1, int64_t, int64_t) { return get(at_.t, i0 % 2, i1 % 3); }),
            0);
     T p = make(Type::F32, {5, 3, 2});
     fill(p);
@@ -728,7 +735,8 @@ void test_rope() {
                     ms *= 1 + 0.1 * std::log(1.0 / freq_scale);
                 }
                 const double x0 = get(a.t, j0, i1, i2), x1 = get(a.t, j1, i1, i2);
-                return i0 == j0 ? (x0 * std::cos(th) - x1 * std::sin(th)) * ms : (x0 * std::sin(th) + x1 * std::cos(th)) * ms;
+                return i0 == j0 ? (x0 * std::cos(th) - x1 * std::sin(th)) * ms
+                               : (x0 * std::sin(th) + x1 * std::cos(th)) * ms;
             });
             expect("rope", d, ref, 1e-12);
         }
@@ -787,7 +795,8 @@ void test_flash_attn() {
                         if (c.max_bias > 0) {
                             int64_t nhl = 1;
                             while (nhl * 2 <= c.h) nhl *= 2;
-                            const double m0 = std::pow(2.0, -c.max_bias / nhl), m1 = std::pow(2.0, -c.max_bias / 2 / nhl);
+                            const double m0 = std::pow(2.0, -c.max_bias / nhl),
+                                         m1 = std::pow(2.0, -c.max_bias / 2 / nhl);
                             slope = h < nhl ? std::pow(m0, h + 1) : std::pow(m1, 2 * (h - nhl) + 1);
                         }
                         std::vector<double> s(static_cast<size_t>(c.nkv));

@@ -1,7 +1,9 @@
 // Standalone checks of src/core/types and fp16.h against references written here from the formats'
 // definitions. Build and run from the repository root, once with the SIMD kernels and once without:
-//   g++ -O2 -std=c++17 -Isrc -Ishaders tests/native/test_types.cpp src/core/types.cpp -o /tmp/test_types && /tmp/test_types
-//   g++ -O2 -std=c++17 -Isrc -Ishaders -DMB_NO_SIMD tests/native/test_types.cpp src/core/types.cpp -o /tmp/test_types_ns && /tmp/test_types_ns
+//   g++ -O2 -std=c++17 -Isrc -Ishaders tests/native/test_types.cpp src/core/types.cpp -o /tmp/test_types &&
+//       /tmp/test_types
+//   g++ -O2 -std=c++17 -Isrc -Ishaders -DMB_NO_SIMD tests/native/test_types.cpp src/core/types.cpp
+//       -o /tmp/test_types_ns && /tmp/test_types_ns
 #include "check.h"
 #include <algorithm>
 #include <cmath>
@@ -334,7 +336,8 @@ void test_quantize() {
             for (int j = 0; j < 32; ++j) {
                 const float err = std::fabs(x[i + j] - y[i + j]);
                 const bool clips_one_step = t == mb::Type::Q4_0 || t == mb::Type::Q5_0;
-                CHECK(err <= (clips_one_step ? 1.01f : 0.51f) * step + 2e-3f * amax, "%s round trip %zu: %g vs %g", mb::type_traits(t).name,
+                CHECK(err <= (clips_one_step ? 1.01f : 0.51f) * step + 2e-3f * amax,
+                      "%s round trip %zu: %g vs %g", mb::type_traits(t).name,
                       i + j, x[i + j], y[i + j]);
             }
         }

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 import metal_backend as mb
-
 from op_cases import CASES, Case, draw, seed_of
 
 SENTINEL = 0xA5
@@ -159,7 +158,8 @@ BAD_BUILDS = [
      ["(1, 3, 3, 64)", "(1, 2, 10, 64)"]),
     ("rope", lambda: mb.ops.rope(*_ctx_tensors((mb.f32, (1, 5, 2, 32)), (mb.i32, (4,))), 32), ["(4,)"]),
     ("swiglu", lambda: mb.ops.swiglu(*_ctx_tensors((mb.f32, (3, 7)))), ["(3, 7)", "even"]),
-    ("geglu_split", lambda: mb.ops.geglu_split(*_ctx_tensors((mb.f32, (3, 8)), (mb.f32, (3, 4)))), ["(3, 8)", "(3, 4)"]),
+    ("geglu_split", lambda: mb.ops.geglu_split(*_ctx_tensors((mb.f32, (3, 8)), (mb.f32, (3, 4)))),
+     ["(3, 8)", "(3, 4)"]),
     ("reglu", lambda: mb.ops.reglu(*_ctx_tensors((mb.f16, (3, 8)))), ["f16"]),
     ("swiglu_oai", lambda: mb.ops.swiglu_oai(*_ctx_tensors((mb.f32, (3, 8)), (mb.f32, (3, 8))), limit=0.0),
      ["limit"]),
@@ -177,7 +177,8 @@ BAD_BUILDS = [
     ("conv_transpose_1d", lambda: mb.ops.conv_transpose_1d(*_ctx_tensors((mb.f32, (3, 4, 5)), (mb.f32, (1, 2, 9)))),
      ["(3, 4, 5)", "(1, 2, 9)"]),
     ("pool_2d", lambda: mb.ops.pool_2d(*_ctx_tensors((mb.f32, (1, 1, 2, 2))), "max", 3, 3, 1, 1), ["(1, 1, 2, 2)"]),
-    ("ssm_conv", lambda: mb.ops.ssm_conv(*_ctx_tensors((mb.f32, (1, 8, 6)), (mb.f32, (4, 4)))), ["(1, 8, 6)", "(4, 4)"]),
+    ("ssm_conv", lambda: mb.ops.ssm_conv(*_ctx_tensors((mb.f32, (1, 8, 6)), (mb.f32, (4, 4)))),
+     ["(1, 8, 6)", "(4, 4)"]),
     ("upscale", lambda: mb.ops.upscale(*_ctx_tensors((mb.f32, (2, 3))), 0), ["scale_factor", "0"]),
     ("acc", lambda: mb.ops.acc(*_ctx_tensors((mb.f32, (6, 10)), (mb.f32, (3, 4))), 40, 120, 120, 4 * 40),
      ["(6, 10)", "(3, 4)", "offset 160"]),

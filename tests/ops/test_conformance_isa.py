@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import metal_backend as mb
-
 from op_cases import CASES
 from test_conformance import run_case
 

@@ -21,7 +21,8 @@ def _run(device, build, arrays):
 
 
 CASES = {
-    "MUL_MAT_ID": (mb.ops.mul_mat_id, [(mb.f32, np.ones((3, 4, 32), np.float32)), (mb.f32, np.ones((2, 1, 32), np.float32)),
+    "MUL_MAT_ID": (mb.ops.mul_mat_id, [(mb.f32, np.ones((3, 4, 32), np.float32)),
+                                       (mb.f32, np.ones((2, 1, 32), np.float32)),
                                        (mb.i32, np.array([[0, 1], [2, 7]], np.int32))]),
     "ADD_ID": (mb.ops.add_id, [(mb.f32, np.ones((2, 3, 8), np.float32)), (mb.f32, np.ones((2, 8), np.float32)),
                                (mb.i32, np.array([[0, 1, 1], [5, 0, 1]], np.int32))]),

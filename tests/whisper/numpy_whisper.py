@@ -155,7 +155,8 @@ class NumpyWhisper:
             raise WhisperError(f"decode at offset {offset} does not continue the cached sequence "
                                f"({self._cache_len} tokens)")
         elif len(tokens) != len(self._caches):
-            raise WhisperError(f"decode of {len(tokens)} sequences does not continue the {len(self._caches)} cached ones")
+            raise WhisperError(
+                f"decode of {len(tokens)} sequences does not continue the {len(self._caches)} cached ones")
         if offset + n > self.hp.n_text_ctx:
             raise WhisperError(f"text context of {self.hp.n_text_ctx} exceeded ({offset} + {n})")
         logits = np.stack([self._decode_one(features, self._caches[s], row, offset) for s, row in enumerate(tokens)])

@@ -24,8 +24,17 @@ import numpy as np
 import pytest
 
 import metal_backend as mb
-from metal_backend.whisper import (BackendWhisper, GgmlType, GreedyDecoder, QuantizedTensor, Whisper, WhisperError,
-                                   load_audio, load_model_data, mel_windows)
+from metal_backend.whisper import (
+    BackendWhisper,
+    GgmlType,
+    GreedyDecoder,
+    QuantizedTensor,
+    Whisper,
+    WhisperError,
+    load_audio,
+    load_model_data,
+    mel_windows,
+)
 from metal_backend.whisper.convert import convert
 from metal_backend.whisper.ggml_format import write_ggml
 from whisper_testing import DOOR_TEXT, JFK_TEXT, MORNING_TEXT, normalize, require

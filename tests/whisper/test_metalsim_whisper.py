@@ -20,8 +20,7 @@ import numpy as np
 import pytest
 
 import metal_backend as mb
-from metal_backend.whisper import (BackendWhisper, DecodingOptions, GreedyDecoder, Whisper, load_audio,
-                                   mel_windows)
+from metal_backend.whisper import BackendWhisper, DecodingOptions, GreedyDecoder, Whisper, load_audio, mel_windows
 from whisper_testing import DOOR_TEXT, JFK_TEXT, normalize
 
 SIM = [d for d in mb.devices() if d.name == "MetalSim"]

@@ -333,7 +333,8 @@ def test_other_formats_without_the_extra_name_it(tmp_path, monkeypatch):
     (np.zeros(100, bool), "got dtype bool"),
     (np.zeros((100, 2), np.float32), "1-D array"),
     (np.zeros(0, np.float64), "audio is empty"),
-    (np.array([0.0, 0.5, np.nan, np.inf], np.float64), "2 non-finite samples \\(NaN or infinity\\), the first at index 2"),
+    (np.array([0.0, 0.5, np.nan, np.inf], np.float64),
+     "2 non-finite samples \\(NaN or infinity\\), the first at index 2"),
 ])
 def test_log_mel_checks_samples(audio, message):
     from metal_backend.whisper import log_mel_spectrogram

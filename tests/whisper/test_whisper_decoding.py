@@ -5,9 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metal_backend.whisper import (DecodingOptions, GreedyDecoder, LogitRules, SpecialTokens, WhisperCompute,
-                                   WhisperError, WhisperHParams, WhisperModelData, WindowDecoder, compression_ratio,
-                                   initial_tokens, transcribe)
+from metal_backend.whisper import (
+    DecodingOptions,
+    GreedyDecoder,
+    LogitRules,
+    SpecialTokens,
+    WhisperCompute,
+    WhisperError,
+    WhisperHParams,
+    WhisperModelData,
+    WindowDecoder,
+    compression_ratio,
+    initial_tokens,
+    transcribe,
+)
 
 EN = WhisperHParams(51864, 1500, 8, 2, 1, 448, 8, 2, 1, 80)
 MULTI = WhisperHParams(51865, 1500, 8, 2, 1, 448, 8, 2, 1, 80)
@@ -28,7 +39,8 @@ class ScriptedCompute:
     """At step i (the i-th decode call of a window), every row prefers script[i][0], then
     script[i][1], ... ; records every call. scripts per window (by encode count) when given."""
 
-    def __init__(self, n_vocab: int, script: list[list[int]] | None = None, windows: list[list[list[int]]] | None = None):
+    def __init__(self, n_vocab: int, script: list[list[int]] | None = None,
+                 windows: list[list[list[int]]] | None = None):
         self.n_vocab = n_vocab
         self.windows = windows or [script]
         self.calls: list[tuple[object, list[list[int]], int]] = []

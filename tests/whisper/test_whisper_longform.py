@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import metal_backend as mb
-from metal_backend.whisper import (BackendWhisper, DecodingOptions, Whisper, WindowDecoder, load_audio, mel_windows)
-from whisper_testing import DOOR_TEXT, JFK_TEXT, normalize, require, word_error_rate
+from metal_backend.whisper import BackendWhisper, DecodingOptions, Whisper, WindowDecoder, load_audio, mel_windows
+from whisper_testing import DOOR_TEXT, JFK_TEXT, normalize, word_error_rate
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,15 @@ import struct
 import numpy as np
 import pytest
 
-from metal_backend.whisper import (GgmlType, QuantizedTensor, SpecialTokens, WhisperError, WhisperHParams,
-                                   WhisperModelData, load_model_data)
+from metal_backend.whisper import (
+    GgmlType,
+    QuantizedTensor,
+    SpecialTokens,
+    WhisperError,
+    WhisperHParams,
+    WhisperModelData,
+    load_model_data,
+)
 from metal_backend.whisper.convert import main as convert_main
 from metal_backend.whisper.ct2_format import read_ct2, read_ct2_variables
 from metal_backend.whisper.ggml_format import read_ggml, write_ggml

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from metal_backend.whisper import Segment, Transcript, Word, WhisperError
+from metal_backend.whisper import Segment, Transcript, WhisperError, Word
 from metal_backend.whisper.writers import FORMATS, format_timestamp, render, write_files
 from whisper_testing import parse_cues
 

@@ -11,8 +11,15 @@ import numpy as np
 import pytest
 
 from metal_backend.whisper import WhisperError, load_model_data
-from metal_backend.whisper.alignment import (add_word_timestamps, dtw_path, find_alignment, median_filter,
-                                             merge_punctuations, split_words, WordTiming)
+from metal_backend.whisper.alignment import (
+    WordTiming,
+    add_word_timestamps,
+    dtw_path,
+    find_alignment,
+    median_filter,
+    merge_punctuations,
+    split_words,
+)
 from metal_backend.whisper.audio import load_audio
 from metal_backend.whisper.backend_compute import BackendWhisper
 from metal_backend.whisper.convert import convert

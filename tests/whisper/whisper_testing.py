@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-# One normalisation and WER for the tests and the benchmarks.
-from metal_backend.whisper.scoring import normalize, wer as word_error_rate  # noqa: F401
+# One normalisation and WER for the tests and the benchmarks: re-exported, imported from here by the
+# tests (test_whisper_longform.py and others), so unused in this file.
+from metal_backend.whisper.scoring import normalize  # noqa: F401 (re-export)
+from metal_backend.whisper.scoring import wer as word_error_rate  # noqa: F401 (re-export)
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "audio"
 

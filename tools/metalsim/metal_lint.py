@@ -151,7 +151,8 @@ class Linter:
             if not self.in_directive_condition(src, m.start()):
                 self.report(src, m.start(), f"{m.group(0)} is a double in C++: write {m.group(0)}f (or h for half)")
         for m in SWIZZLE.finditer(code):
-            self.report(src, m.start(), f"swizzle '{m.group(0).strip()}' is not supported: use .x .y .z .w or a constructor")
+            self.report(src, m.start(),
+                        f"swizzle '{m.group(0).strip()}' is not supported: use .x .y .z .w or a constructor")
         for b in src.blocks:
             if b.kind not in ("function", "kernel"):
                 continue
@@ -162,7 +163,8 @@ class Linter:
                 self.report(
                     src,
                     b.body_start + m.start(),
-                    f"threadgroup variable '{m.group(2)}' declared in a function body: pass a [[threadgroup(N)]] buffer",
+                    f"threadgroup variable '{m.group(2)}' declared in a function body: "
+                    "pass a [[threadgroup(N)]] buffer",
                 )
         for a, b in mp.directive_spans(src.masked):
             d = src.text[a:b]
@@ -171,7 +173,8 @@ class Linter:
                 self.report(src, a, f"#include <{m.group(1)}>: only <metal_*> headers in .metal files")
         if not is_metal:
             for fc in mp.function_constants(src):
-                self.report(src, fc.span[0], f"function constant {fc.name} declared in a header: declare it in the .metal file")
+                self.report(src, fc.span[0],
+                            f"function constant {fc.name} declared in a header: declare it in the .metal file")
 
     @staticmethod
     def in_directive_condition(src: mp.Source, pos: int) -> bool:
@@ -187,7 +190,8 @@ class Linter:
         # Only names with one non-template definition: overloads and templates calling
         # a namesake are usually different functions.
         unique = {n: v[0] for n, v in funcs.items() if len(v) == 1 and not v[0][1].is_template}
-        edges = {n: sorted(x for x in b.idents if x in unique and not (x == n and b.kind == "kernel")) for n, (_, b) in unique.items()}
+        edges = {n: sorted(x for x in b.idents if x in unique and not (x == n and b.kind == "kernel"))
+                 for n, (_, b) in unique.items()}
         state: dict[str, int] = {}
         reported: set[str] = set()
 
@@ -199,7 +203,8 @@ class Linter:
                     if m not in reported:
                         reported.add(m)
                         src, b = unique[m]
-                        self.report(src, b.start + len(b.header) - len(b.header.lstrip()), "recursion: " + " -> ".join(cycle))
+                        self.report(src, b.start + len(b.header) - len(b.header.lstrip()),
+                                    "recursion: " + " -> ".join(cycle))
                 elif state.get(m) is None:
                     visit(m, path + [m])
             state[n] = 2
@@ -224,7 +229,9 @@ class Linter:
                 is_indirect = "*" in decl or "&" in decl
                 kinds = [a.name for a in p.attributes if a.name != "function_constant"]
                 if is_indirect and not ADDRESS_SPACE.search(decl):
-                    self.report(src, p.line, f"kernel parameter '{' '.join(decl.split())}' needs an address space (device, constant or threadgroup)", is_line=True)
+                    self.report(src, p.line,
+                                f"kernel parameter '{' '.join(decl.split())}' needs an address space "
+                                "(device, constant or threadgroup)", is_line=True)
                 if "threadgroup" in kinds and "*" not in decl:
                     self.report(src, p.line, "[[threadgroup(N)]] parameters must be pointers", is_line=True)
                 if "buffer" in kinds and not is_indirect:

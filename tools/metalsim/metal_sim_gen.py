@@ -76,7 +76,8 @@ def generate(path: str, include_dirs: list[str]) -> tuple[str, list[str]]:
     fc_index = {fc.name: i for i, fc in enumerate(constants)}
     for fc in constants:
         a, b = fc.span
-        edits.append((a, b, keep_lines(src.text[a:b], f"static {fc.type} {fc.name}; static bool {fc.name}_mbsim_defined;")))
+        decl = f"static {fc.type} {fc.name}; static bool {fc.name}_mbsim_defined;"
+        edits.append((a, b, keep_lines(src.text[a:b], decl)))
 
     insts = mp.instantiations(src)
     for inst in insts:
@@ -104,7 +105,9 @@ def generate(path: str, include_dirs: list[str]) -> tuple[str, list[str]]:
         defs = [k for k in kernels.get(inst.function, []) if k.block.is_template]
         if len(defs) != 1:
             raise mp.SourceError(
-                path, inst.line, f"no single kernel template named {inst.function} in this file (define kernels in .metal files)"
+                path,
+                inst.line,
+                f"no single kernel template named {inst.function} in this file (define kernels in .metal files)",
             )
         extra = set(mp.IDENT.findall(inst.template_args))
         entries.append((inst.host_name, inst.expr, defs[0], extra, inst.line))

@@ -435,7 +435,8 @@ def instantiations(src: Source) -> list[Instantiation]:
             raise SourceError(src.path, line_of(src.code, m.start()), f"cannot read the instantiation '{expr}'")
         hm = re.search(r'host_name\s*\(\s*"([^"]*)"', src.text[m.start() : m.end()])
         args = expr[expr.index("<") + 1 : -1]
-        out.append(Instantiation(hm.group(1), m.group(1), fm.group(0), expr, args, line_of(src.code, m.start()), (m.start(), m.end())))
+        out.append(Instantiation(hm.group(1), m.group(1), fm.group(0), expr, args, line_of(src.code, m.start()),
+                                 (m.start(), m.end())))
         covered.add(m.start())
     for m in ANY_HOST_NAME_TEMPLATE.finditer(src.code):
         if m.start() not in covered:
@@ -463,7 +464,8 @@ FUNCTION_CONSTANT = re.compile(
 
 def function_constants(src: Source) -> list[FunctionConstantDecl]:
     return [
-        FunctionConstantDecl(m.group(1), m.group(2), " ".join(m.group(3).split()), line_of(src.code, m.start()), (m.start(), m.end()))
+        FunctionConstantDecl(m.group(1), m.group(2), " ".join(m.group(3).split()), line_of(src.code, m.start()),
+                             (m.start(), m.end()))
         for m in FUNCTION_CONSTANT.finditer(src.code)
     ]
 

@@ -33,7 +33,8 @@ void compute_acc(const ComputeParams& p, Tensor& dst) {
     split_range(b.ne[1] * b.ne[2] * b.ne[3], p.ith, p.nth, &r0, &r1);
     for (int64_t r = r0; r < r1; ++r) {
         const int64_t i1 = r % b.ne[1], i2 = (r / b.ne[1]) % b.ne[2], i3 = r / (b.ne[1] * b.ne[2]);
-        float* y = reinterpret_cast<float*>(host_data(dst) + offset + size_t(i1) * nb1 + size_t(i2) * nb2 + size_t(i3) * nb3);
+        float* y = reinterpret_cast<float*>(host_data(dst) + offset + size_t(i1) * nb1 + size_t(i2) * nb2 +
+                                            size_t(i3) * nb3);
         for (int64_t i0 = 0; i0 < b.ne[0]; ++i0) y[i0] += *reinterpret_cast<const float*>(at(b, i0, i1, i2, i3));
     }
 }

@@ -252,7 +252,8 @@ void attend_block(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h
                 if (mask->nb[0] == type_traits(mask->type).type_size) {
                     dequantize_row(mask->type, mp, sc.row, kb);
                 } else {
-                    for (int64_t j = 0; j < kb; ++j) dequantize_row(mask->type, mp + size_t(j) * mask->nb[0], &sc.row[j], 1);
+                    for (int64_t j = 0; j < kb; ++j)
+                        dequantize_row(mask->type, mp + size_t(j) * mask->nb[0], &sc.row[j], 1);
                 }
                 for (int64_t j = 0; j < kb; ++j) srow[j] += slope * sc.row[j];
             }

@@ -26,7 +26,8 @@ void compute_ssm_conv(const ComputeParams& p, Tensor& dst) {
         for (int64_t ch = 0; ch < dst.ne[0]; ++ch) {
             float acc = 0.0f;
             for (int64_t k = 0; k < d_conv; ++k) {
-                acc += *reinterpret_cast<const float*>(at(sx, t + k, ch, s)) * *reinterpret_cast<const float*>(at(c, k, ch));
+                acc += *reinterpret_cast<const float*>(at(sx, t + k, ch, s)) *
+                       *reinterpret_cast<const float*>(at(c, k, ch));
             }
             *reinterpret_cast<float*>(at(dst, ch, t, s)) = acc;
         }

@@ -1,6 +1,6 @@
-// SCALE, CLAMP, LEAKY_RELU and the unary activations (the Unary rows of shaders/op_table.h): f32 in, f32 out, any strides. Packed data is mapped eight
-// lanes at a time with AVX2 where the host has it; the transcendental ones go through vec.h's
-// polynomial exp (tanh, sigmoid and both GELUs are rational functions of one exp).
+// SCALE, CLAMP, LEAKY_RELU and the unary activations (the Unary rows of shaders/op_table.h): f32 in, f32 out, any
+// strides. Packed data is mapped eight lanes at a time with AVX2 where the host has it; the transcendental ones
+// go through vec.h's polynomial exp (tanh, sigmoid and both GELUs are rational functions of one exp).
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

@@ -153,14 +153,18 @@ float dot_k_portable(int64_t k, const void* va, const void* vb) {
 #if defined(MB_SIMD_X86)
 
 // Group g (elements 32g .. 32g+31) of a super-block as 32 unsigned code bytes.
-MB_TARGET_AVX2 inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+MB_TARGET_AVX2 inline __m256i load32(const uint8_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
 
 MB_TARGET_AVX2 inline __m256i bits_at(__m256i v, int shift, int mask) {
     return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(shift)), _mm256_set1_epi8(char(mask)));
 }
 
 struct GroupCodesQ2 {
-    MB_TARGET_AVX2 static __m256i get(const block_q2_K& b, int g) { return bits_at(load32(b.qs + 32 * (g / 4)), 2 * (g % 4), 3); }
+    MB_TARGET_AVX2 static __m256i get(const block_q2_K& b, int g) {
+        return bits_at(load32(b.qs + 32 * (g / 4)), 2 * (g % 4), 3);
+    }
 };
 struct GroupCodesQ3 {
     MB_TARGET_AVX2 static __m256i get(const block_q3_K& b, int g) {
@@ -170,7 +174,9 @@ struct GroupCodesQ3 {
     }
 };
 struct GroupCodesQ4 {
-    MB_TARGET_AVX2 static __m256i get(const block_q4_K& b, int g) { return bits_at(load32(b.qs + 32 * (g / 2)), 4 * (g % 2), 0xF); }
+    MB_TARGET_AVX2 static __m256i get(const block_q4_K& b, int g) {
+        return bits_at(load32(b.qs + 32 * (g / 2)), 4 * (g % 2), 0xF);
+    }
 };
 struct GroupCodesQ5 {
     MB_TARGET_AVX2 static __m256i get(const block_q5_K& b, int g) {
@@ -201,7 +207,8 @@ MB_TARGET_AVX2 float dot_k_avx2(int64_t k, const void* va, const void* vb) {
             const __m256i y = load32(reinterpret_cast<const uint8_t*>(b[i].qs) + 32 * g);
             // u <= 63 and |y| <= 128: pair sums stay below 2^15, so vpmaddubsw never saturates.
             const __m256i p = _mm256_maddubs_epi16(u, y);
-            const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(int16_t(s.sc[2 * g + 1])), _mm_set1_epi16(int16_t(s.sc[2 * g])));
+            const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(int16_t(s.sc[2 * g + 1])),
+                                                _mm_set1_epi16(int16_t(s.sc[2 * g])));
             sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, sc));
         }
         __m128i t = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));

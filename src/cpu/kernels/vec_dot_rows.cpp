@@ -21,7 +21,8 @@ namespace {
 
 #if defined(MB_SIMD_X86)
 
-static_assert(kVecDotRows == 4 && kVecDotTokens == 2, "the kernels below keep four rows and up to two tokens in registers");
+static_assert(kVecDotRows == 4 && kVecDotTokens == 2,
+              "the kernels below keep four rows and up to two tokens in registers");
 
 constexpr int64_t kBlock = 32;
 

@@ -20,7 +20,8 @@ std::shared_ptr<Registry> make_metal_registry() {
             // Registries are made once per process, on first use; a GPU that fails here is left out
             // with the reason, rather than making every registry unreachable.
             try {
-                reg->devices.push_back(std::make_shared<metal::MetalDevice>("Metal", metal::make_metal_runtime(device)));
+                reg->devices.push_back(
+                    std::make_shared<metal::MetalDevice>("Metal", metal::make_metal_runtime(device)));
             } catch (const Error& e) {
                 reg->features["DEVICE_ERROR"] = e.what();
             }

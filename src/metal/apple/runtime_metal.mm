@@ -126,7 +126,8 @@ public:
         end_pass();
         pooled([&] {
             id<MTLBlitCommandEncoder> blit = [cb_ blitCommandEncoder];
-            [blit copyFromBuffer:mtl(src) sourceOffset:src_offset toBuffer:mtl(dst) destinationOffset:dst_offset size:n];
+            [blit copyFromBuffer:mtl(src) sourceOffset:src_offset
+              toBuffer:mtl(dst) destinationOffset:dst_offset size:n];
             [blit endEncoding];
         });
     }
@@ -240,7 +241,8 @@ public:
                                                      options:gpu_only ? MTLResourceStorageModePrivate
                                                                       : MTLResourceStorageModeShared];
             if (!buf) {
-                fail<OutOfMemoryError>("Metal::alloc", "the GPU refused ", size, " bytes (", device_.currentAllocatedSize,
+                fail<OutOfMemoryError>("Metal::alloc", "the GPU refused ", size, " bytes (",
+                                       device_.currentAllocatedSize,
                                        " allocated, recommended working set ", props_.max_working_set_size, ")");
             }
             result = std::make_shared<MetalBuffer>(buf, size, mode, gpu_only ? nullptr : buf.contents, residency_);
@@ -271,7 +273,8 @@ public:
 
     // Cached above runtime.h (checked_runtime.h), which asks once per name and constant values, one call
     // at a time.
-    std::shared_ptr<Pipeline> pipeline(const std::string& name, const std::vector<FunctionConstant>& constants) override {
+    std::shared_ptr<Pipeline> pipeline(const std::string& name,
+                                       const std::vector<FunctionConstant>& constants) override {
         std::shared_ptr<MetalPipeline> result;
         pooled([&] { result = std::make_shared<MetalPipeline>(name, library_.pipeline_state(name, constants)); });
         return result;

@@ -27,9 +27,12 @@ MTLFunctionConstantValues* constant_values(const std::vector<FunctionConstant>& 
         const int32_t i32 = static_cast<int32_t>(c.i);
         switch (c.kind) {
             case FunctionConstant::Kind::Bool: [values setConstantValue:&b type:MTLDataTypeBool atIndex:c.index]; break;
-            case FunctionConstant::Kind::Int16: [values setConstantValue:&i16 type:MTLDataTypeShort atIndex:c.index]; break;
-            case FunctionConstant::Kind::Int32: [values setConstantValue:&i32 type:MTLDataTypeInt atIndex:c.index]; break;
-            case FunctionConstant::Kind::Float: [values setConstantValue:&c.f type:MTLDataTypeFloat atIndex:c.index]; break;
+            case FunctionConstant::Kind::Int16:
+                [values setConstantValue:&i16 type:MTLDataTypeShort atIndex:c.index]; break;
+            case FunctionConstant::Kind::Int32:
+                [values setConstantValue:&i32 type:MTLDataTypeInt atIndex:c.index]; break;
+            case FunctionConstant::Kind::Float:
+                [values setConstantValue:&c.f type:MTLDataTypeFloat atIndex:c.index]; break;
         }
     }
     return values;
@@ -116,7 +119,8 @@ id<MTLComputePipelineState> ShaderLibrary::pipeline_state(const std::string& nam
         auto it = kernel_family_.find(name);
         if (it != kernel_family_.end()) lib = families_[it->second].library;
     }
-    if (!lib) fail<UnsupportedOpError>("Metal::pipeline", "no kernel named '", name, "' in the compiled shader families");
+    if (!lib)
+        fail<UnsupportedOpError>("Metal::pipeline", "no kernel named '", name, "' in the compiled shader families");
     NSString* fname = [NSString stringWithUTF8String:name.c_str()];
     // Always specialised, also with no values: a kernel whose constants are all optional
     // (is_function_constant_defined) is otherwise a function no pipeline can be made from.

@@ -1,5 +1,5 @@
-// CONV_TRANSPOSE_1D on the Metal device (shaders/conv_transpose_1d.metal): f32 with any strides, one threadgroup per dst
-// row (threads take the row's elements).
+// CONV_TRANSPOSE_1D on the Metal device (shaders/conv_transpose_1d.metal): f32 with any strides, one threadgroup
+// per dst row (threads take the row's elements).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -15,7 +15,8 @@ bool supports_mul_mat_id(const RuntimeProps& props, const Tensor& node) {
     const Tensor* b = node.src[1];
     const Tensor* ids = node.src[2];
     if (node.op != Op::MUL_MAT_ID || !as || !b || !ids || !props.has_simdgroup_reduction) return false;
-    if ((as->type != Type::F32 && as->type != Type::F16) || b->type != Type::F32 || ids->type != Type::I32) return false;
+    if ((as->type != Type::F32 && as->type != Type::F16) || b->type != Type::F32 || ids->type != Type::I32)
+        return false;
     return as->nb[0] == type_traits(as->type).type_size && b->nb[0] == sizeof(float) &&
            node.nb[0] == sizeof(float) && fits_i32(*as) && fits_i32(*b) && fits_i32(node);
 }

@@ -1211,7 +1211,8 @@ inline T simd_shuffle_rotate_up(T x, ushort delta, MB_SIM_SITE) {
 template <class T>
 inline T simd_broadcast_first(T x, MB_SIM_SITE) {
     uint32_t lane;
-    mbsim_detail::SimdExchange* ex = mbsim_detail::exchange(mbsim_detail::SyncOp::SimdBroadcastFirst, x, file, line, lane);
+    mbsim_detail::SimdExchange* ex = mbsim_detail::exchange(mbsim_detail::SyncOp::SimdBroadcastFirst,
+                                                            x, file, line, lane);
     return mbsim_detail::slot<T>(ex->in[mbsim_detail::first_active(ex)]);
 }
 

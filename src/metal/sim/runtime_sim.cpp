@@ -151,7 +151,9 @@ private:
 
 class SimCommandBuffer final : public CommandBuffer {
 public:
-    SimCommandBuffer(SimRuntime& rt, int schedule) : rt_(rt), work_(std::make_shared<Work>()) { work_->schedule = schedule; }
+    SimCommandBuffer(SimRuntime& rt, int schedule) : rt_(rt), work_(std::make_shared<Work>()) {
+        work_->schedule = schedule;
+    }
     ComputeEncoder& compute(bool concurrent) override {
         // A new pass: dispatches of the previous pass are complete before this one starts.
         if (!work_->commands.empty()) work_->commands.push_back(Command{Command::Kind::Barrier});
@@ -273,13 +275,17 @@ public:
     }
 
     // Cached above runtime.h (checked_runtime.h), which asks once per name and constant values.
-    std::shared_ptr<Pipeline> pipeline(const std::string& name, const std::vector<FunctionConstant>& constants) override {
+    std::shared_ptr<Pipeline> pipeline(const std::string& name,
+                                       const std::vector<FunctionConstant>& constants) override {
         std::vector<sim::FunctionConstant> fcs;
         for (const auto& c : constants) {
             switch (c.kind) {
-                case FunctionConstant::Kind::Bool: fcs.push_back(sim::FunctionConstant::boolean(c.index, c.i != 0)); break;
-                case FunctionConstant::Kind::Int16: fcs.push_back(sim::FunctionConstant::int16(c.index, static_cast<int16_t>(c.i))); break;
-                case FunctionConstant::Kind::Int32: fcs.push_back(sim::FunctionConstant::int32(c.index, static_cast<int32_t>(c.i))); break;
+                case FunctionConstant::Kind::Bool:
+                    fcs.push_back(sim::FunctionConstant::boolean(c.index, c.i != 0)); break;
+                case FunctionConstant::Kind::Int16:
+                    fcs.push_back(sim::FunctionConstant::int16(c.index, static_cast<int16_t>(c.i))); break;
+                case FunctionConstant::Kind::Int32:
+                    fcs.push_back(sim::FunctionConstant::int32(c.index, static_cast<int32_t>(c.i))); break;
                 case FunctionConstant::Kind::Float: fcs.push_back(sim::FunctionConstant::float32(c.index, c.f)); break;
             }
         }
@@ -292,7 +298,8 @@ public:
             std::lock_guard<std::mutex> lock(family_mutex_);
             if (!compiled_.count(family)) {
                 fail<UnsupportedOpError>("MetalSim::pipeline", "kernel '", name, "' is in shader family '", family,
-                                         "', which ", rejected_.count(family) ? "did not compile" : "is not compiled yet");
+                                         "', which ",
+                                         rejected_.count(family) ? "did not compile" : "is not compiled yet");
             }
         }
         return std::make_shared<SimPipeline>(k, std::move(fcs));
@@ -310,7 +317,8 @@ public:
     void compile_families(const std::vector<std::string>& families,
                           const std::function<void(const FamilyResult&)>& done) override {
         for (const std::string& f : families) {
-            if (!family_kernels_.count(f)) fail<InvalidArgumentError>("MetalSim::compile_families", "no shader family '", f, "'");
+            if (!family_kernels_.count(f))
+                fail<InvalidArgumentError>("MetalSim::compile_families", "no shader family '", f, "'");
         }
         auto one = [&](const std::string& family) {
             const auto start = std::chrono::steady_clock::now();
@@ -379,7 +387,8 @@ public:
     }
 
     void capture_begin() override {
-        fail<UnsupportedOpError>("MetalSim::capture", "GPU trace capture needs Metal on Apple; MetalSim cannot capture");
+        fail<UnsupportedOpError>("MetalSim::capture",
+                                 "GPU trace capture needs Metal on Apple; MetalSim cannot capture");
     }
     void capture_end() override {}
 
