@@ -9,6 +9,7 @@ embedded Metal library carries the table and the kargs layout asserts.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -80,6 +81,8 @@ def test_every_computing_row_has_conformance_cases():
     assert not missing, f"no conformance cases for {missing}"
 
 
+@pytest.mark.build  # runs cmake/EmbedShaders.cmake over the source tree
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
 def test_embedded_library_has_the_table_and_the_layout_asserts(tmp_path):
     # The source string Apple's compiler builds the library from (cmake/EmbedShaders.cmake).
     out = tmp_path / "metal_library.cpp"
