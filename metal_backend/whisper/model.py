@@ -156,14 +156,6 @@ class Whisper:
         return Stream(self, options, vad, vad_parameters, on_commit=on_commit, on_tentative=on_tentative)
 
 
-def _silero_vad():
-    try:
-        from metal_backend.vad import SileroVad
-    except ImportError as exc:
-        raise WhisperError(f"live transcription needs the Silero VAD (metal_backend.vad): {exc}") from None
-    return SileroVad.load(device="CPU")
-
-
     @staticmethod
     def check_transcribe_arguments(vad_filter: bool | None = None,
                                    vad_parameters: VadOptions | Mapping[str, Any] | None = None,
@@ -242,3 +234,11 @@ def _quantize_hook(qtype: mb.Type):
         return QuantizedTensor(ggml_type, tuple(array.shape), data.reshape(array.shape[0], -1))
 
     return quantize
+
+
+def _silero_vad():
+    try:
+        from metal_backend.vad import SileroVad
+    except ImportError as exc:
+        raise WhisperError(f"live transcription needs the Silero VAD (metal_backend.vad): {exc}") from None
+    return SileroVad.load(device="CPU")
