@@ -141,7 +141,7 @@ void init_device(py::module_& m) {
         .def("compile_shader_families", [](Device& d) {
             std::vector<std::pair<std::string, std::string>> states;
             {
-                py::gil_scoped_release release;
+                ReleasedGil released;
                 states = d.shader_families(true);
             }
             py::dict out;

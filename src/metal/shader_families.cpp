@@ -27,6 +27,17 @@ const char* shader_family(Op op) {
         case OpFamily::Im2col: return "im2col";
         case OpFamily::Layout: return "layout";
         case OpFamily::Rope: return "rope";
+        case OpFamily::Glu: return "glu";
+        case OpFamily::Arange: return "arange";
+        case OpFamily::Argsort: return "argsort";
+        case OpFamily::MulMatId: return "mul_mat_id";
+        case OpFamily::AddId: return "add_id";
+        case OpFamily::TimestepEmbedding: return "timestep_embedding";
+        case OpFamily::ConvTranspose1d: return "conv_transpose_1d";
+        case OpFamily::Pool2d: return "pool_2d";
+        case OpFamily::Upscale: return "upscale";
+        case OpFamily::SsmConv: return "ssm_conv";
+        case OpFamily::Acc: return "acc";
         case OpFamily::None: break;
     }
     return "";
