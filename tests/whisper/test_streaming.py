@@ -174,10 +174,10 @@ def test_a_push_during_a_transcription_is_queued_not_dropped(model, vad, passage
     class Gated:
         data = model.data
 
-        def transcribe(self, audio, options=None):
+        def transcribe_window(self, audio, options=None, previous=()):
             started.set()
             release.wait(60)
-            return model.transcribe(audio, options)
+            return model.transcribe_window(audio, options, previous)
 
     from metal_backend.whisper.streaming import Stream, stream_options
     s = Stream(Gated(), stream_options(None, {"language": "en"}), vad)
