@@ -191,7 +191,8 @@ def charged(threads: int):
     return since
 
 
-def replay(engine, samples: np.ndarray, chunk: float, clock: str, threads: int) -> tuple[list[tuple[str, float]], float]:
+def replay(engine, samples: np.ndarray, chunk: float, clock: str,
+           threads: int) -> tuple[list[tuple[str, float]], float]:
     """Feeds samples chunk by chunk as they arrive by the clock; returns (word, commit time) in
     commit order and the compute spent in feed/finish (charged for sim, wall for real)."""
     engine.start()
