@@ -266,13 +266,14 @@ def test_callbacks_see_every_commit_and_tentative_change(model, vad, passage):
 @pytest.mark.skipif(not [d for d in mb.devices() if d.name == "MetalSim"], reason="MetalSim not built")
 def test_a_stream_on_metalsim_commits_what_the_cpu_commits(tiny_en_dir, vad, asset):
     """The same stream on MetalSim (every Metal kernel Whisper uses, run on the CPU): a sentence
-    and a pause pushed in 1 s chunks commit the CPU device's segments."""
+    and a pause pushed in 2 s chunks (two hypotheses and the final pass) commit the CPU device's
+    segments."""
     audio = np.concatenate([load_audio(asset("door_light.wav")), np.zeros(SR, np.float32)])
     results = []
     for device in ("CPU", "MetalSim"):
         m = Whisper.load(tiny_en_dir, device=device, threads=2)
         s = m.stream(vad=vad, language="en")
-        pushed = [seg for i in range(0, audio.size, SR) for seg in s.push(audio[i:i + SR])]
+        pushed = [seg for i in range(0, audio.size, 2 * SR) for seg in s.push(audio[i:i + 2 * SR])]
         results.append(([seg.text for seg in pushed + s.finish()], s.text))
     assert results[1] == results[0], results
     assert "open the door" in results[0][1].lower(), results
