@@ -18,6 +18,10 @@ registers every kernel with the executor (src/metal/sim/kernel_abi.h):
   - a kernel that can never reach a barrier, simd_* or simdgroup matrix operation
     (name-based, through the functions and macros of the file and its local headers)
     is marked so that its threads run as a plain loop, without fibers
+  - compiled with MB_SIM_RACECHECK defined (cmake/MetalSimKernels.cmake's racecheck build, instrumented
+    with -fsanitize=thread), everything after src/metal/sim/racecheck_prelude.h is inside namespace
+    mbsim_racecheck and the kernels register as racecheck kernels (src/metal/sim/racecheck.h); nothing
+    per kernel, so every .metal file gets a racecheck build
 """
 
 from __future__ import annotations
