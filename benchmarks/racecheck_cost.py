@@ -31,6 +31,7 @@ def suite_seconds(select: str) -> float:
 
 def graph_seconds(params: str) -> float:
     import numpy as np
+
     import metal_backend as mb
     backend = mb.device("MetalSim").init_backend(params)
     ctx = mb.Context()

@@ -100,7 +100,8 @@ def test_native(host_build, name):
         assert "kernels needing simd reductions or matrices fail on a GPU without them" in log
     if name == "racecheck":
         for part in ("threadgroup read-write race", "missing barrier in a reduction",
-                     "lanes of a simdgroup ordered by simdgroup_barrier", "two threadgroups write the same device bytes",
+                     "lanes of a simdgroup ordered by simdgroup_barrier",
+                     "two threadgroups write the same device bytes",
                      "initcheck: a threadgroup read no thread wrote",
                      "two dispatches of a concurrent pass, no barrier between them"):
             assert part in log, part

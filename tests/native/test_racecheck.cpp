@@ -209,7 +209,8 @@ void test_uninit() {
             if (mode == 0) {
                 CHECK(!r.ok && contains(r.error, "kernel_race_uninit") && contains(r.error, "initcheck") &&
                           contains(r.error, "thread 0 reads threadgroup(0) byte 380") &&
-                          contains(r.error, at(read).c_str()) && contains(r.error, "no thread of the threadgroup wrote"),
+                          contains(r.error, at(read).c_str()) &&
+                          contains(r.error, "no thread of the threadgroup wrote"),
                       "%s", r.error.c_str());
             } else {
                 CHECK(r.ok, "%s", r.error.c_str());
@@ -247,7 +248,8 @@ void test_concurrent() {
         std::string e = sim::check_concurrent("kernel_race_copy", fa, grid, "kernel_race_copy", fb, grid);
         if (mode == 0) {
             char addr[32];
-            std::snprintf(addr, sizeof addr, "%#llx", static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(y.data())));
+            const auto y_addr = static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(y.data()));
+            std::snprintf(addr, sizeof addr, "%#llx", y_addr);
             CHECK(contains(e, "concurrent pass") && contains(e, addr) && contains(e, "writes at") &&
                       contains(e, "reads at") && contains(e, at(line).c_str()),
                   "%s", e.c_str());

@@ -220,7 +220,9 @@ public:
             } else {
                 std::vector<std::string> all;
                 for (const auto& p : pass_kernels_) all.insert(all.end(), p.begin(), p.end());
-                if (!all.empty()) e += " (Metal named no faulted pass; the command buffer ran " + join_kernels(all) + ")";
+                if (!all.empty()) {
+                    e += " (Metal named no faulted pass; the command buffer ran " + join_kernels(all) + ")";
+                }
             }
         });
         return e;

@@ -338,7 +338,7 @@ private:
             } else {
                 run_loop();
             }
-            if (rc_on_ && rc_->race_pending()) error_ = rc_->take_report(n_);
+            if (rc_on_ && rc_->race_pending()) error_ = rc_->take_report();
             if (error_.empty() && fibers && d.no_simd_matrix) {
                 for (uint32_t s = 0; s < n_sg_; ++s) {
                     if (sgs_[s].lane0_matrix_ops) {

@@ -7,10 +7,14 @@
 #endif
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "metal/sim/kernel_abi.h"
 
@@ -48,7 +52,8 @@ std::vector<std::string> frames(const void* pc) {
     char hex[32];
     std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(addr));
     const std::string cmds[] = {"addr2line -i -e '" + file + "' " + hex + " 2>/dev/null",
-                                "llvm-symbolizer --no-functions --inlines --obj='" + file + "' " + hex + " 2>/dev/null"};
+                                "llvm-symbolizer --no-functions --inlines --obj='" + file + "' " + hex +
+                                    " 2>/dev/null"};
     for (const std::string& cmd : cmds) {
         FILE* f = popen(cmd.c_str(), "r");
         if (!f) continue;
@@ -329,8 +334,7 @@ std::string Tracker::tg_place(size_t off) const {
     return "threadgroup memory past its buffers (arena byte " + std::to_string(off) + ")";
 }
 
-std::string Tracker::take_report(uint32_t threads_per_group) {
-    (void)threads_per_group;
+std::string Tracker::take_report() {
     const Race r = race_;
     race_ = Race{};
     auto who = [](uint32_t tid, bool writes, const void* pc) {

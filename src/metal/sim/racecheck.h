@@ -110,8 +110,8 @@ public:
     void atomic(const void* p, size_t n, const void* pc);
 
     bool race_pending() const { return race_.kind != RaceKind::None; }
-    // The pending race as a message (clears it); needs the dispatch's threads per threadgroup.
-    std::string take_report(uint32_t threads_per_group);
+    // The pending race as a message (clears it).
+    std::string take_report();
 
     std::vector<DeviceWrite>& device_writes() { return writes_; }
     Footprint& footprint() { return local_fp_; }
