@@ -424,6 +424,25 @@ MB_RC_VIS void __tsan_read_range(void* p, unsigned long n) {
 MB_RC_VIS void __tsan_write_range(void* p, unsigned long n) {
     if (auto* t = tls_tracker) t->access(p, n, true, __builtin_return_address(0));
 }
+// clang's instrumentation turns memcpy/memset/memmove into these (gcc leaves them to libc, unseen).
+MB_RC_VIS void* __tsan_memcpy(void* dst, const void* src, unsigned long n) {
+    if (auto* t = tls_tracker) {
+        t->access(src, n, false, __builtin_return_address(0));
+        t->access(dst, n, true, __builtin_return_address(0));
+    }
+    return std::memcpy(dst, src, n);
+}
+MB_RC_VIS void* __tsan_memmove(void* dst, const void* src, unsigned long n) {
+    if (auto* t = tls_tracker) {
+        t->access(src, n, false, __builtin_return_address(0));
+        t->access(dst, n, true, __builtin_return_address(0));
+    }
+    return std::memmove(dst, src, n);
+}
+MB_RC_VIS void* __tsan_memset(void* dst, int value, unsigned long n) {
+    if (auto* t = tls_tracker) t->access(dst, n, true, __builtin_return_address(0));
+    return std::memset(dst, value, n);
+}
 MB_RC_VIS void __tsan_init() {}
 MB_RC_VIS void __tsan_func_entry(void*) {}
 MB_RC_VIS void __tsan_func_exit() {}
