@@ -1,7 +1,7 @@
 """Long-form Whisper: accuracy, segment times and speed of ours against faster-whisper and whisper.cpp.
 
     python benchmarks/whisper_longform.py [--threads 2] [--models tiny.en base] [--repeats 1 5]
-        [--audio A.wav ...] [--settings greedy beam5] [--engines ours faster-whisper ours-int8 faster-whisper-int8 whisper.cpp]
+        [--audio A.wav ...] [--settings greedy beam5] [--engines ours faster-whisper ours-q8_0 ours-int8 faster-whisper-int8 whisper.cpp]
         [--work DIR] [--json OUT] [--spin-us US] [--rounds N]
 
 The audio is an espeak-ng passage built by scripts/make_passage.py (25 sentences, about 132 s;
@@ -21,7 +21,8 @@ nearest segment start: median, maximum and the share within 1 s; the end-to-end 
 samples to segments (model loading and file reading excluded, no warm-up: one run of long audio)
 and ours over faster-whisper's time in the same setting (below 1 is faster). On a shared machine
 the times are noisy; the ratios compare runs made minutes apart (use --rounds for best-of-N with the
-engines interleaved). Engines: ours (compute_type "float32"), ours-int8 (Whisper.load(...,
+engines interleaved). Engines: ours (compute_type "float32"), ours-q8_0 (Whisper.load(..., quantize="q8_0"):
+q8_0 matrices, the encoder's products in f32 on dequantized weights), ours-int8 (Whisper.load(...,
 compute_type="int8"): q8_0 matrices, 8-bit activations), faster-whisper float32 and int8 (its
 compute_type), whisper.cpp on the converted f16 file. Ratio columns: time over faster-whisper
 float32's and over faster-whisper int8's in the same setting.
@@ -71,9 +72,11 @@ SETTINGS = {"greedy": 1, "beam5": 5}
 class Ours:
     name = "ours"
     compute_type = "float32"
+    quantize = None
 
     def __init__(self, ct2: Path, work: Path, threads: int, spin_us: int | None = None):
-        self.model = Whisper.load(ct2, device="CPU", threads=threads, compute_type=self.compute_type)
+        self.model = Whisper.load(ct2, device="CPU", threads=threads, compute_type=self.compute_type,
+                                  quantize=self.quantize)
         if spin_us is not None:
             self.model.compute.backend.options["spin_us"] = spin_us
 
@@ -87,6 +90,14 @@ class OursInt8(Ours):
 
     name = "ours-int8"
     compute_type = "int8"
+
+
+class OursQ8(Ours):
+    """Whisper.load(quantize="q8_0"): q8_0 matrices (byte dot products for few tokens), the
+    encoder's products on dequantized f32 weights."""
+
+    name = "ours-q8_0"
+    quantize = "q8_0"
 
 
 class FasterWhisper:
@@ -136,7 +147,8 @@ class WhisperCpp:
 
 
 ENGINES = {"ours": (Ours, None), "faster-whisper": (FasterWhisper, "faster_whisper"),
-           "ours-int8": (OursInt8, None), "faster-whisper-int8": (FasterWhisperInt8, "faster_whisper"),
+           "ours-q8_0": (OursQ8, None), "ours-int8": (OursInt8, None),
+           "faster-whisper-int8": (FasterWhisperInt8, "faster_whisper"),
            "whisper.cpp": (WhisperCpp, "pywhispercpp")}
 
 
@@ -196,7 +208,7 @@ def run(args: argparse.Namespace, work: Path) -> list[dict]:
             print(f"{model_name}: model package not installed, skipped", flush=True)
             continue
         engines = []
-        for name in [n for n in ENGINES if n in args.engines]:  # interleaved: ours, fw, ours-int8, fw-int8
+        for name in [n for n in ENGINES if n in args.engines]:  # interleaved: ours, fw, ours-q8_0, ours-int8, fw-int8
             make, module = ENGINES[name]
             if module is not None and importlib.util.find_spec(module) is None:
                 print(f"{name}: package {module} not installed, skipped", flush=True)

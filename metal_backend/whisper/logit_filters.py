@@ -34,6 +34,18 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted - np.log(total).astype(np.float32)
 
 
+def log_normalizers(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the max and the log of sum(exp(x - max)), both float32 (n, 1): log_softmax(x)[i, t]
+    is (x[i, t] - max[i]) - log_total[i], bit for bit, without the whole log-softmax in memory
+    (for callers that read a few entries of each row)."""
+    x = np.asarray(logits, dtype=np.float32)
+    top = x.max(axis=-1, keepdims=True)
+    shifted = x - top
+    np.exp(shifted, out=shifted)
+    total = shifted.sum(axis=-1, keepdims=True, dtype=np.float64)
+    return top, np.log(total).astype(np.float32)
+
+
 def logsumexp(x: np.ndarray) -> np.ndarray:
     """Row-wise log(sum(exp(x))); -inf for a row of -inf."""
     top = x.max(axis=-1, keepdims=True)
@@ -103,7 +115,8 @@ class LogitRules:
                 # The next segment may start where this one ended, later timestamps only move on.
                 bound = last_timestamp if last_was_timestamp and not penultimate_was_timestamp else last_timestamp + 1
                 logits[i, tb:bound] = -np.inf
-        logprobs = log_softmax(logits)
-        timestamp_mass = logsumexp(logprobs[:, tb:])
-        best_text = logprobs[:, :tb].max(axis=-1)
+        # In log-probability space both sides carry the same normalizer, so the raw logits compare
+        # the same way without a log-softmax of the whole vocabulary.
+        timestamp_mass = logsumexp(logits[:, tb:])
+        best_text = logits[:, :tb].max(axis=-1)
         logits[timestamp_mass > best_text, :tb] = -np.inf

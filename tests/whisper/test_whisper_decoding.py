@@ -19,6 +19,7 @@ from metal_backend.whisper import (
     initial_tokens,
     transcribe,
 )
+from metal_backend.whisper.logit_filters import log_normalizers, log_softmax
 
 EN = WhisperHParams(51864, 1500, 8, 2, 1, 448, 8, 2, 1, 80)
 MULTI = WhisperHParams(51865, 1500, 8, 2, 1, 448, 8, 2, 1, 80)
@@ -244,6 +245,18 @@ def test_timestamp_forced_when_their_summed_probability_wins():
     logits[TB + 30:TB + 130] = -5.0
     ok = _allowed(_rules(), [TB, 1000], logits)
     assert ok[1000]
+
+
+def test_log_normalizers_give_log_softmax_values_bit_for_bit():
+    # The decoders read the log-softmax at a few tokens per row through log_normalizers.
+    rng = np.random.default_rng(5)
+    logits = (rng.standard_normal((3, EN.n_vocab)) * 8).astype(np.float32)
+    logits[1, ::3] = -np.inf
+    top, log_total = log_normalizers(logits)
+    picks = rng.integers(0, EN.n_vocab, (3, 40))
+    at = (np.take_along_axis(logits, picks, axis=-1) - top) - log_total
+    assert at.dtype == np.float32
+    assert np.array_equal(at, np.take_along_axis(log_softmax(logits), picks, axis=-1))
 
 
 def test_without_timestamps_suppresses_every_timestamp():
