@@ -28,8 +28,8 @@ from pathlib import Path
 
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from metal_backend.whisper import Whisper, load_audio  # noqa: E402
-from metal_backend.whisper import backend_compute, logit_filters, transcribe as transcribe_module  # noqa: E402
+from metal_backend.whisper import Whisper, backend_compute, load_audio, logit_filters  # noqa: E402
+from metal_backend.whisper import transcribe as transcribe_module  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -141,7 +141,8 @@ def main() -> int:
     print(f"model {args.model}, beam {args.beam}, threads {args.threads}, {samples.size / 16000:.0f} s audio, "
           f"{n} decoder steps, wall {wall:.2f} s, {1000 * wall / max(n, 1):.2f} ms per step")
     for part, seconds in sorted(parts.items(), key=lambda kv: -kv[1]):
-        print(f"  {part:20s} {seconds:7.2f} s  {1000 * seconds / max(n, 1):6.2f} ms/step  {100 * seconds / wall:5.1f} %")
+        per_step = 1000 * seconds / max(n, 1)
+        print(f"  {part:20s} {seconds:7.2f} s  {per_step:6.2f} ms/step  {100 * seconds / wall:5.1f} %")
     print(f"text: {result.text[:100]}...")
     return 0
 

@@ -1,7 +1,8 @@
 """Long-form Whisper: accuracy, segment times and speed of ours against faster-whisper and whisper.cpp.
 
     python benchmarks/whisper_longform.py [--threads 2] [--models tiny.en base] [--repeats 1 5]
-        [--audio A.wav ...] [--settings greedy beam5] [--engines ours faster-whisper ours-q8_0 ours-int8 faster-whisper-int8 whisper.cpp]
+        [--audio A.wav ...] [--settings greedy beam5]
+        [--engines ours faster-whisper ours-q8_0 ours-int8 faster-whisper-int8 whisper.cpp]
         [--work DIR] [--json OUT] [--spin-us US] [--rounds N]
 
 The audio is an espeak-ng passage built by scripts/make_passage.py (25 sentences, about 132 s;
