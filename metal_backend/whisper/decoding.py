@@ -26,7 +26,7 @@ import numpy as np
 
 from .compute import WhisperCompute
 from .errors import WhisperError
-from .logit_filters import LogitRules, log_normalizers, log_softmax
+from .logit_filters import LogitRules, log_normalizers, log_softmax, top_k
 from .model_data import WhisperModelData
 from .options import DecodingOptions
 from .tokenizer import Tokenizer
@@ -184,10 +184,10 @@ class WindowDecoder:
         eot = self.special.eot
         for _ in range(self.max_new_tokens):
             self.rules.apply(logits, [tokens for tokens, _ in beams])
-            # Each row's beam_size + 1 best tokens (the logits rank a row as its log-softmax does),
-            # in one partition of all rows, and the log-softmax at those tokens only.
+            # Each row's beam_size + 1 best tokens (the logits rank a row as its log-softmax does)
+            # and the log-softmax at those tokens only.
             top, log_total = log_normalizers(logits)
-            best = np.argpartition(logits, -(beam_size + 1), axis=-1)[:, -(beam_size + 1):]
+            best = top_k(logits, beam_size + 1)
             best_logprobs = (np.take_along_axis(logits, best, axis=-1) - top) - log_total
             candidates = []
             for row, (tokens, total) in enumerate(beams):
