@@ -162,6 +162,21 @@ def test_int8_gemm_equals_each_tokens_matrix_vector_product(wtype):
         assert np.array_equal(many[t], one[0]), f"token {t}"
 
 
+@pytest.mark.parametrize("wtype", ["q4_K", "q6_K", "iq4_nl", "iq4_xs", "mxfp4"])
+def test_int8_other_quantized_types_equal_their_matrix_vector_products(wtype):
+    # The k-quants (q8_K activations) and the other types take the same route: every token's row of
+    # the many-token product is, bit for bit, that token's own matrix-vector product.
+    rng = np.random.default_rng(11)
+    m, k, n = 13, 512, 70
+    w = rng.standard_normal((m, k)).astype(np.float32)
+    raw = bytes(mb.quantize(w, getattr(mb, wtype)))
+    x = rng.standard_normal((n, k)).astype(np.float32)
+    many = Product(wtype, raw, m, k, x, 2, "int8").bits(None)
+    for t in (0, 63, 64, 69):
+        one = Product(wtype, raw, m, k, x[t:t + 1], 2, "float32").bits(None)
+        assert np.array_equal(many[t], one[0]), f"token {t}"
+
+
 def test_int8_broadcast_batches():
     # Weights shared by several activation matrices (ggml's broadcast over dims 2 and 3).
     rng = np.random.default_rng(7)
