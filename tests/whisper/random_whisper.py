@@ -1,6 +1,6 @@
 """Random-weight Whisper models at a released size's real widths, and a CTranslate2 writer for them.
 
-random_model keeps what a size's arithmetic depends on (n_state, heads, n_mels, vocabulary: the
+random_model (cached: the same arguments give the same object, which tests must not modify) keeps what a size's arithmetic depends on (n_state, heads, n_mels, vocabulary: the
 special tokens and the logits' width) and cuts what only repeats it (layer counts, audio and text
 positions) so a real-width large-v3 runs in seconds. Weights are scaled as trained ones are (about
 1/sqrt(fan_in)), so activations stay in the range real models see and the f16 bounds of
@@ -14,6 +14,7 @@ output projection (an alias), num_heads scalars.
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 from dataclasses import replace
@@ -25,6 +26,7 @@ from metal_backend.whisper import SpecialTokens, WhisperHParams, WhisperModelDat
 from metal_backend.whisper.model_data import expected_shapes
 
 
+@functools.lru_cache(maxsize=2)
 def random_model(size: str, n_audio_layer: int = 1, n_text_layer: int | None = None, n_audio_ctx: int = 32,
                  n_text_ctx: int = 16, seed: int = 0) -> WhisperModelData:
     """A model of `size`'s widths with random weights (matrices and convs float16, the rest
@@ -42,8 +44,8 @@ def random_model(size: str, n_audio_layer: int = 1, n_text_layer: int | None = N
         elif "positional_embedding" in name:
             t = 0.5 * rng.standard_normal(shape, dtype=np.float32)
         else:
-            fan_in = int(np.prod(shape[1:]))
-            t = (rng.standard_normal(shape, dtype=np.float32) / np.float32(np.sqrt(fan_in))).astype(np.float16)
+            tensors[name] = _random_f16(rng, shape, int(np.prod(shape[1:])))
+            continue
         tensors[name] = t
     special = SpecialTokens.for_hparams(hp)
     names = special.names(hp.n_vocab)
@@ -52,6 +54,17 @@ def random_model(size: str, n_audio_layer: int = 1, n_text_layer: int | None = N
                              source=f"random {size}")
     model.validate()
     return model
+
+
+def _random_f16(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
+    """float16 of random sign and a magnitude uniform in [2^e, 2^(e+1)), 2^e about 1/(1.5 sqrt(fan_in))
+    (standard deviation about 1/sqrt(fan_in)), made from random bits: a large-v3 token embedding is 66 M
+    values, which normal floats take seconds to draw."""
+    exponent = int(np.floor(np.log2(1.0 / (1.53 * np.sqrt(fan_in))))) + 15  # f16 biased exponent
+    bits = rng.integers(0, 1 << 16, shape, dtype=np.uint16)
+    bits &= np.uint16(0x83FF)  # keep the sign and mantissa bits
+    bits |= np.uint16(exponent << 10)
+    return bits.view(np.float16)
 
 
 def random_mel(model: WhisperModelData, seed: int = 1) -> np.ndarray:
