@@ -1,10 +1,11 @@
 """Random-weight Whisper models at a released size's real widths, and a CTranslate2 writer for them.
 
-random_model (cached: the same arguments give the same object, which tests must not modify) keeps what a size's arithmetic depends on (n_state, heads, n_mels, vocabulary: the
+random_model keeps what a size's arithmetic depends on (n_state, heads, n_mels, vocabulary: the
 special tokens and the logits' width) and cuts what only repeats it (layer counts, audio and text
 positions) so a real-width large-v3 runs in seconds. Weights are scaled as trained ones are (about
 1/sqrt(fan_in)), so activations stay in the range real models see and the f16 bounds of
-test_backend_model apply.
+test_backend_model apply. It is cached: the same arguments give the same object, which tests must
+not modify.
 
 write_ct2 writes the model as a CTranslate2 directory (model.bin binary version 6, config.json,
 vocabulary.txt) the way ctranslate2's Whisper converter lays it out: fused self-attention QKV

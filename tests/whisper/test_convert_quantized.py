@@ -17,12 +17,12 @@ import struct
 
 import numpy as np
 import pytest
+from random_whisper import random_model
 
 import metal_backend as mb
 from metal_backend.whisper import QuantizedTensor, Whisper, WhisperError, load_audio, load_model_data
 from metal_backend.whisper.convert import FILE_TYPES, convert, main
 from metal_backend.whisper.ggml_format import write_ggml
-from random_whisper import random_model
 from whisper_testing import JFK_TEXT, normalize, require
 
 QUANTIZED = ["q8_0", "q5_1", "q5_0", "q4_1", "q4_0"]
@@ -144,7 +144,8 @@ def test_f32_and_f16_outputs(f16_file, tmp_path):
 def test_bad_requests_are_refused_and_write_nothing(f16_file, tmp_path, capsys):
     out = tmp_path / "out.bin"
     assert main([str(f16_file), str(out), "--type", "q3_k"]) == 1
-    assert "unknown output type 'q3_k'; expected one of f32, f16, q4_0, q4_1, q8_0, q5_0, q5_1" in capsys.readouterr().err
+    expected = "unknown output type 'q3_k'; expected one of f32, f16, q4_0, q4_1, q8_0, q5_0, q5_1"
+    assert expected in capsys.readouterr().err
     assert not out.exists()
 
     # An existing file is kept unless --force.

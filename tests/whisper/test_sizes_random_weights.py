@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from random_whisper import random_mel, random_model, write_ct2
 
 import metal_backend as mb
 from metal_backend.whisper import BackendWhisper, DecodingOptions, QuantizedTensor, load_model_data
@@ -21,7 +22,6 @@ from metal_backend.whisper.convert import convert
 from metal_backend.whisper.decoding import initial_tokens
 from metal_backend.whisper.ggml_format import write_ggml
 from numpy_whisper import NumpyWhisper
-from random_whisper import random_mel, random_model, write_ct2
 
 F16_EPS = 2.0 ** -11
 
