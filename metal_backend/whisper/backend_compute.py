@@ -39,7 +39,7 @@ Attention, as measured on the CPU device (benchmarks/whisper.py --profile):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -92,6 +92,8 @@ class _WindowBatch:
     cross_v_t: list
     encoder_kv: list
     graphs: dict
+    selects: dict = field(default_factory=dict)  # select_window's copy graph per window index
+    window: int = -1  # the encode_batch() whose windows the tensors hold
 
 
 @dataclass
@@ -493,7 +495,31 @@ class BackendWhisper:
         self.runner.compute(graph, "BackendWhisper batched encoder", self.encoder_scheduler)
         self._window += 1
         self._n_past = -1
+        batch.window = self._window
         return BackendBatchFeatures(self._window, count)
+
+    def select_window(self, features: BackendBatchFeatures, index: int) -> BackendAudioFeatures:
+        """Window `index` of the latest encode_batch() as if encode() had produced it: its
+        cross-attention keys and values are copied on the device into the single window's tensors
+        (for align(), so word timestamps need no second encoder run). The batch stays selectable
+        until the next encode_batch(); decode_batch over it is not, after this."""
+        batch = self._windows
+        if not isinstance(features, BackendBatchFeatures) or batch is None or features.window != batch.window:
+            raise WhisperError("select_window got features that are not from the latest encode_batch()")
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < features.count:
+            raise WhisperError(f"select_window index {index!r} is outside the batch of {features.count} windows")
+        graph = batch.selects.get(index)
+        if graph is None:
+            copies = []
+            for whole, one in zip(batch.cross_k + batch.cross_v_t, self.cross_k + self.cross_v_t):
+                size = one.nelements
+                flat = ops.view(whole, (size,), offset=index * one.nbytes)
+                copies.append(ops.cpy(flat, ops.view(one, (size,))))
+            graph = batch.selects[index] = mb.Graph(*copies)
+        self.runner.compute(graph, "BackendWhisper window select", self.decoder_scheduler)
+        self._window += 1
+        self._n_past = -1
+        return BackendAudioFeatures(self._window)
 
     def _new_buffer(self) -> mb.Buffer:
         """A zeroed buffer holding the tensors made since the last one. An encoder graph built but

@@ -31,11 +31,23 @@ class BatchDecoder(WindowDecoder):
 
     def decode_windows(self, compute: WhisperCompute, features: Any, count: int, previous: Sequence[int] = (),
                        temperature: float = 0.0, rng: np.random.Generator | None = None,
-                       languages: Sequence[str] | None = None) -> list[DecodingResult]:
+                       languages: Sequence[str] | None = None,
+                       previous_windows: Sequence[Sequence[int]] | None = None) -> list[DecodingResult]:
         """One DecodingResult per window. previous: prompt text tokens given to every window;
-        languages: each window's language (multilingual models; default self.language)."""
-        prompt, sot_index = self.prompt(previous)
-        prompts = [list(prompt) for _ in range(count)]
+        previous_windows: instead, each window's own prompt text tokens (all of one length: the
+        windows' sequences are decoded at the same positions); languages: each window's language
+        (multilingual models; default self.language)."""
+        if previous_windows is not None:
+            if len(previous_windows) != count:
+                raise WhisperError(f"previous_windows holds {len(previous_windows)} prompts for {count} windows")
+            lengths = sorted({len(p) for p in previous_windows})
+            if len(lengths) > 1:
+                raise WhisperError(f"the windows' prompts must have one length (got lengths {lengths})")
+            prompts = [self.prompt(p)[0] for p in previous_windows]
+            prompt, sot_index = self.prompt(previous_windows[0])
+        else:
+            prompt, sot_index = self.prompt(previous)
+            prompts = [list(prompt) for _ in range(count)]
         if languages is not None and self.model.hparams.is_multilingual:
             position = sot_index + 1  # <|lang|> follows <|startoftranscript|>
             for row, language in zip(prompts, languages):
