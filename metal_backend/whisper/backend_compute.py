@@ -93,6 +93,7 @@ class _WindowBatch:
     encoder_kv: list
     graphs: dict
     selects: dict = field(default_factory=dict)  # select_window's copy graph per window index
+    moves: dict = field(default_factory=dict)  # keep_windows' copy graph per (source, target) window
     window: int = -1  # the encode_batch() whose windows the tensors hold
 
 
@@ -497,6 +498,38 @@ class BackendWhisper:
         self._n_past = -1
         batch.window = self._window
         return BackendBatchFeatures(self._window, count)
+
+    def keep_windows(self, features: BackendBatchFeatures, keep: Sequence[int],
+                     sequences: Sequence[int]) -> BackendBatchFeatures:
+        """Drops windows whose decoding has finished from the latest encode_batch(): the windows
+        keep (ascending indices into features) move to the front of the batch, their
+        cross-attention keys and values copied on the device, and the cached sequences become
+        [old[s] for s in sequences] (reorder: the kept windows' rows, window by window). Returns
+        the features of the len(keep) windows, to decode on from the same offset."""
+        batch = self._windows
+        if not isinstance(features, BackendBatchFeatures) or batch is None or features.window != self._window:
+            raise WhisperError("keep_windows got features that are not from the latest encode_batch()")
+        order = [int(w) for w in keep]
+        if not order or order != sorted(set(order)) or order[0] < 0 or order[-1] >= features.count:
+            raise WhisperError(f"keep_windows needs ascending distinct window indices below {features.count} "
+                               f"(got {list(keep)!r})")
+        if len(sequences) % len(order):
+            raise WhisperError(f"keep_windows: {len(sequences)} sequences do not split over {len(order)} windows")
+        # Destination slots come before their sources (keep ascends), so copying in order never
+        # overwrites a window before it is read.
+        for dst, src in enumerate(order):
+            if dst != src:
+                graph = batch.moves.get((src, dst))
+                if graph is None:
+                    copies = []
+                    for whole in batch.cross_k + batch.cross_v_t:
+                        size = whole.nelements // batch.capacity
+                        view = ops.view(whole, (size,), offset=src * size * 2)
+                        copies.append(ops.cpy(view, ops.view(whole, (size,), offset=dst * size * 2)))
+                    graph = batch.moves[(src, dst)] = mb.Graph(*copies)
+                self.runner.compute(graph, "BackendWhisper window move", self.decoder_scheduler)
+        self.reorder(sequences)
+        return BackendBatchFeatures(self._window, len(order))
 
     def select_window(self, features: BackendBatchFeatures, index: int) -> BackendAudioFeatures:
         """Window `index` of the latest encode_batch() as if encode() had produced it: its
