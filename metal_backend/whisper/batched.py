@@ -1,19 +1,29 @@
-"""Batched long-form transcription, as faster-whisper's BatchedInferencePipeline does it.
+"""Batched long-form transcription: faster-whisper's BatchedInferencePipeline, conditioned on text.
 
 The speech of the recording (a SpeechMap: the voice activity detector's spans, or the whole
 recording) is joined and packed into chunks of at most 30 s: whole spans, in order, while they fit
-(a span longer than 30 s, only possible without the detector, is cut every 30 s). batch_size
-chunks at a time are encoded as one encoder graph (WhisperCompute.encode_batch) and decoded as one
-decoder batch (batch_decoding.BatchDecoder), at the first temperature only (no fallback) and
-without the previous chunk's text as prompt (the initial prompt, if any, is every chunk's prompt).
-A chunk's tokens are cut into segments at consecutive timestamp pairs; when they do not end on a
-closing timestamp, the audio after the last pair is queued as a new, shorter chunk for the next
-batch (the sequential loop's seeking; see _segments). Chunks skipped as silence follow
-transcribe.is_silence. Segment and word times are mapped back to the
-original recording by the SpeechMap.
+(a span longer than 30 s, only possible without the detector, is cut every 30 s). The chunks are
+split into min(batch_size, chunks) regions of consecutive chunks, and each region is transcribed
+as its own sequential loop; the loops run in lockstep, one window of every region per batch,
+encoded as one encoder graph (WhisperCompute.encode_batch) and decoded as one decoder batch
+(batch_decoding.BatchDecoder), at the first temperature only (no fallback):
 
-Word timestamps encode each chunk again on its own (the alignment pass reads one window's
-cross-attention).
+- a region's next window starts where its last one stopped and ends at the last span boundary
+  (a cut in silence) within 30 s, so no word is cut by the window's end;
+- a window's tokens are cut into segments at consecutive timestamp pairs; when they do not end on
+  a single timestamp (the last sentence was not decoded, or not closed), the region goes on from
+  the last closing timestamp, moved to the span boundary within a second of it (small models'
+  timestamps run early or late; a boundary is silence), as the sequential loop seeks there;
+- each window's prompt is its region's earlier text (condition_on_previous_text; timestamps
+  included, as sequentially), cut to the length of the shortest among the batch's windows since
+  every sequence of a batch is decoded at the same text positions. A region's first window has
+  only the initial prompt, so the first batch decodes without previous text (faster-whisper's
+  batched pipeline decodes every chunk so); a file of k chunks at batch size N has
+  k - min(N, k) windows with their text before them. batch_size=1 is one region: one loop.
+
+Windows skipped as silence follow transcribe.is_silence. Segment and word times are mapped back to
+the original recording by the SpeechMap. Word timestamps reuse the batch's encoder output
+(BackendWhisper.select_window copies one window's cross-attention keys and values out of it).
 """
 
 from __future__ import annotations

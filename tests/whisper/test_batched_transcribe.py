@@ -92,6 +92,9 @@ def test_windows_selected_and_kept_from_a_batch(backend, passage):
     # step of a batch encoded from those two windows alone.
     kept = backend.keep_windows(features, [1, 2], [1, 2])
     step = backend.decode_batch(kept, [[440], [440]], len(prompt))
+    # Every window is still there for the word-timestamp pass, wherever keep_windows put it.
+    for w in (0, 2, 1):
+        assert np.array_equal(backend.decode_batch(backend.select_window(features, w), [prompt], 0)[0], alone[w])
     pair = backend.encode_batch(mels[1:])
     backend.decode_batch(pair, [prompt] * 2, 0)
     assert np.array_equal(step, backend.decode_batch(pair, [[440], [440]], len(prompt)))
