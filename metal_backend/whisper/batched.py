@@ -46,7 +46,7 @@ from .model_data import WhisperModelData
 from .options import DecodingOptions
 from .speech_map import EDGE_SLACK, SpeechMap
 from .tokenizer import Tokenizer
-from .transcribe import PROMPT_RESET_TEMPERATURE, FRAMES_PER_SECOND, is_silence
+from .transcribe import FRAMES_PER_SECOND, PROMPT_RESET_TEMPERATURE, is_silence
 from .transcript import Segment, Transcript
 
 Progress = Callable[[float, float], None]
