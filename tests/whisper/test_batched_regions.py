@@ -58,3 +58,16 @@ def test_prompts_are_the_histories_last_tokens_at_one_length():
     assert common_prompts(histories, 2) == [[4, 5], [7, 8], [11, 12]]
     # A window without history: no window gets a prompt.
     assert common_prompts([[1, 2], []], 223) == [[], []]
+
+
+def test_short_gaps_stay_in_the_audio():
+    # Gaps of 0.2 s, 1.5 s and 0.3 s.
+    m = _map([(0.5, 5.0), (5.2, 10.0), (11.5, 20.0), (20.3, 41.0)], 45.0)
+    kept = m.keep_short_gaps(1.0, 30.0)
+    assert [(s / SR, e / SR) for s, e in kept.spans] == [(0.5, 5.2), (5.2, 10.0), (11.5, 20.3), (20.3, 41.0)]
+    # Spans stay separate, so windows can still end between them; times map back unchanged.
+    assert kept.joined_ends.size == 4 and kept.original_time(4.8) == 5.3
+    assert m.keep_short_gaps(0.1, 30.0).spans == m.spans
+    # A span is not extended past 30 s (a chunk must hold it whole).
+    long = _map([(0.0, 29.8), (30.1, 35.0)], 40.0)
+    assert long.keep_short_gaps(1.0, 30.0).spans == long.spans
