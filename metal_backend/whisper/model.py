@@ -23,6 +23,7 @@ from .batched import transcribe_batched
 from .decoding import resolve_language
 from .errors import WhisperError
 from .loader import load_model_data
+from .mel import CHUNK_SECONDS
 from .model_data import WhisperModelData
 from .options import DecodingOptions
 from .speech_map import SpeechMap
@@ -32,6 +33,8 @@ from .vad_options import VadOptions, batched_vad_options
 
 QUANTIZED_TYPES = ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0")
 COMPUTE_TYPES = ("float32", "int8")
+# Batched transcription keeps pauses shorter than this between the VAD's speech pieces (SpeechMap.keep_short_gaps).
+KEPT_GAP_SECONDS = 1.0
 
 
 class Whisper:
@@ -103,10 +106,11 @@ class Whisper:
         vad_filter=True decodes only the speech Silero VAD finds (metal_backend.vad, on this
         model's device), joined, and maps segment and word times back to the audio (SpeechMap);
         vad_parameters is a dict of VadOptions fields (faster-whisper's defaults otherwise).
-        batch_size=N transcribes batched (batched.py): speech in chunks of at most 30 s, N chunks
-        encoded and decoded together, the first temperature only, no previous-text prompt; the
-        VAD is on unless vad_filter=False (then the audio is cut every 30 s), with
-        vad_options.BATCHED_DEFAULTS under vad_parameters.
+        batch_size=N transcribes batched (batched.py): speech in chunks of at most 30 s (pauses
+        under KEPT_GAP_SECONDS between the VAD's pieces kept), split into N regions transcribed in
+        lockstep, one window of each encoded and decoded together, each region prompted by its
+        own earlier text, the first temperature only; the VAD is on unless vad_filter=False (then
+        the audio is cut every 30 s), with vad_options.BATCHED_DEFAULTS under vad_parameters.
 
         The result's timings (seconds) hold load (this model's load time), load_audio, vad (with
         the VAD), mel, encode, decode, total (everything after loading the model), tokens (text
@@ -200,6 +204,8 @@ class Whisper:
         else:
             segments = self.vad.speech_segments(samples, **vad_options.segment_arguments())
             speech = SpeechMap.from_seconds(segments, samples.size)
+            if batch_size is not None:
+                speech = speech.keep_short_gaps(KEPT_GAP_SECONDS, CHUNK_SECONDS)
         t2 = time.perf_counter()
         if not speech.spans:
             result = Transcript(text="", segments=[], language=resolve_language(self.data, options.language),
