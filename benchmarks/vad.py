@@ -10,10 +10,12 @@ silence, white noise and tones between, repeated to --minutes. Peers, each on th
 - faster-whisper's VAD path: its silero_vad_v6.onnx fed every window (with context) of the file in
   one call, as faster_whisper.vad.SileroVADModel does (installed faster_whisper or --fw-onnx;
   other weights, so only its time is compared);
-- whisper.cpp's VAD through pywhispercpp (whisper_vad_detect_speech) on a ggml-silero file written
-  in whisper.cpp's layout (f16 conv weights) from our weights, where pywhispercpp's VAD API works
-  (1.5.1 binds whisper_vad_init_from_file_with_params without its return type: a TypeError, after
-  whisper.cpp has read the file).
+- whisper.cpp's VAD (whisper_vad_detect_speech) on a ggml-silero file written in whisper.cpp's
+  layout (f16 conv weights) from our weights: through pywhispercpp where its VAD API works, else
+  through ctypes on the libwhisper that pywhispercpp ships (pywhispercpp 1.5.1 binds
+  whisper_vad_init_from_file_with_params without its return type, a TypeError after whisper.cpp
+  has read the file; ctypes declares the return type and the context-parameter struct
+  {int n_threads; bool use_gpu; int gpu_device} of whisper.h 1.8).
 Each is timed at 1 and 2 threads (best of --repeat); ratios are peer time / our time (> 1: ours
 faster). Probability differences are against the onnxruntime reference.
 """
@@ -109,6 +111,77 @@ def ort_batched(session, audio: np.ndarray) -> np.ndarray:
     return np.concatenate(outs).reshape(-1)
 
 
+def whisper_cpp_vad():
+    """A maker of whisper.cpp VAD runners, make(path, threads) -> (run(audio) -> probabilities,
+    free()), through pywhispercpp's binding when it works, else ctypes on its libwhisper; None
+    without pywhispercpp."""
+    try:
+        import _pywhispercpp as binding
+    except ImportError:
+        return None
+
+    def through_binding(path: Path, threads: int):
+        params = binding.whisper_vad_default_context_params()
+        params.n_threads = threads
+        params.use_gpu = False
+        ctx = binding.whisper_vad_init_from_file_with_params(str(path), params)
+
+        def run(audio: np.ndarray) -> np.ndarray:
+            """pywhispercpp"""
+            assert binding.whisper_vad_detect_speech(ctx, audio, audio.size)
+            return np.array(binding.whisper_vad_probs(ctx))
+
+        return run, lambda: binding.whisper_vad_free(ctx)
+
+    def through_ctypes(path: Path, threads: int):
+        import ctypes
+        import glob
+
+        import pywhispercpp
+
+        libs = sorted(glob.glob(str(Path(pywhispercpp.__file__).parent.parent / "pywhispercpp.libs" / "libwhisper*")))
+        lib = ctypes.CDLL(libs[0] if libs else "libwhisper.so")
+
+        class ContextParams(ctypes.Structure):
+            _fields_ = [("n_threads", ctypes.c_int), ("use_gpu", ctypes.c_bool), ("gpu_device", ctypes.c_int)]
+
+        lib.whisper_vad_default_context_params.restype = ContextParams
+        lib.whisper_vad_init_from_file_with_params.restype = ctypes.c_void_p
+        lib.whisper_vad_init_from_file_with_params.argtypes = [ctypes.c_char_p, ContextParams]
+        lib.whisper_vad_detect_speech.restype = ctypes.c_bool
+        lib.whisper_vad_detect_speech.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int]
+        lib.whisper_vad_n_probs.restype = ctypes.c_int
+        lib.whisper_vad_n_probs.argtypes = [ctypes.c_void_p]
+        lib.whisper_vad_probs.restype = ctypes.POINTER(ctypes.c_float)
+        lib.whisper_vad_probs.argtypes = [ctypes.c_void_p]
+        lib.whisper_vad_free.argtypes = [ctypes.c_void_p]
+        params = lib.whisper_vad_default_context_params()
+        params.n_threads = threads
+        params.use_gpu = False
+        ctx = lib.whisper_vad_init_from_file_with_params(str(path).encode(), params)
+        if not ctx:
+            raise RuntimeError(f"whisper.cpp could not load {path}")
+
+        def run(audio: np.ndarray) -> np.ndarray:
+            """ctypes"""
+            audio = np.ascontiguousarray(audio, dtype=np.float32)
+            assert lib.whisper_vad_detect_speech(ctx, audio.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), audio.size)
+            n = lib.whisper_vad_n_probs(ctx)
+            return np.ctypeslib.as_array(lib.whisper_vad_probs(ctx), shape=(n,)).copy()
+
+        return run, lambda: lib.whisper_vad_free(ctx)
+
+    def make(path: Path, threads: int):
+        if hasattr(binding, "whisper_vad_detect_speech"):
+            try:
+                return through_binding(path, threads)
+            except TypeError:
+                pass  # pywhispercpp 1.5.1: no return type bound (see the module docstring)
+        return through_ctypes(path, threads)
+
+    return make
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--minutes", type=float, default=10.0)
@@ -156,36 +229,19 @@ def main() -> None:
     else:
         print("(faster-whisper's silero_vad_v6.onnx not found: pass --fw-onnx or install faster-whisper)")
     cpp_probs = None
-    try:
-        import _pywhispercpp as cpp
-        has_vad = hasattr(cpp, "whisper_vad_detect_speech")
-    except ImportError:
-        has_vad = False
-    if has_vad:
+    cpp = whisper_cpp_vad()
+    if cpp is not None:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "ggml-silero-v6.2.0.bin"
             write_silero_file(path, read_silero_file(ROOT / "metal_backend/vad/data/silero_vad_v6.2.bin").tensors,
                               (6, 2, 0), f16=True)
             for threads in (1, 2):
-                params = cpp.whisper_vad_default_context_params()
-                params.n_threads = threads
-                params.use_gpu = False
-                try:
-                    ctx = cpp.whisper_vad_init_from_file_with_params(str(path), params)
-                except TypeError as exc:
-                    # pywhispercpp 1.5.1 binds the function but not its return type.
-                    print(f"(pywhispercpp's whisper_vad_init_from_file_with_params is unusable: "
-                          f"{str(exc).splitlines()[0]})")
-                    break
-
-                def run_cpp():
-                    assert cpp.whisper_vad_detect_speech(ctx, audio, audio.size)
-                    return np.array(cpp.whisper_vad_probs(ctx))
-                t, cpp_probs = best(run_cpp, args.repeat)
-                rows.append(("whisper.cpp VAD (pywhispercpp, f16 ggml-silero file)", threads, t, ""))
-                cpp.whisper_vad_free(ctx)
+                run_cpp, free = cpp(path, threads)
+                t, cpp_probs = best(lambda: run_cpp(audio), args.repeat)
+                rows.append((f"whisper.cpp VAD ({run_cpp.__doc__}, f16 ggml-silero file)", threads, t, ""))
+                free()
     else:
-        print("(pywhispercpp has no VAD API here)")
+        print("(no whisper.cpp VAD: pywhispercpp is not installed)")
 
     print()
     print(f"| {'implementation':58} | threads | seconds | x realtime | peer / ours |")

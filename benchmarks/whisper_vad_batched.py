@@ -1,6 +1,6 @@
 """VAD-gated and batched Whisper: ours against faster-whisper, side by side in one run.
 
-    python benchmarks/whisper_vad_batched.py [--threads 2] [--model tiny.en] [--repeat 5]
+    python benchmarks/whisper_vad_batched.py [--threads 2] [--model tiny.en] [--repeats 1 5]
         [--batch-sizes 1 4 8] [--settings greedy beam5] [--parts vad batched] [--work DIR]
 
 (a) vad_filter: the espeak-ng passage (scripts/make_passage.py, 25 sentences; needs espeak-ng and
@@ -9,12 +9,15 @@
     `transcribe(vad_filter=True)`, both at their defaults (beam 5, faster-whisper's VadOptions),
     with word timestamps: WER, words whose middle lies in a gap (0.5 s in from its edges), and
     the wall time. Ours without the VAD is shown as the baseline.
-(b) batched: the passage repeated --repeat times; ours `transcribe(batch_size=N)` and
-    faster-whisper's BatchedInferencePipeline (float32 and int8 weights) at the same batch sizes,
-    threads and beam (greedy = 1, beam5 = 5), each at its own defaults otherwise (faster-whisper
-    decodes without timestamps, ours with). WER and wall time; the last column is ours over
-    faster-whisper int8's time at the same batch size and beam (below 1 is faster). Our
-    sequential run (no VAD, no batching) of the same audio is the WER reference row.
+(b) batched: the passage repeated each of --repeats times (default 1 and 5); ours
+    `transcribe(batch_size=N)` and faster-whisper's BatchedInferencePipeline (float32 and int8
+    weights) at the same batch sizes, threads and beam (greedy = 1, beam5 = 5), each at its own
+    defaults otherwise (faster-whisper decodes without timestamps, ours with). Engines run one
+    after the other for each setting and batch size (ours, fw float32, fw int8), so each line's
+    peers share the machine's load. WER and wall time; the last columns are ours over
+    faster-whisper float32's and int8's time at the same batch size and beam (below 1 is faster).
+    Our sequential run (no VAD, no batching) of the same audio is the WER reference row, and the
+    load average is printed before each block.
 
 One run each, no warm-up, model loading excluded; on a shared machine times are noisy.
 """
@@ -113,13 +116,16 @@ def part_vad(args, ct2: Path, work: Path) -> None:
         print(f"{name:30s} {100 * wer(ref, text):6.2f} {words_in_gaps(words, gaps):13d} {seconds:7.1f}", flush=True)
 
 
+def load_average() -> str:
+    try:
+        return "load " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "load unknown"
+
+
 def part_batched(args, ct2: Path, work: Path) -> None:
-    samples, info = passage(work, args.repeat)
-    ref = " ".join(s["text"] for s in info["sentences"])
-    print(f"\n(b) batched: passage x{args.repeat} = {samples.size / SR:.1f} s, {args.threads} threads", flush=True)
-    print(f"{'engine':28s} {'setting':7s} {'batch':>5s} {'WER %':>6s} {'time s':>7s} {'ours/fw-int8':>12s}", flush=True)
     ours = Whisper.load(ct2, device="CPU", threads=args.threads)
-    ours.transcribe(samples[:SR], batch_size=1, language="en")  # loads the VAD
+    ours.transcribe(np.zeros(SR, np.float32) + 0.01, batch_size=1, language="en")  # loads the VAD
     engines = [("ours", lambda audio, beam, n: ours.transcribe(audio, language="en", batch_size=n,
                                                                beam_size=None if beam == 1 else beam).text)]
     if importlib.util.find_spec("faster_whisper") is not None:
@@ -134,32 +140,42 @@ def part_batched(args, ct2: Path, work: Path) -> None:
                 return "".join(s.text for s in segments)
 
             engines.append((f"faster-whisper {compute_type}", run))
-    for setting in args.settings:
-        beam = SETTINGS[setting]
-        t = time.perf_counter()
-        text = ours.transcribe(samples, language="en", beam_size=None if beam == 1 else beam).text
-        print(f"{'ours sequential (reference)':28s} {setting:7s} {'-':>5s} {100 * wer(ref, text):6.2f} "
-              f"{time.perf_counter() - t:7.1f}", flush=True)
-        for n in args.batch_sizes:
-            times = {}
-            lines = []
-            for name, run in engines:
-                t = time.perf_counter()
-                text = run(samples, beam, n)
-                times[name] = time.perf_counter() - t
-                lines.append((name, 100 * wer(ref, text)))
-            for name, w in lines:
-                ratio = ""
-                if name == "ours" and "faster-whisper int8" in times:
-                    ratio = f"{times['ours'] / times['faster-whisper int8']:12.2f}"
-                print(f"{name:28s} {setting:7s} {n:5d} {w:6.2f} {times[name]:7.1f} {ratio}", flush=True)
+    for repeat in args.repeats:
+        samples, info = passage(work, repeat)
+        ref = " ".join(s["text"] for s in info["sentences"])
+        print(f"\n(b) batched: {args.model}, passage x{repeat} = {samples.size / SR:.1f} s, {args.threads} threads",
+              flush=True)
+        print(f"{'engine':28s} {'setting':7s} {'batch':>5s} {'WER %':>6s} {'time s':>7s} {'ours/fw-f32':>11s} "
+              f"{'ours/fw-int8':>12s}", flush=True)
+        for setting in args.settings:
+            beam = SETTINGS[setting]
+            print(f"  ({load_average()})", flush=True)
+            t = time.perf_counter()
+            text = ours.transcribe(samples, language="en", beam_size=None if beam == 1 else beam).text
+            print(f"{'ours sequential (reference)':28s} {setting:7s} {'-':>5s} {100 * wer(ref, text):6.2f} "
+                  f"{time.perf_counter() - t:7.1f}", flush=True)
+            for n in args.batch_sizes:
+                times = {}
+                lines = []
+                for name, run in engines:
+                    t = time.perf_counter()
+                    text = run(samples, beam, n)
+                    times[name] = time.perf_counter() - t
+                    lines.append((name, 100 * wer(ref, text)))
+                for name, w in lines:
+                    ratios = ""
+                    if name == "ours":
+                        for peer in ("faster-whisper float32", "faster-whisper int8"):
+                            ratios += f" {times['ours'] / times[peer]:11.2f}" if peer in times else f" {'-':>11s}"
+                    print(f"{name:28s} {setting:7s} {n:5d} {w:6.2f} {times[name]:7.1f}{ratios}", flush=True)
+            print(f"  ({load_average()})", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--model", default="tiny.en", choices=["tiny.en", "base"])
-    parser.add_argument("--repeat", type=int, default=5, help="passage repetitions for (b)")
+    parser.add_argument("--repeats", nargs="+", type=int, default=[1, 5], help="passage repetitions for (b)")
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[1, 4, 8])
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--parts", nargs="+", default=["vad", "batched"], choices=["vad", "batched"])

@@ -39,7 +39,7 @@ Attention, as measured on the CPU device (benchmarks/whisper.py --profile):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -92,6 +92,10 @@ class _WindowBatch:
     cross_v_t: list
     encoder_kv: list
     graphs: dict
+    selects: dict = field(default_factory=dict)  # select_window's copy graph per window slot
+    moves: dict = field(default_factory=dict)  # keep_windows' copy graph per (source, target) slot
+    window: int = -1  # the encode_batch() whose windows the tensors hold
+    order: list = field(default_factory=list)  # order[slot]: the encode_batch() index of the window there
 
 
 @dataclass
@@ -135,11 +139,15 @@ class BackendWhisper:
     flash_attn_ext ("flash") or mul_mat + soft_max_ext ("matmul") for the encoder's attention;
     None picks "matmul" on CPU devices (measured faster there) and "flash" elsewhere.
     max_sequences is the number of sequences the self-attention cache holds at first (it grows
-    when a batch or reorder needs more).
+    when a batch or reorder needs more). int8_activations: the linear layers with quantized weights
+    quantize their activations to 8-bit blocks for every token count (mb.ops.mul_mat's
+    compute_type "int8"), so the encoder's products are byte dot products too; otherwise those
+    many-token products dequantize the weights and keep the activations in f32.
     """
 
     def __init__(self, model: WhisperModelData, device: mb.Device | str | None = None,
-                 threads: int | None = None, encoder_attention: str | None = None, max_sequences: int = 5):
+                 threads: int | None = None, encoder_attention: str | None = None, max_sequences: int = 5,
+                 int8_activations: bool = False):
         device = resolve_device(device)
         if encoder_attention is None:
             encoder_attention = "matmul" if device.type == mb.DeviceType.CPU else "flash"
@@ -151,6 +159,7 @@ class BackendWhisper:
             raise WhisperError(f"max_sequences must be a positive integer (got {max_sequences!r})")
         self.hp = hp = model.hparams
         self.encoder_attention = encoder_attention
+        self.int8_activations = bool(int8_activations)
         self.runner = Runner(device, threads=threads, spin_us=DECODER_SPIN_US)
         self.device = self.runner.device
         self.backend = self.runner.backend
@@ -312,7 +321,9 @@ class BackendWhisper:
     # ---------------------------------------------------------------- graph pieces
 
     def _linear(self, x: mb.Tensor, name: str) -> mb.Tensor:
-        return layers.linear(x, self.w[f"{name}.weight"], self.w[f"{name}.bias"], name)
+        weight = self.w[f"{name}.weight"]
+        int8 = self.int8_activations and weight.type.is_quantized
+        return layers.linear(x, weight, self.w[f"{name}.bias"], name, compute_type="int8" if int8 else "float32")
 
     def _layer_norm(self, x: mb.Tensor, name: str) -> mb.Tensor:
         return layers.layer_norm(x, self.w[f"{name}.weight"], self.w[f"{name}.bias"], _LN_EPS, name)
@@ -333,10 +344,9 @@ class BackendWhisper:
         return layers.head_view(x, self.n_head, self.head_dim, n, row_elems, offset_elems, batch, sequence_rows)
 
     def _mlp(self, x: mb.Tensor, prefix: str) -> mb.Tensor:
-        h = self._layer_norm(x, f"{prefix}.mlp_ln")
-        w = self.w
-        return layers.mlp(h, w[f"{prefix}.mlp.0.weight"], w[f"{prefix}.mlp.0.bias"], w[f"{prefix}.mlp.2.weight"],
-                          w[f"{prefix}.mlp.2.bias"], ops.gelu_erf, f"{prefix}.mlp", act_name="gelu")
+        # layers.mlp's graph (parts named .0, .gelu, .2), through _linear for the compute type.
+        h = self._linear(self._layer_norm(x, f"{prefix}.mlp_ln"), f"{prefix}.mlp.0")
+        return self._linear(layers.named(ops.gelu_erf(h), f"{prefix}.mlp.gelu"), f"{prefix}.mlp.2")
 
     @property
     def encoder_graph(self) -> mb.Graph:
@@ -493,7 +503,73 @@ class BackendWhisper:
         self.runner.compute(graph, "BackendWhisper batched encoder", self.encoder_scheduler)
         self._window += 1
         self._n_past = -1
+        batch.window = self._window
+        batch.order = list(range(count))
         return BackendBatchFeatures(self._window, count)
+
+    def keep_windows(self, features: BackendBatchFeatures, keep: Sequence[int],
+                     sequences: Sequence[int]) -> BackendBatchFeatures:
+        """Drops windows whose decoding has finished from the latest encode_batch()'s batch: the
+        windows keep (ascending indices into features) move to the front, the others behind them
+        (their cross-attention keys and values are swapped on the device, never lost, so
+        select_window still finds every window), and the cached sequences become
+        [old[s] for s in sequences] (reorder: the kept windows' rows, window by window). Returns
+        the features of the len(keep) windows, to decode on from the same offset."""
+        batch = self._windows
+        if not isinstance(features, BackendBatchFeatures) or batch is None or features.window != self._window:
+            raise WhisperError("keep_windows got features that are not from the latest encode_batch()")
+        order = [int(w) for w in keep]
+        if not order or order != sorted(set(order)) or order[0] < 0 or order[-1] >= features.count:
+            raise WhisperError(f"keep_windows needs ascending distinct window indices below {features.count} "
+                               f"(got {list(keep)!r})")
+        if len(sequences) % len(order):
+            raise WhisperError(f"keep_windows: {len(sequences)} sequences do not split over {len(order)} windows")
+        wanted = [batch.order[k] for k in order] + [w for k, w in enumerate(batch.order) if k not in order]
+        for slot, window in enumerate(wanted):
+            where = batch.order.index(window)
+            if where != slot:
+                for src, dst in ((slot, batch.capacity), (where, slot), (batch.capacity, where)):
+                    self._move_window(batch, src, dst)
+                batch.order[slot], batch.order[where] = window, batch.order[slot]
+        self.reorder(sequences)
+        return BackendBatchFeatures(self._window, len(order))
+
+    def _move_window(self, batch: _WindowBatch, src: int, dst: int) -> None:
+        """Copies window slot src's cross-attention keys and values over slot dst, on the device."""
+        graph = batch.moves.get((src, dst))
+        if graph is None:
+            copies = []
+            for whole in batch.cross_k + batch.cross_v_t:
+                size = whole.nelements // (batch.capacity + 1)
+                view = ops.view(whole, (size,), offset=src * size * 2)
+                copies.append(ops.cpy(view, ops.view(whole, (size,), offset=dst * size * 2)))
+            graph = batch.moves[(src, dst)] = mb.Graph(*copies)
+        self.runner.compute(graph, "BackendWhisper window move", self.decoder_scheduler)
+
+    def select_window(self, features: BackendBatchFeatures, index: int) -> BackendAudioFeatures:
+        """Window `index` (its place in the encode_batch() call, wherever keep_windows moved it)
+        of the latest encode_batch() as if encode() had produced it: its
+        cross-attention keys and values are copied on the device into the single window's tensors
+        (for align(), so word timestamps need no second encoder run). The batch stays selectable
+        until the next encode_batch(); decode_batch over it is not, after this."""
+        batch = self._windows
+        if not isinstance(features, BackendBatchFeatures) or batch is None or features.window != batch.window:
+            raise WhisperError("select_window got features that are not from the latest encode_batch()")
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(batch.order):
+            raise WhisperError(f"select_window index {index!r} is outside the batch of {len(batch.order)} windows")
+        slot = batch.order.index(index)  # keep_windows may have moved it
+        graph = batch.selects.get(slot)
+        if graph is None:
+            copies = []
+            for whole, one in zip(batch.cross_k + batch.cross_v_t, self.cross_k + self.cross_v_t):
+                size = one.nelements
+                flat = ops.view(whole, (size,), offset=slot * one.nbytes)
+                copies.append(ops.cpy(flat, ops.view(one, (size,))))
+            graph = batch.selects[slot] = mb.Graph(*copies)
+        self.runner.compute(graph, "BackendWhisper window select", self.decoder_scheduler)
+        self._window += 1
+        self._n_past = -1
+        return BackendAudioFeatures(self._window)
 
     def _new_buffer(self) -> mb.Buffer:
         """A zeroed buffer holding the tensors made since the last one. An encoder graph built but
@@ -513,9 +589,10 @@ class BackendWhisper:
         self._cache_generation += 1
         mel = self.ctx.tensor(mb.f32, (capacity, hp.n_mels, 2 * n), name=f"batch.mel.{tag}")
         mel.is_input = True
-        cross_k = [self.ctx.tensor(mb.f16, (capacity, self.n_head, n, self.head_dim), name=f"batch.cross_k.{i}.{tag}")
-                   for i in range(hp.n_text_layer)]
-        cross_v_t = [self.ctx.tensor(mb.f16, (capacity, d, n), name=f"batch.cross_v_t.{i}.{tag}")
+        # One window more than the capacity: the spare slot through which keep_windows swaps two.
+        cross_k = [self.ctx.tensor(mb.f16, (capacity + 1, self.n_head, n, self.head_dim),
+                                   name=f"batch.cross_k.{i}.{tag}") for i in range(hp.n_text_layer)]
+        cross_v_t = [self.ctx.tensor(mb.f16, (capacity + 1, d, n), name=f"batch.cross_v_t.{i}.{tag}")
                      for i in range(hp.n_text_layer)]
         kv = []
         if self.encoder_attention == "flash":

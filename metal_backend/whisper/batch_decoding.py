@@ -7,11 +7,13 @@ temperature, or beam search with patience and length penalty), with the same pro
 and ranking; only the bookkeeping is per window:
 
 - greedy / sampling: S = 1 (greedy) or best_of sequences per window; a sequence that ended keeps
-  its row (it is fed <|endoftext|> and its logits are ignored) so that every step has the same
-  rows.
+  its row while other sequences of its window go on (it is fed <|endoftext|> and its logits are
+  ignored).
 - beam search: S = beam_size rows per window; a window with fewer live beams (the first step,
-  or candidates that ended) fills its rows with copies of a live beam whose results are ignored;
-  a window whose search has finished keeps its rows unchanged until every window has finished.
+  or candidates that ended) fills its rows with copies of a live beam whose results are ignored.
+- a window whose decoding has finished leaves the batch (BackendWhisper.keep_windows moves the
+  remaining windows' cross-attention keys and values and cache rows forward on the device), so
+  the steps after it cost only what the windows still decoding need.
 """
 
 from __future__ import annotations
@@ -31,11 +33,23 @@ class BatchDecoder(WindowDecoder):
 
     def decode_windows(self, compute: WhisperCompute, features: Any, count: int, previous: Sequence[int] = (),
                        temperature: float = 0.0, rng: np.random.Generator | None = None,
-                       languages: Sequence[str] | None = None) -> list[DecodingResult]:
+                       languages: Sequence[str] | None = None,
+                       previous_windows: Sequence[Sequence[int]] | None = None) -> list[DecodingResult]:
         """One DecodingResult per window. previous: prompt text tokens given to every window;
-        languages: each window's language (multilingual models; default self.language)."""
-        prompt, sot_index = self.prompt(previous)
-        prompts = [list(prompt) for _ in range(count)]
+        previous_windows: instead, each window's own prompt text tokens (all of one length: the
+        windows' sequences are decoded at the same positions); languages: each window's language
+        (multilingual models; default self.language)."""
+        if previous_windows is not None:
+            if len(previous_windows) != count:
+                raise WhisperError(f"previous_windows holds {len(previous_windows)} prompts for {count} windows")
+            lengths = sorted({len(p) for p in previous_windows})
+            if len(lengths) > 1:
+                raise WhisperError(f"the windows' prompts must have one length (got lengths {lengths})")
+            prompts = [self.prompt(p)[0] for p in previous_windows]
+            prompt, sot_index = self.prompt(previous_windows[0])
+        else:
+            prompt, sot_index = self.prompt(previous)
+            prompts = [list(prompt) for _ in range(count)]
         if languages is not None and self.model.hparams.is_multilingual:
             position = sot_index + 1  # <|lang|> follows <|startoftranscript|>
             for row, language in zip(prompts, languages):
@@ -66,25 +80,27 @@ class BatchDecoder(WindowDecoder):
     def _sample_windows(self, compute: WhisperCompute, features: Any, logits: np.ndarray, offset: int, count: int,
                         n: int, temperature: float, rng: np.random.Generator) -> list[tuple[list[int], float]]:
         eot = self.special.eot
-        rows = count * n
         if n > 1:
             compute.reorder([w for w in range(count) for _ in range(n)])
             logits = np.repeat(logits, n, axis=0)
-        sequences: list[list[int]] = [[] for _ in range(rows)]
-        sums = np.zeros(rows)
-        alive = np.ones(rows, dtype=bool)
+        # Sequence w * n + j is window w's j-th; live lists the windows still in the batch, in order.
+        sequences: list[list[int]] = [[] for _ in range(count * n)]
+        sums = np.zeros(count * n)
+        alive = np.ones(count * n, dtype=bool)
+        live = list(range(count))
         for _ in range(self.max_new_tokens):
-            self.rules.apply(logits, sequences)
+            rows = [w * n + j for w in live for j in range(n)]
+            self.rules.apply(logits, [sequences[r] for r in rows])
             logprobs = log_softmax(logits)
             if temperature == 0.0:
                 picks = np.argmax(logits, axis=-1)
             else:
-                picks = np.argmax(logits / temperature + rng.gumbel(size=logits.shape), axis=-1)
+                picks = np.argmax(logits.astype(np.float64) / temperature + rng.gumbel(size=logits.shape), axis=-1)
             feed = []
-            for r in range(rows):
+            for i, r in enumerate(rows):
                 if alive[r]:
-                    token = int(picks[r])
-                    sums[r] += logprobs[r, token]
+                    token = int(picks[i])
+                    sums[r] += logprobs[i, token]
                     if token == eot:
                         alive[r] = False
                     else:
@@ -92,7 +108,12 @@ class BatchDecoder(WindowDecoder):
                 feed.append([sequences[r][-1] if alive[r] else eot])
             if not alive.any() or offset >= self.n_text_ctx:
                 break
-            logits = self._logits(compute.decode_batch(features, feed, offset), rows)
+            keep = [k for k, w in enumerate(live) if alive[w * n:(w + 1) * n].any()]
+            if len(keep) < len(live):
+                features = compute.keep_windows(features, keep, [k * n + j for k in keep for j in range(n)])
+                feed = [feed[k * n + j] for k in keep for j in range(n)]
+                live = [live[k] for k in keep]
+            logits = self._logits(compute.decode_batch(features, feed, offset), len(live) * n)
             offset += 1
         found = []
         for w in range(count):
@@ -105,24 +126,20 @@ class BatchDecoder(WindowDecoder):
         beam_size = self.options.beam_size
         max_candidates = max(1, round(beam_size * (self.options.patience or 1.0)))
         eot = self.special.eot
-        rows = count * beam_size
         compute.reorder([w for w in range(count) for _ in range(beam_size)])
         logits = np.repeat(logits, beam_size, axis=0)
         beams: list[list[tuple[list[int], float]]] = [[([], 0.0)] for _ in range(count)]
         finished: list[dict[tuple[int, ...], float]] = [{} for _ in range(count)]
-        done = [False] * count
+        live = list(range(count))  # the windows still searching, in batch order (beam_size rows each)
         for _ in range(self.max_new_tokens):
-            sampled = [beams[w][j][0] if j < len(beams[w]) else [] for w in range(count) for j in range(beam_size)]
+            sampled = [beams[w][j][0] if j < len(beams[w]) else [] for w in live for j in range(beam_size)]
             self.rules.apply(logits, sampled)
             logprobs = log_softmax(logits)
             sources: list[int] = []
             feed: list[list[int]] = []
-            for w in range(count):
-                base = w * beam_size
-                if done[w]:
-                    sources += range(base, base + beam_size)
-                    feed += [[eot]] * beam_size
-                    continue
+            keep: list[int] = []
+            for k, w in enumerate(live):
+                base = k * beam_size
                 candidates = []
                 for j, (tokens, total) in enumerate(beams[w]):
                     row = logprobs[base + j]
@@ -146,18 +163,19 @@ class BatchDecoder(WindowDecoder):
                     finished[w].setdefault(tokens, total)
                 beams[w] = new_beams
                 if len(finished[w]) >= max_candidates or not new_beams:
-                    done[w] = True
-                    sources += range(base, base + beam_size)
-                    feed += [[eot]] * beam_size
-                    continue
+                    continue  # this window's search is over: it leaves the batch
+                keep.append(k)
                 fill = beam_size - len(new_beams)
                 sources += [base + j for j in picked] + [base + picked[0]] * fill
                 feed += [[tokens[-1]] for tokens, _ in new_beams] + [[new_beams[0][0][-1]]] * fill
-            if all(done) or offset >= self.n_text_ctx:
+            if not keep or offset >= self.n_text_ctx:
                 break
-            if sources != list(range(rows)):
+            if len(keep) < len(live):
+                features = compute.keep_windows(features, keep, sources)
+                live = [live[k] for k in keep]
+            elif sources != list(range(len(live) * beam_size)):
                 compute.reorder(sources)
-            logits = self._logits(compute.decode_batch(features, feed, offset), rows)
+            logits = self._logits(compute.decode_batch(features, feed, offset), len(live) * beam_size)
             offset += 1
         found = []
         for w in range(count):

@@ -1,24 +1,35 @@
-"""Batched long-form transcription, as faster-whisper's BatchedInferencePipeline does it.
+"""Batched long-form transcription: faster-whisper's BatchedInferencePipeline, conditioned on text.
 
 The speech of the recording (a SpeechMap: the voice activity detector's spans, or the whole
 recording) is joined and packed into chunks of at most 30 s: whole spans, in order, while they fit
-(a span longer than 30 s, only possible without the detector, is cut every 30 s). batch_size
-chunks at a time are encoded as one encoder graph (WhisperCompute.encode_batch) and decoded as one
-decoder batch (batch_decoding.BatchDecoder), at the first temperature only (no fallback) and
-without the previous chunk's text as prompt (the initial prompt, if any, is every chunk's prompt).
-A chunk's tokens are cut into segments at consecutive timestamp pairs; when they do not end on a
-closing timestamp, the audio after the last pair is queued as a new, shorter chunk for the next
-batch (the sequential loop's seeking; see _segments). Chunks skipped as silence follow
-transcribe.is_silence. Segment and word times are mapped back to the
-original recording by the SpeechMap.
+(a span longer than 30 s, only possible without the detector, is cut every 30 s). The chunks are
+split into min(batch_size, chunks) regions of consecutive chunks, and each region is transcribed
+as its own sequential loop; the loops run in lockstep, one window of every region per batch,
+encoded as one encoder graph (WhisperCompute.encode_batch) and decoded as one decoder batch
+(batch_decoding.BatchDecoder), at the first temperature only (no fallback):
 
-Word timestamps encode each chunk again on its own (the alignment pass reads one window's
-cross-attention).
+- a region's next window starts where its last one stopped and ends at the last span boundary
+  (a cut in silence) within 30 s, so no word is cut by the window's end;
+- a window's tokens are cut into segments at consecutive timestamp pairs; when they do not end on
+  a single timestamp (the last sentence was not decoded, or not closed), the region goes on from
+  the last closing timestamp, moved to the span boundary within a second of it (small models'
+  timestamps run early or late; a boundary is silence), as the sequential loop seeks there;
+- each window's prompt is its region's earlier text (condition_on_previous_text; timestamps
+  included, as sequentially), cut to the length of the shortest among the batch's windows since
+  every sequence of a batch is decoded at the same text positions. A region's first window has
+  only the initial prompt, so the first batch decodes without previous text (faster-whisper's
+  batched pipeline decodes every chunk so); a file of k chunks at batch size N has
+  k - min(N, k) windows with their text before them. batch_size=1 is one region: one loop.
+
+Windows skipped as silence follow transcribe.is_silence. Segment and word times are mapped back to
+the original recording by the SpeechMap. Word timestamps reuse the batch's encoder output
+(BackendWhisper.select_window copies one window's cross-attention keys and values out of it).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -33,9 +44,9 @@ from .logit_filters import TIME_PRECISION
 from .mel import CHUNK_SECONDS, HOP_LENGTH, N_FRAMES, N_SAMPLES, log_mel_spectrogram, pad_or_trim
 from .model_data import WhisperModelData
 from .options import DecodingOptions
-from .speech_map import SpeechMap
+from .speech_map import EDGE_SLACK, SpeechMap
 from .tokenizer import Tokenizer
-from .transcribe import FRAMES_PER_SECOND, is_silence
+from .transcribe import FRAMES_PER_SECOND, PROMPT_RESET_TEMPERATURE, is_silence
 from .transcript import Segment, Transcript
 
 Progress = Callable[[float, float], None]
@@ -65,56 +76,73 @@ def pack_chunks(speech: SpeechMap, max_seconds: float = CHUNK_SECONDS) -> list[t
 
 def transcribe_batched(compute: WhisperCompute, model: WhisperModelData, samples: np.ndarray, speech: SpeechMap,
                        options: DecodingOptions, batch_size: int, progress: Progress | None = None) -> Transcript:
-    """Transcribes the speech of samples (16 kHz mono float32; speech is its map) batch_size
-    chunks at a time. The result's timings hold mel, encode, decode, total and tokens."""
+    """Transcribes the speech of samples (16 kHz mono float32; speech is its map) in up to
+    batch_size regions decoded in lockstep (see the module docstring). The result's timings hold
+    mel, encode, decode, total and tokens."""
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
         raise WhisperError(f"batch_size must be a positive integer (got {batch_size!r})")
     t0 = time.perf_counter()
     timings = {"mel": 0.0, "encode": 0.0, "decode": 0.0}
     joined = speech.join(samples)
-    chunks = pack_chunks(speech)
     tokenizer = Tokenizer(model.vocab, model.special)
     language = resolve_language(model, options.language)
     language_probability = 1.0
-    previous = tokenizer.encode(" " + options.initial_prompt.strip()) if options.initial_prompt else []
+    initial = tokenizer.encode(" " + options.initial_prompt.strip()) if options.initial_prompt else []
+    temperature = options.temperatures[0]
+    conditioned = options.condition_on_previous_text and temperature <= PROMPT_RESET_TEMPERATURE
+    boundaries = speech.joined_ends.astype(np.int64)
+    regions = [_Region(start, stop, list(initial)) for start, stop in split_regions(pack_chunks(speech), batch_size)]
     rng = np.random.default_rng(0)
     decoder: BatchDecoder | None = None
     segments: list[Segment] = []
     total = speech.speech_seconds
-    queue = list(chunks)
-    done = 0.0
-    while queue:
-        group, queue = queue[:batch_size], queue[batch_size:]
+    while True:
+        live = [r for r in regions if r.cursor < r.stop]
+        if not live:
+            break
+        windows = [(r.cursor, window_end(boundaries, r.cursor, r.stop)) for r in live]
         t = time.perf_counter()
-        mels = np.stack([_window(model, joined[s:e]) for s, e in group])
+        mels = np.stack([_window(model, joined[s:e]) for s, e in windows])
         t_enc = time.perf_counter()
         features = compute.encode_batch(mels)
         t_dec = time.perf_counter()
         timings["mel"] += t_enc - t
         timings["encode"] += t_dec - t_enc
         if language is None:
-            language, language_probability = _detect(compute, model, features, len(group))
+            language, language_probability = _detect(compute, model, features, len(live))
         if decoder is None:
             decoder = BatchDecoder(model, options, language)
-        results = decoder.decode_windows(compute, features, len(group), previous, options.temperatures[0], rng)
+        previous = common_prompts([r.history for r in live], decoder.max_prompt)
+        results = decoder.decode_windows(compute, features, len(live), temperature=temperature, rng=rng,
+                                         previous_windows=previous)
         timings["decode"] += time.perf_counter() - t_dec
-        remainders = []
-        for (s, e), result in zip(group, results):
+        decoded = []
+        for index, (region, (s, e), result) in enumerate(zip(live, windows, results)):
+            region.cursor = e
             if is_silence(result, options):
                 continue
-            chunk_segments, rest = _segments(model, tokenizer, result, s, e, speech)
+            window_segments, rest, kept = _segments(model, tokenizer, result, s, e, speech)
             if rest is not None:
-                remainders.append((rest, e))
-            if options.word_timestamps and chunk_segments:
+                rest = snap_to_boundary(boundaries, rest, s, e)
+                for segment in window_segments:
+                    segment.end = min(segment.end, round(rest / SAMPLE_RATE, 3))
+                    segment.start = min(segment.start, segment.end)
+                region.cursor = rest
+            region.history = region.history + kept if conditioned else list(initial)
+            if window_segments:
+                decoded.append((index, region, s, e, window_segments))
+            segments += window_segments
+        for index, region, s, e, window_segments in decoded:
+            if options.word_timestamps:
+                # The window's encoder output is reused: its cross-attention keys and values are
+                # copied out of the batch on the device.
                 t = time.perf_counter()
-                _add_words(compute, model, tokenizer, mels[group.index((s, e))], chunk_segments, s, e, options,
-                           language, segments[-1].end if segments else None)
-                timings["encode"] += time.perf_counter() - t
-            segments += chunk_segments
-        # The unfinished ends are decoded again, first in the next batch.
-        queue = remainders + queue
-        done = max(done, max(s for s, _ in queue) / SAMPLE_RATE if queue else total)
+                _add_words(compute, model, tokenizer, compute.select_window(features, index), window_segments, s,
+                           e, options, language, region.last_end)
+                timings["decode"] += time.perf_counter() - t
+            region.last_end = window_segments[-1].end
         if progress is not None:
+            done = sum(min(r.cursor, r.stop) - r.start for r in regions) / SAMPLE_RATE
             progress(min(done, total), total)
     segments.sort(key=lambda segment: segment.start)
     speech.restore(segments)
@@ -126,9 +154,66 @@ def transcribe_batched(compute: WhisperCompute, model: WhisperModelData, samples
                       language_probability=language_probability, timings=timings)
 
 
+@dataclass
+class _Region:
+    """A stretch of the joined speech [start, stop) (samples) transcribed as its own sequential
+    loop: the next window starts at cursor; history holds the tokens kept so far (the prompt);
+    last_end is the end of its latest segment (seconds, joined)."""
+
+    start: int
+    stop: int
+    history: list[int]
+    cursor: int = -1
+    last_end: float | None = None
+
+    def __post_init__(self) -> None:
+        self.cursor = self.start
+
+
+def split_regions(chunks: list[tuple[int, int]], batch_size: int) -> list[tuple[int, int]]:
+    """The chunks (pack_chunks) split into min(batch_size, len(chunks)) runs of consecutive chunks,
+    as equal in count as can be: [(start, stop)] in samples of the joined speech."""
+    if not chunks:
+        return []
+    groups = np.array_split(np.arange(len(chunks)), min(batch_size, len(chunks)))
+    return [(chunks[g[0]][0], chunks[g[-1]][1]) for g in groups]
+
+
+def window_end(boundaries: np.ndarray, start: int, stop: int) -> int:
+    """Where a window starting at start (joined samples) ends: at the last span boundary (a cut in
+    silence: boundaries are the joined spans' ends) within 30 s and at most stop; without one,
+    30 s on (or stop)."""
+    limit = min(start + N_SAMPLES, stop)
+    inside = boundaries[(boundaries > start) & (boundaries <= limit)]
+    return int(inside.max()) if inside.size else limit
+
+
+def snap_to_boundary(boundaries: np.ndarray, rest: int, start: int, end: int) -> int:
+    """Where a window's unfinished rest is decoded again from: the span boundary inside the window
+    (start, end) nearest the closing timestamp rest, when it lies within EDGE_SLACK of it (small
+    models' timestamps run up to a second early or late; a boundary is silence, so no word is cut
+    or decoded twice), else rest itself."""
+    inside = boundaries[(boundaries > start) & (boundaries < end)]
+    if inside.size:
+        nearest = int(inside[np.argmin(np.abs(inside - rest))])
+        if abs(nearest - rest) <= EDGE_SLACK * SAMPLE_RATE:
+            return nearest
+    return rest
+
+
+def common_prompts(histories: list[list[int]], max_prompt: int) -> list[list[int]]:
+    """Every window's prompt: the last L tokens of its history, L the shortest history's length
+    (at most max_prompt): the windows' sequences are decoded at the same text positions."""
+    length = min(min(len(h) for h in histories), max_prompt)
+    return [h[len(h) - length:] if length else [] for h in histories]
+
+
 def _window(model: WhisperModelData, audio: np.ndarray) -> np.ndarray:
-    """The (n_mels, 3000) log-mel window of one chunk (at most 30 s), followed by silence."""
-    mel = log_mel_spectrogram(audio, model.hparams.n_mels, padding=N_SAMPLES, filters=model.mel_filters)
+    """The (n_mels, 3000) log-mel window of one chunk (at most 30 s), followed by silence: the
+    chunk padded with zeros to 30 s: half the work of padding it with 30 s, the same frames but
+    the last one or two of a chunk of a full 30 s (whose reflection padding then holds audio)."""
+    mel = log_mel_spectrogram(audio, model.hparams.n_mels, padding=max(N_SAMPLES - audio.size, 0),
+                              filters=model.mel_filters)
     return np.ascontiguousarray(pad_or_trim(mel[:, :N_FRAMES]))
 
 
@@ -146,7 +231,7 @@ def _detect(compute: WhisperCompute, model: WhisperModelData, features: Any, cou
 
 
 def _segments(model: WhisperModelData, tokenizer: Tokenizer, result: DecodingResult, start: int, end: int,
-              speech: SpeechMap) -> tuple[list[Segment], int | None]:
+              speech: SpeechMap) -> tuple[list[Segment], int | None, list[int]]:
     """A chunk's segments in joined time, and where the rest of the chunk starts when it is to be
     decoded again (None: the chunk is done). Segments are cut at consecutive timestamp pairs. When
     the tokens do not end on a single timestamp (a segment closed, none opened), what follows the
@@ -189,17 +274,16 @@ def _segments(model: WhisperModelData, tokenizer: Tokenizer, result: DecodingRes
                                 text=text, tokens=text_tokens, temperature=result.temperature,
                                 avg_logprob=result.avg_logprob, compression_ratio=result.compression_ratio,
                                 no_speech_prob=result.no_speech_prob))
-    return segments, rest
+    return segments, rest, tokens
 
 
-def _add_words(compute: WhisperCompute, model: WhisperModelData, tokenizer: Tokenizer, mel: np.ndarray,
+def _add_words(compute: WhisperCompute, model: WhisperModelData, tokenizer: Tokenizer, features: Any,
                segments: list[Segment], start: int, end: int, options: DecodingOptions, language: str,
                last_speech_time: float | None) -> None:
     try:
         from .alignment import add_word_timestamps
     except ImportError as exc:
         raise WhisperError(f"word timestamps are not available: {exc}") from None
-    features = compute.encode(mel)
     frames = min(N_FRAMES, -(-(end - start) // HOP_LENGTH))
     add_word_timestamps(compute, model, tokenizer, features, segments, start / SAMPLE_RATE, frames, options,
                         language=language, last_speech_time=last_speech_time)

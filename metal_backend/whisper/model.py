@@ -23,6 +23,7 @@ from .batched import transcribe_batched
 from .decoding import resolve_language
 from .errors import WhisperError
 from .loader import load_model_data
+from .mel import CHUNK_SECONDS
 from .model_data import WhisperModelData
 from .options import DecodingOptions
 from .speech_map import SpeechMap
@@ -31,6 +32,9 @@ from .transcript import Transcript
 from .vad_options import VadOptions, batched_vad_options
 
 QUANTIZED_TYPES = ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0")
+COMPUTE_TYPES = ("float32", "int8")
+# Batched transcription keeps pauses shorter than this between the VAD's speech pieces (SpeechMap.keep_short_gaps).
+KEPT_GAP_SECONDS = 1.0
 
 
 class Whisper:
@@ -55,7 +59,8 @@ class Whisper:
 
     @classmethod
     def load(cls, path: str | os.PathLike, device: mb.Device | str | None = None, threads: int | None = None,
-             quantize: mb.Type | str | None = None, encoder_attention: str | None = None) -> "Whisper":
+             quantize: mb.Type | str | None = None, encoder_attention: str | None = None,
+             compute_type: str = "float32") -> "Whisper":
         """Loads a whisper.cpp ggml .bin file or a CTranslate2 model directory onto a device.
 
         device: a Device, a device name ("CPU", "Metal", "MetalSim") or None for the best real
@@ -63,13 +68,23 @@ class Whisper:
         quantized type (mb.q8_0 or "q8_0"; also q5_0, q4_0, q5_1, q4_1) for the linear-layer
         matrices and the token embedding, applied while loading float weights.
         encoder_attention: "flash" or "matmul" (see BackendWhisper; None picks per device).
+        compute_type (faster-whisper's spelling): "float32" (the default) computes with the weights
+        as stored, quantized ones dequantized to f32 wherever many tokens share them (the encoder);
+        "int8" quantizes float matrices to q8_0 (or to `quantize`) and quantizes the activations to
+        8-bit blocks in every product with quantized weights (ggml's and CTranslate2's int8
+        arithmetic on the CPU; other devices compute as with "float32").
         Raises WhisperError naming the path when the model is missing or unusable.
         """
         start = time.perf_counter()
+        if compute_type not in COMPUTE_TYPES:
+            raise WhisperError(f"unknown compute_type {compute_type!r}; expected one of {', '.join(COMPUTE_TYPES)}")
+        if compute_type == "int8" and quantize is None:
+            quantize = "q8_0"
         qtype = _quantized_type(quantize)
         hook = None if qtype is None else _quantize_hook(qtype)
         data = load_model_data(path, quantize=hook)
-        compute = BackendWhisper(data, device=device, threads=threads, encoder_attention=encoder_attention)
+        compute = BackendWhisper(data, device=device, threads=threads, encoder_attention=encoder_attention,
+                                 int8_activations=compute_type == "int8")
         return cls(data, compute, time.perf_counter() - start)
 
     @property
@@ -91,10 +106,11 @@ class Whisper:
         vad_filter=True decodes only the speech Silero VAD finds (metal_backend.vad, on this
         model's device), joined, and maps segment and word times back to the audio (SpeechMap);
         vad_parameters is a dict of VadOptions fields (faster-whisper's defaults otherwise).
-        batch_size=N transcribes batched (batched.py): speech in chunks of at most 30 s, N chunks
-        encoded and decoded together, the first temperature only, no previous-text prompt; the
-        VAD is on unless vad_filter=False (then the audio is cut every 30 s), with
-        vad_options.BATCHED_DEFAULTS under vad_parameters.
+        batch_size=N transcribes batched (batched.py): speech in chunks of at most 30 s (pauses
+        under KEPT_GAP_SECONDS between the VAD's pieces kept), split into N regions transcribed in
+        lockstep, one window of each encoded and decoded together, each region prompted by its
+        own earlier text, the first temperature only; the VAD is on unless vad_filter=False (then
+        the audio is cut every 30 s), with vad_options.BATCHED_DEFAULTS under vad_parameters.
 
         The result's timings (seconds) hold load (this model's load time), load_audio, vad (with
         the VAD), mel, encode, decode, total (everything after loading the model), tokens (text
@@ -202,6 +218,8 @@ class Whisper:
         else:
             segments = self.vad.speech_segments(samples, **vad_options.segment_arguments())
             speech = SpeechMap.from_seconds(segments, samples.size)
+            if batch_size is not None:
+                speech = speech.keep_short_gaps(KEPT_GAP_SECONDS, CHUNK_SECONDS)
         t2 = time.perf_counter()
         if not speech.spans:
             result = Transcript(text="", segments=[], language=resolve_language(self.data, options.language),

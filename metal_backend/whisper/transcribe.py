@@ -51,7 +51,7 @@ from .transcript import Segment, Transcript
 Progress = Callable[[float, float], None]
 FRAMES_PER_SECOND = SAMPLE_RATE // HOP_LENGTH  # 100 mel frames per second
 INPUT_STRIDE = 2  # mel frames per encoder position: one timestamp step (20 ms) is 2 frames
-_PROMPT_RESET_TEMPERATURE = 0.5
+PROMPT_RESET_TEMPERATURE = 0.5
 _DIGITAL_SILENCE = 1.0 / 32768  # one step of 16-bit audio
 
 
@@ -195,7 +195,7 @@ class _Loop:
                 s.id = len(segments)
                 segments.append(s)
             all_tokens += kept_tokens
-            if not options.condition_on_previous_text or result.temperature > _PROMPT_RESET_TEMPERATURE:
+            if not options.condition_on_previous_text or result.temperature > PROMPT_RESET_TEMPERATURE:
                 prompt_reset_since = len(all_tokens)
             # Every window moves on (a timestamp pair at 0.00 s would otherwise stall the loop).
             seek = next_seek if next_seek > seek else seek + segment_size

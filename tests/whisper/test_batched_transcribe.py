@@ -65,9 +65,45 @@ def test_batch_decoder_equals_window_decoder(tiny_en, backend, passage, beam_siz
     alone = []
     for mel in mels:
         alone.append(WindowDecoder(tiny_en, options).decode(backend, backend.encode(mel)).tokens)
+    backend.decoder_graphs.clear()
     together = BatchDecoder(tiny_en, options).decode_windows(backend, backend.encode_batch(mels), 3)
     assert [r.tokens for r in together] == alone
     assert all(len(t) > 5 for t in alone) and len(alone[0]) > 50
+    # The windows end at different steps; the finished ones left the batch (keep_windows), so
+    # graphs over fewer windows ran, and the windows decoded on were the right ones.
+    lengths = sorted(len(t) for t in alone)
+    assert lengths[0] < lengths[-1]
+    assert {key[0] for key in backend.decoder_graphs} >= {3, 2 if lengths[1] < lengths[2] else 1}
+
+
+def test_windows_selected_and_kept_from_a_batch(backend, passage):
+    mels = np.stack(mel_windows(passage[0])[:3])
+    prompt = [50257, 50363]
+    alone = []
+    for mel in mels:
+        alone.append(backend.decode_batch(backend.encode(mel), [prompt], 0)[0])
+    features = backend.encode_batch(mels)
+    for w in (2, 0):
+        # select_window: window w as encode() would leave it, exactly (the same f16 keys and values).
+        assert np.array_equal(backend.decode_batch(backend.select_window(features, w), [prompt], 0)[0], alone[w])
+    features = backend.encode_batch(mels)
+    backend.decode_batch(features, [prompt] * 3, 0)
+    # Windows 1 and 2 decode on, moved to the front; window 0 is gone: the step equals the same
+    # step of a batch encoded from those two windows alone.
+    kept = backend.keep_windows(features, [1, 2], [1, 2])
+    step = backend.decode_batch(kept, [[440], [440]], len(prompt))
+    # Every window is still there for the word-timestamp pass, wherever keep_windows put it.
+    for w in (0, 2, 1):
+        assert np.array_equal(backend.decode_batch(backend.select_window(features, w), [prompt], 0)[0], alone[w])
+    pair = backend.encode_batch(mels[1:])
+    backend.decode_batch(pair, [prompt] * 2, 0)
+    assert np.array_equal(step, backend.decode_batch(pair, [[440], [440]], len(prompt)))
+    with pytest.raises(WhisperError, match="ascending distinct window indices below 3"):
+        backend.keep_windows(backend.encode_batch(mels), [2, 1], [0, 1])
+    with pytest.raises(WhisperError, match="outside the batch of 3 windows"):
+        backend.select_window(backend.encode_batch(mels), 3)
+    with pytest.raises(WhisperError, match="not from the latest encode_batch"):
+        backend.select_window(features, 0)  # a later encode_batch replaced its windows
 
 
 def test_batch_errors(backend, asset):
@@ -89,9 +125,7 @@ def model(tiny_en_dir) -> Whisper:
     return Whisper.load(tiny_en_dir, device="CPU", threads=2)
 
 
-# Measured on this passage (tiny.en): sequential greedy 5.2 %, batched 7.1-7.7 %; beam 5 5.2 % and
-# 5.8 %. Chunks are decoded without the previous text and start a little before the speech; the
-# issue's target (within 0.5 point) is not met on tiny.en, these bounds hold what is measured.
+# Measured on this passage (tiny.en, 65 s): see the bounds' comment in the report of issue 19.
 @pytest.mark.parametrize("beam_size, bound", [(None, 0.035), (5, 0.015)])
 def test_batched_close_to_sequential(model, passage, beam_size, bound):
     samples, reference = passage
@@ -105,8 +139,9 @@ def test_batched_close_to_sequential(model, passage, beam_size, bound):
     assert starts == sorted(starts) and batched.segments[-1].end <= samples.size / 16000
     assert [s.id for s in batched.segments] == list(range(len(batched.segments)))
     if beam_size is None:
-        # Batch size does not change the text: every window is decoded by the same rules.
-        assert model.transcribe(samples, beam_size=None, batch_size=1).text == batched.text
+        # One region (batch 1) is one loop conditioned on its own text all along.
+        single = model.transcribe(samples, beam_size=None, batch_size=1)
+        assert word_error_rate(reference, single.text) <= sequential + bound, (sequential, single.text)
 
 
 def test_batched_word_timestamps_and_no_vad(model, passage):
