@@ -1,37 +1,64 @@
-"""Live transcription, computation-aware: latency, accuracy and speed of Whisper.stream.
+"""Live transcription, computation-aware: latency, accuracy and speed of Whisper.stream and a peer.
 
     python benchmarks/streaming.py [--models tiny.en base] [--threads 2] [--repeats 1 5]
-        [--chunk 0.5] [--work DIR] [--json OUT]
+        [--clocks sim real] [--chunk 0.5] [--whisper-online PATH] [--peer-beams 5 1] [--work DIR]
+        [--json OUT]
 
 As Whisper-Streaming measures (Machacek et al. 2023): the espeak-ng passage of
-scripts/make_passage.py (25 sentences, about 132 s; and the passage 5 times over) arrives at real
-time in chunks of --chunk seconds. Each push gets every chunk that arrived while the previous one
-was transcribing, so a slow model falls behind and its latency shows it. A word's latency is the
-wall time at which its commit returned minus the time its audio ended, both from the start of the
-stream; where each word ends is taken from the offline word alignment of the same model
-(transcribe with word_timestamps=True), the streamed words matched to the offline ones by their
-normalised spelling (difflib). Columns: median and p90 latency, final WER of the stream and of
-offline transcription with the same decoding options (greedy, one temperature), the real-time
-factor (time spent in push/finish over the audio's length) and the process's peak RSS.
+scripts/make_passage.py (25 sentences, about 132 s; --repeats 5: the passage five times over,
+sentences 1 s apart as within one) arrives in chunks of --chunk seconds. Whenever an engine is
+idle it gets every chunk that arrived while it was busy, so a slow engine falls behind and its
+latency shows it. A word's latency is the moment its commit returned minus the moment its audio
+ended. Where each word ends is taken from the offline word alignment of our engine with the same
+model (transcribe with word_timestamps=True), the same reference for every engine; streamed words
+are matched to it by their normalised spelling (difflib).
 
-Peer: not measured yet. PyPI's `whisper-streaming` 0.1.0 is a packaged fork of ufal/whisper_streaming
-(LocalAgreement over faster-whisper, with a receiver/processor thread API and mosestokenizer);
-faster-whisper is not installed here and no harness drives it yet, so no peer column is printed. Targets from the
-issue: median <= 2 s, p90 <= 3.5 s,
-WER within 1 point of offline, tiny.en on 2 cores.
+Two clocks (--clocks):
+- sim: a simulated clock that charges each call its compute, measured as
+  max(CPU time of the calling thread, CPU time of the whole process / threads): the wall time the
+  call takes on an idle machine with `threads` cores, whatever the machine's load now (both
+  engines' thread pools keep their threads busy while they compute, so the process CPU time over
+  the thread count is their wall time; the calling thread's own CPU time covers their serial
+  Python parts). Audio "arrives" by that clock; nothing sleeps.
+- real: the audio is replayed at real time against the wall clock (time.monotonic); on a loaded
+  machine this measures the load too (the load average is printed).
+
+Engines, same audio, same chunks, same clock:
+- metal_backend: Whisper.stream (LocalAgreement-2 over a VAD-gated buffer, one encoding per
+  hypothesis), greedy, word timestamps.
+- whisper_online: Whisper-Streaming's own OnlineASRProcessor (LocalAgreement-2, buffer trimmed at
+  segments past 15 s: its default), run as-is from ufal/whisper_streaming's whisper_online.py
+  (the PyPI package `whisper-streaming` 0.1.0 is a reworked fork needing ALSA and librosa), over
+  its FasterWhisperASR backend (faster-whisper: its transcribe() with beam_size=5 and
+  condition_on_previous_text as published; --peer-beams 1 adds a greedy row, the decoding our
+  engine uses), the model loaded as faster-whisper int8 on the CPU with `threads` threads
+  (whisper_online loads float16 on CUDA; only load_model is replaced). whisper_online.py imports
+  librosa for its file loader only; when librosa is missing a placeholder module stands in (the
+  benchmark passes arrays). Fetch it with
+  `git clone https://github.com/ufal/whisper_streaming` and pass --whisper-online
+  whisper_streaming/whisper_online.py (without it no peer row is printed).
+
+Columns: median and p90 latency, final WER of the stream and offline WER of the same engine
+(ours: greedy, one temperature; faster-whisper: the peer's beam), the real-time factor (compute
+charged over the audio's length; wall time in push/finish for the real clock), the process's
+peak RSS, words committed (and how many matched no offline word). Targets from the issue:
+median <= 2 s, p90 <= 3.5 s, WER within 1 point of offline, tiny.en on 2 cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import importlib.util
 import json
+import os
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -75,33 +102,143 @@ def passage(work: Path, repeat: int) -> tuple[np.ndarray, str]:
     return load_audio(wav), " ".join(s["text"] for s in info["sentences"])
 
 
-def simulate(
-    model: Whisper, vad: SileroVad, samples: np.ndarray, chunk: float
-) -> tuple[list[tuple[str, float]], float]:
-    """Feeds samples at real time; returns (word, commit wall time) in commit order and the time
-    spent inside push/finish."""
-    s = model.stream(vad=vad, language="en", word_timestamps=True)
+# ----------------------------------------------------------------------------- engines
+
+class OurEngine:
+    """Whisper.stream: feed(samples) and finish() return the committed words' texts."""
+
+    label = "metal_backend"
+
+    def __init__(self, model: Whisper, vad: SileroVad):
+        self.model, self.vad = model, vad
+
+    def start(self) -> None:
+        self.stream = self.model.stream(vad=self.vad, language="en", word_timestamps=True)
+
+    def feed(self, samples: np.ndarray) -> list[str]:
+        return [w.word for seg in self.stream.push(samples) for w in seg.words]
+
+    def finish(self) -> list[str]:
+        return [w.word for seg in self.stream.finish() for w in seg.words]
+
+
+def load_whisper_online(path: Path) -> types.ModuleType:
+    try:
+        import librosa  # noqa: F401
+    except ImportError:  # used by whisper_online's file loader only, which the benchmark does not call
+        sys.modules["librosa"] = types.ModuleType("librosa")
+    spec = importlib.util.spec_from_file_location("whisper_online", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class PeerEngine:
+    """whisper_online's OnlineASRProcessor over its FasterWhisperASR (see the module docstring)."""
+
+    def __init__(self, online: types.ModuleType, directory: Path, threads: int, beam: int):
+        from faster_whisper import WhisperModel
+
+        class CpuFasterWhisperASR(online.FasterWhisperASR):
+            def load_model(self, modelsize=None, cache_dir=None, model_dir=None):
+                return WhisperModel(str(model_dir), device="cpu", compute_type="int8", cpu_threads=threads)
+
+            def transcribe(self, audio, init_prompt=""):
+                if beam == 5:  # as published
+                    return super().transcribe(audio, init_prompt)
+                segments, _ = self.model.transcribe(audio, language=self.original_language, initial_prompt=init_prompt,
+                                                    beam_size=beam, word_timestamps=True,
+                                                    condition_on_previous_text=True, **self.transcribe_kargs)
+                return list(segments)
+
+        self.online = online
+        self.asr = CpuFasterWhisperASR("en", model_dir=str(directory), logfile=open(os.devnull, "w"))
+        self.beam = beam
+        self.label = f"whisper_online beam {beam}" + (" (as published)" if beam == 5 else "")
+        self.asr.transcribe(np.zeros(SR, np.float32))  # whisper_online warms up too
+
+    def start(self) -> None:
+        self.processor = self.online.OnlineASRProcessor(self.asr, logfile=open(os.devnull, "w"))
+
+    def _words(self, out) -> list[str]:
+        text = out[2]
+        return [" " + w for w in text.split()] if text else []
+
+    def feed(self, samples: np.ndarray) -> list[str]:
+        self.processor.insert_audio_chunk(samples)
+        return self._words(self.processor.process_iter())
+
+    def finish(self) -> list[str]:
+        return self._words(self.processor.finish())
+
+    def offline_text(self, samples: np.ndarray) -> str:
+        segments, _ = self.asr.model.transcribe(samples, language="en", beam_size=self.beam)
+        return "".join(s.text for s in segments).strip()
+
+
+# ----------------------------------------------------------------------------- clocks
+
+def charged(threads: int):
+    """A function returning the compute charged since the previous call (see the module docstring)."""
+    last = [time.thread_time(), time.process_time()]
+
+    def since() -> float:
+        t, p = time.thread_time(), time.process_time()
+        cost = max(t - last[0], (p - last[1]) / threads)
+        last[0], last[1] = t, p
+        return cost
+
+    return since
+
+
+def replay(engine, samples: np.ndarray, chunk: float, clock: str,
+           threads: int) -> tuple[list[tuple[str, float]], float]:
+    """Feeds samples chunk by chunk as they arrive by the clock; returns (word, commit time) in
+    commit order and the compute spent in feed/finish (charged for sim, wall for real)."""
+    engine.start()
     step = int(chunk * SR)
     committed: list[tuple[str, float]] = []
     busy = 0.0
     pushed = 0
+    if clock == "sim":
+        cost = charged(threads)
+        now = 0.0
+        while pushed < samples.size:
+            arrived = min(int(now / chunk + 1e-9) * step, samples.size)
+            if arrived <= pushed:
+                now = (pushed // step + 1) * chunk
+                continue
+            cost()
+            words = engine.feed(samples[pushed:arrived])
+            spent = cost()
+            busy += spent
+            now += spent
+            pushed = arrived
+            committed += [(w, now) for w in words]
+        cost()
+        words = engine.finish()
+        spent = cost()
+        busy += spent
+        now = max(now, samples.size / SR) + spent
+        committed += [(w, now) for w in words]
+        return committed, busy
     t0 = time.monotonic()
     while pushed < samples.size:
         arrived = min(int((time.monotonic() - t0) / chunk) * step, samples.size)
         if arrived <= pushed:
-            time.sleep(max(0.0, t0 + (pushed + step) / SR - time.monotonic()))
+            time.sleep(max(0.0, t0 + (pushed // step + 1) * chunk - time.monotonic()))
             continue
         t = time.monotonic()
-        segs = s.push(samples[pushed:arrived])
+        words = engine.feed(samples[pushed:arrived])
         done = time.monotonic()
         busy += done - t
         pushed = arrived
-        committed += [(w.word, done - t0) for seg in segs for w in seg.words]
+        committed += [(w, done - t0) for w in words]
     t = time.monotonic()
-    segs = s.finish()
+    words = engine.finish()
     done = time.monotonic()
     busy += done - t
-    committed += [(w.word, done - t0) for seg in segs for w in seg.words]
+    committed += [(w, done - t0) for w in words]
     return committed, busy
 
 
@@ -117,51 +254,75 @@ def latencies(committed: list[tuple[str, float]], offline_words) -> tuple[list[f
     return out, len(a) - len(out)
 
 
+def load_average() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", nargs="+", default=["tiny.en"])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", nargs="+", type=int, default=[1, 5])
+    p.add_argument("--clocks", nargs="+", choices=["sim", "real"], default=["sim", "real"])
     p.add_argument("--chunk", type=float, default=0.5)
+    p.add_argument("--whisper-online", type=Path, help="path of ufal/whisper_streaming's whisper_online.py")
+    p.add_argument("--peer-beams", nargs="+", type=int, default=[5])
     p.add_argument("--work", type=Path)
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-streaming-"))
     work.mkdir(parents=True, exist_ok=True)
+    online = load_whisper_online(args.whisper_online) if args.whisper_online else None
+    if online is None:
+        print("no peer: pass --whisper-online PATH/whisper_online.py (see the module docstring)", file=sys.stderr)
     rows = []
-    vad = SileroVad.load(device="CPU")
+    vad = SileroVad.load(device="CPU", threads=1)
     for name in args.models:
-        model = Whisper.load(model_dir(name, work), device="CPU", threads=args.threads)
+        directory = model_dir(name, work)
+        model = Whisper.load(directory, device="CPU", threads=args.threads)
+        engines = [OurEngine(model, vad)]
+        if online is not None:
+            engines += [PeerEngine(online, directory, args.threads, beam) for beam in args.peer_beams]
         for repeat in args.repeats:
             samples, reference = passage(work, repeat)
             duration = samples.size / SR
             offline = model.transcribe(samples, beam_size=None, temperature=0.0, language="en", word_timestamps=True)
             offline_words = [w for s in offline.segments for w in (s.words or [])]
-            committed, busy = simulate(model, vad, samples, args.chunk)
-            lat, unmatched = latencies(committed, offline_words)
-            text = "".join(w for w, _ in committed)
-            row = {
-                "model": name, "threads": args.threads, "audio_s": round(duration, 1),
-                "median_latency_s": round(statistics.median(lat), 2),
-                "p90_latency_s": round(float(np.percentile(lat, 90)), 2),
-                "wer_stream": round(100 * word_errors(reference, text).wer, 2),
-                "wer_offline": round(100 * word_errors(reference, offline.text).wer, 2),
-                "rtf": round(busy / duration, 3),
-                "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0),
-                "words": len(committed), "unmatched": unmatched,
-            }
-            rows.append(row)
-            print(json.dumps(row), file=sys.stderr, flush=True)
-    header = ("model", "threads", "audio s", "median lat s", "p90 lat s", "WER stream %", "WER offline %", "RTF",
-              "peak RSS MB", "words (unmatched)")
+            offline_wer = {engines[0].label: word_errors(reference, offline.text).wer}
+            for engine in engines[1:]:
+                offline_wer[engine.label] = word_errors(reference, engine.offline_text(samples)).wer
+            for clock in args.clocks:
+                for engine in engines:  # interleaved: every engine under the same load, one after the other
+                    load_before = load_average()
+                    committed, busy = replay(engine, samples, args.chunk, clock, args.threads)
+                    lat, unmatched = latencies(committed, offline_words)
+                    text = "".join(w for w, _ in committed)
+                    row = {
+                        "engine": engine.label, "model": name, "threads": args.threads, "clock": clock,
+                        "audio_s": round(duration, 1),
+                        "median_latency_s": round(statistics.median(lat), 2) if lat else None,
+                        "p90_latency_s": round(float(np.percentile(lat, 90)), 2) if lat else None,
+                        "wer_stream": round(100 * word_errors(reference, text).wer, 2),
+                        "wer_offline": round(100 * offline_wer[engine.label], 2),
+                        "rtf": round(busy / duration, 3),
+                        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0),
+                        "words": len(committed), "unmatched": unmatched,
+                        "load": f"{load_before} -> {load_average()}",
+                    }
+                    rows.append(row)
+                    print(json.dumps(row), file=sys.stderr, flush=True)
+    header = ("engine", "model", "clock", "audio s", "median lat s", "p90 lat s", "WER stream %", "WER offline %",
+              "RTF", "peak RSS MB", "words (unmatched)", "load avg")
+    print(f"threads: {args.threads}, chunk: {args.chunk} s")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in rows:
-        print(f"| {r['model']} | {r['threads']} | {r['audio_s']} | {r['median_latency_s']} | {r['p90_latency_s']} | "
-              f"{r['wer_stream']} | {r['wer_offline']} | {r['rtf']} | {r['peak_rss_mb']:.0f} | "
-              f"{r['words']} ({r['unmatched']}) |")
-    with open("/proc/loadavg") as f:
-        print(f"load average at the end: {f.read().split()[:3]} (shared machine: latencies grow with load)")
+        print(f"| {r['engine']} | {r['model']} | {r['clock']} | {r['audio_s']} | {r['median_latency_s']} | "
+              f"{r['p90_latency_s']} | {r['wer_stream']} | {r['wer_offline']} | {r['rtf']} | {r['peak_rss_mb']:.0f} | "
+              f"{r['words']} ({r['unmatched']}) | {r['load']} |")
+    print(f"load average at the end: {load_average()} (the real clock's latencies grow with load; the sim clock "
+          f"charges compute only)")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
     return 0

@@ -81,15 +81,46 @@ def log_mel_spectrogram(audio: np.ndarray, n_mels: int = 80, padding: int = 0,
     elif filters.shape != (n_mels, N_FFT // 2 + 1):
         raise WhisperError(f"mel filters have shape {filters.shape}, expected {(n_mels, N_FFT // 2 + 1)}")
 
+    return _normalised(_log10_mel(audio, filters, audio.size // HOP_LENGTH))
+
+
+def window_log_mel(audio: np.ndarray, n_mels: int = 80, filters: np.ndarray | None = None) -> np.ndarray:
+    """The (n_mels, 3000) window of at most 30 s of audio: log_mel_spectrogram(audio,
+    padding=N_SAMPLES - len(audio)) (equal to float32 rounding), computed in proportion to the
+    audio's length. A frame whose 400-sample FFT window holds only the zero padding has mel power 0,
+    so log10 floor -10 before the (max - 8) floor: only the frames that reach the audio are
+    transformed (what a live stream re-transcribing a short buffer wants)."""
+    audio = check_samples(audio)
+    if audio.size > N_SAMPLES:
+        raise WhisperError(f"window_log_mel takes at most {N_SAMPLES} samples (got {audio.size})")
+    if filters is None:
+        filters = mel_filters(n_mels)
+    elif filters.shape != (n_mels, N_FFT // 2 + 1):
+        raise WhisperError(f"mel filters have shape {filters.shape}, expected {(n_mels, N_FFT // 2 + 1)}")
+    half = N_FFT // 2
+    # Frames from -(-(len + half) // hop) on see zeros only (and the end's reflection of zeros).
+    reached = min(-(-(audio.size + half) // HOP_LENGTH), N_FRAMES)
+    length = min(reached * HOP_LENGTH + half, N_SAMPLES)
+    padded = np.concatenate([audio, np.zeros(length - audio.size, np.float32)])
+    log_spec = np.full((n_mels, N_FRAMES), -10.0)
+    log_spec[:, :reached] = _log10_mel(padded, filters, reached)
+    return _normalised(log_spec)
+
+
+def _log10_mel(audio: np.ndarray, filters: np.ndarray, n_frames: int) -> np.ndarray:
+    """log10 of the mel power (floored at 1e-10) of the first n_frames centred frames, float64."""
     half = N_FFT // 2
     padded = np.pad(audio.astype(np.float64), half, mode="reflect")
     # Centred framing gives 1 + len // hop frames; whisper drops the last one.
-    n_frames = audio.size // HOP_LENGTH
     frames = np.lib.stride_tricks.sliding_window_view(padded, N_FFT)[: n_frames * HOP_LENGTH: HOP_LENGTH]
     window = _periodic_hann(N_FFT)
     power = np.abs(np.fft.rfft(frames * window, axis=-1)) ** 2
     mel = filters.astype(np.float64) @ power.T
-    log_spec = np.log10(np.maximum(mel, 1e-10))
+    return np.log10(np.maximum(mel, 1e-10))
+
+
+def _normalised(log_spec: np.ndarray) -> np.ndarray:
+    """Whisper's dynamic-range floor (max - 8) and scaling to about [-1, 1], float32."""
     log_spec = np.maximum(log_spec, log_spec.max() - 8.0)
     return ((log_spec + 4.0) / 4.0).astype(np.float32)
 

@@ -27,7 +27,7 @@ from .mel import CHUNK_SECONDS
 from .model_data import WhisperModelData
 from .options import DecodingOptions
 from .speech_map import SpeechMap
-from .transcribe import Progress, audio_samples, transcribe
+from .transcribe import Progress, audio_samples, transcribe, transcribe_window
 from .transcript import Transcript
 from .vad_options import VadOptions, batched_vad_options
 
@@ -142,6 +142,20 @@ class Whisper:
         timings["load"] = self.load_seconds
         timings["decode_per_token"] = timings["decode"] / max(timings["tokens"], 1.0)
         return result
+
+    def transcribe_window(self, audio: np.ndarray, options: DecodingOptions | None = None,
+                          previous: list[int] | tuple[int, ...] = ()) -> Transcript:
+        """At most 30 s of samples decoded as one window, encoded once (transcribe.transcribe_window):
+        the hypothesis step of live transcription. previous: prompt text tokens. Serialised with
+        transcribe() (see the class docstring)."""
+        if self._owner == threading.get_ident():
+            raise WhisperError("transcribe_window() called from inside a transcribe() of the same model")
+        with self._lock:
+            self._owner = threading.get_ident()
+            try:
+                return transcribe_window(self.compute, self.data, audio, options, previous)
+            finally:
+                self._owner = None
 
     def stream(self, options: DecodingOptions | None = None, *, vad=None, vad_parameters=None, on_commit=None,
                on_tentative=None, **overrides):

@@ -14,7 +14,9 @@ How (Whisper-Streaming's LocalAgreement-2, gated by a voice activity detector):
   the scores into stretches of speech. Outside speech nothing is transcribed and only a short
   pre-roll of audio (speech_pad_ms) is kept, so silence and noise cost the VAD alone.
 - Inside a stretch the buffer (the stretch so far) is transcribed again whenever at least
-  min_step_seconds of new audio arrived since the last transcription, with word timestamps. A
+  min_step_seconds of new audio arrived since the last transcription, with word timestamps, as
+  one window (Whisper.transcribe_window: one encoding, one decoding, words aligned on that
+  encoding; never the long-form loop's second window after the last word). A
   word is committed once two consecutive transcriptions agree on it (LocalAgreement); the words
   after the agreed prefix are the tentative text.
 - The end of a stretch (the VAD heard min_silence_duration_ms of silence) closes it with a final
@@ -83,11 +85,13 @@ class VoiceActivityDetector(Protocol):
 
 
 class Transcriber(Protocol):
-    """What the stream needs of a model (metal_backend.whisper.Whisper has it)."""
+    """What the stream needs of a model (metal_backend.whisper.Whisper has it): transcribe_window
+    decodes at most 30 s as one window, prompted with `previous` text tokens."""
 
     data: object
 
-    def transcribe(self, audio: np.ndarray, options: DecodingOptions | None = None) -> Transcript: ...
+    def transcribe_window(self, audio: np.ndarray, options: DecodingOptions | None = None,
+                          previous: list[int] | tuple[int, ...] = ()) -> Transcript: ...
 
 
 CommitCallback = Callable[[list[Segment]], None]
@@ -139,9 +143,10 @@ class Stream:
         self.on_tentative = on_tentative
         self._want_words = options.word_timestamps
         self._hyp_options = replace(options, word_timestamps=True, initial_prompt=None)
-        self._initial_prompt = (options.initial_prompt or "").strip()
-        self._language = options.language
         self._tokenizer = Tokenizer(model.data.vocab, model.data.special)
+        initial_prompt = (options.initial_prompt or "").strip()
+        self._initial_tokens = self._tokenizer.encode(" " + initial_prompt) if initial_prompt else []
+        self._language = options.language
         self._min_step = int(min_step_seconds * SAMPLE_RATE)
         self._max_step = int(max_step_seconds * SAMPLE_RATE)
         self._trim = int(trim_seconds * SAMPLE_RATE)
@@ -168,7 +173,9 @@ class Stream:
         self._last_hypothesis = 0  # buffer end of the last transcription
         self._hypothesis_segments: list[Segment] = []
         self._agreement = LocalAgreement()
-        self._prompt_words: deque[TimedWord] = deque(maxlen=_PROMPT_WORDS)
+        self._prompt_words: deque[tuple[TimedWord, list[int]]] = deque(maxlen=_PROMPT_WORDS)  # with tokens
+        self._last_request: tuple | None = None  # what the last hypothesis transcribed, and its words
+        self._last_words: list[TimedWord] = []
 
     # ------------------------------------------------------------------ public
 
@@ -367,20 +374,27 @@ class Stream:
         start after voiced_end and those of segments whose no-speech probability is above the
         threshold: Whisper fills the silence after an abrupt end with text ("Thank you."), in a
         segment of its own placed at the very end, where the VAD heard nothing."""
-        audio = self._audio[start - self._audio_start:end - self._audio_start]
         offset = start / SAMPLE_RATE
         limit = end / SAMPLE_RATE
         voiced = voiced_end / SAMPLE_RATE
-        before = [w.text for w in self._prompt_words if w.end <= offset + 1e-6]
-        prompt = (self._initial_prompt + "".join(before)).strip()
+        prompt = list(self._initial_tokens)
+        for word, tokens in self._prompt_words:
+            if word.end <= offset + 1e-6:
+                prompt += tokens
+        request = (start, end, voiced_end, tuple(prompt), self._language)
+        if request == self._last_request:
+            # The same audio with the same prompt (finish() right after a push, a stretch closed
+            # where the last transcription ended): Whisper would hear the same words again.
+            self._last_hypothesis = end
+            return list(self._last_words)
+        audio = self._audio[start - self._audio_start:end - self._audio_start]
         # A bound on the tokens of a buffer (speech runs at 3-5 tokens a second) keeps a decoding
         # loop from costing a whole window's 224 tokens on every push.
         max_tokens = min(_TOKENS_PER_SECOND * audio.size // SAMPLE_RATE + 16, 224)
         if self.options.max_new_tokens is not None:
             max_tokens = min(max_tokens, self.options.max_new_tokens)
-        options = replace(self._hyp_options, initial_prompt=prompt or None, language=self._language,
-                          max_new_tokens=max_tokens)
-        result = self.model.transcribe(audio, options)
+        options = replace(self._hyp_options, language=self._language, max_new_tokens=max_tokens)
+        result = self.model.transcribe_window(audio, options, prompt)
         if self._language is None and result.language is not None:
             self._language = result.language
         self._last_hypothesis = end
@@ -398,7 +412,8 @@ class Stream:
                                     words=[Word(w.start, w.end, w.text, w.probability) for w in seg_words]))
             words += seg_words
         self._hypothesis_segments = segments
-        return words
+        self._last_request, self._last_words = request, words
+        return list(words)
 
     def _segments_of(self, words: list[TimedWord]) -> list[Segment]:
         """Committed words as segments: one per run of words from one Whisper segment."""
@@ -409,7 +424,9 @@ class Stream:
                 runs[-1].append(w)
             else:
                 runs.append([w])
-        self._prompt_words.extend(words)
+        word_tokens = [self._tokenizer.encode(w.text) for w in words]
+        self._prompt_words.extend(zip(words, word_tokens))
+        tokens_of = dict(zip(map(id, words), word_tokens))
         with self._lock:
             for run in runs:
                 text = "".join(w.text for w in run)
@@ -417,7 +434,7 @@ class Stream:
                     self._hypothesis_segments) else None
                 seg = Segment(id=len(self._segments), seek=int(run[0].start * SAMPLE_RATE) // HOP_LENGTH,
                               start=round(run[0].start, 3), end=round(max(run[-1].end, run[0].start), 3), text=text,
-                              tokens=self._tokenizer.encode(text),
+                              tokens=[t for w in run for t in tokens_of[id(w)]],
                               temperature=source.temperature if source else 0.0,
                               avg_logprob=source.avg_logprob if source else 0.0,
                               compression_ratio=source.compression_ratio if source else 0.0,

@@ -20,6 +20,12 @@ decoded again, whole, at the start of the next window. Without any timestamp pai
 one segment. The segments' text tokens (timestamps included) become the prompt of the next
 window when condition_on_previous_text is set; the prompt is reset after a window decoded at a
 temperature above 0.5.
+
+transcribe_window is the hypothesis of a live stream (streaming.py): audio of at most one window,
+encoded and decoded once, its unfinished last segment kept (the stream decides what is final), and
+word times aligned on that same encoding. It never decodes a second window: the long-form loop
+would decode the audio after the last word again, which for a growing stream buffer is the word
+being spoken, at the cost of a whole second encoding.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from .decoding import DecodingResult, WindowDecoder, resolve_language
 from .errors import WhisperError
 from .language import detect_language
 from .logit_filters import TIME_PRECISION
-from .mel import HOP_LENGTH, N_FRAMES, log_mel_spectrogram, pad_or_trim
+from .mel import HOP_LENGTH, N_FRAMES, N_SAMPLES, log_mel_spectrogram, pad_or_trim, window_log_mel
 from .model_data import WhisperModelData
 from .options import DecodingOptions
 from .tokenizer import Tokenizer
@@ -83,6 +89,35 @@ def transcribe(compute: WhisperCompute, model: WhisperModelData, audio: str | os
     timings["tokens"] = float(sum(len(s.tokens) for s in segments))
     text = "".join(s.text for s in segments).strip()
     return Transcript(text=text, segments=segments, language=loop.language,
+                      language_probability=loop.language_probability, timings=timings)
+
+
+def transcribe_window(compute: WhisperCompute, model: WhisperModelData, audio: np.ndarray,
+                      options: DecodingOptions | None = None, previous: list[int] | tuple[int, ...] = ()) -> Transcript:
+    """Transcribes at most 30 s of 16 kHz mono float samples as one window (see the module docstring).
+
+    previous: text tokens fed as the prompt (after options.initial_prompt's, when given). Every
+    segment of the window is returned, the last one even when no timestamp closes it (its end is
+    then its last timestamp or the audio's end); options.word_timestamps aligns their words on
+    the window's encoding. Audio longer than one window raises WhisperError. The timings are
+    transcribe()'s.
+    """
+    options = options if options is not None else DecodingOptions()
+    if not isinstance(options, DecodingOptions):
+        raise WhisperError(f"options must be DecodingOptions (got {type(options).__name__})")
+    t0 = time.perf_counter()
+    samples = check_samples(audio)
+    if samples.size > N_SAMPLES:
+        raise WhisperError(f"transcribe_window takes at most {N_SAMPLES} samples (30 s; got {samples.size}); "
+                           f"use transcribe() for longer audio")
+    mel = window_log_mel(samples, model.hparams.n_mels, filters=model.mel_filters)
+    t1 = time.perf_counter()
+    timings = {"load_audio": 0.0, "mel": t1 - t0, "encode": 0.0, "decode": 0.0}
+    loop = _Loop(compute, model, options, mel, samples, timings, None)
+    segments = loop.single_window([int(t) for t in previous])
+    timings["total"] = time.perf_counter() - t0
+    timings["tokens"] = float(sum(len(s.tokens) for s in segments))
+    return Transcript(text="".join(s.text for s in segments).strip(), segments=segments, language=loop.language,
                       language_probability=loop.language_probability, timings=timings)
 
 
@@ -167,6 +202,34 @@ class _Loop:
             self._report(seek)
         return segments
 
+    def single_window(self, previous: list[int]) -> list[Segment]:
+        """The whole audio (at most one window) as one window: see transcribe_window."""
+        segment_size = min(self.samples.size // HOP_LENGTH, N_FRAMES)
+        if segment_size == 0 or self._is_digital_silence(0, segment_size):
+            return []
+        prompt: list[int] = []
+        if self.options.initial_prompt:
+            prompt = self.tokenizer.encode(" " + self.options.initial_prompt.strip())
+        window = np.ascontiguousarray(pad_or_trim(self.mel[:, :N_FRAMES]))
+        t_enc = time.perf_counter()
+        features = self.compute.encode(window)
+        t_dec = time.perf_counter()
+        self.timings["encode"] += t_dec - t_enc
+        if self.language is None:
+            self.language, self.language_probability, _ = detect_language(self.compute, self.model, features)
+        decoder = WindowDecoder(self.model, self.options, self.language)
+        result = self._decode_with_fallback(decoder, features, prompt + previous)
+        self.timings["decode"] += time.perf_counter() - t_dec
+        if self._is_silence(result):
+            return []
+        segments, _, _, finished = self._split(result, 0, segment_size, keep_unfinished=True)
+        segments = [s for s in segments if s.text.strip() and s.end > s.start]
+        if self.options.word_timestamps and segments:
+            self._add_words(features, segments, 0.0, segment_size, finished, segment_size, decoder.language, None)
+        for i, s in enumerate(segments):
+            s.id = i
+        return segments
+
     # ---------------------------------------------------------------- pieces
 
     def _decode_with_fallback(self, decoder: WindowDecoder, features: Any, previous: list[int]) -> DecodingResult:
@@ -192,10 +255,12 @@ class _Loop:
     def _is_silence(self, result: DecodingResult) -> bool:
         return is_silence(result, self.options)
 
-    def _split(self, result: DecodingResult, seek: int,
-               segment_size: int) -> tuple[list[Segment], list[int], int, bool]:
+    def _split(self, result: DecodingResult, seek: int, segment_size: int,
+               keep_unfinished: bool = False) -> tuple[list[Segment], list[int], int, bool]:
         """The window's segments, the tokens kept as prompt, where the next window starts, and
-        whether the window ended on a single timestamp."""
+        whether the window ended on a single timestamp. keep_unfinished: the tokens after the
+        last timestamp pair become a segment too (ending at their last timestamp, else at the
+        window's end) instead of being left for the next window."""
         tokens = result.tokens
         tb = self.timestamp_begin
         time_offset = seek / FRAMES_PER_SECOND
@@ -213,6 +278,13 @@ class _Loop:
                 segments.append(self._segment(seek, start, end, piece, result))
                 last = cut
             kept = tokens[:last]
+            rest = tokens[last:]
+            if keep_unfinished and not single_timestamp_ending and any(t < tb for t in rest):
+                start = time_offset + ((rest[0] - tb) * TIME_PRECISION if rest[0] >= tb else 0.0)
+                stamps = [t for t in rest[1:] if t >= tb]
+                end = (time_offset + (stamps[-1] - tb) * TIME_PRECISION if stamps
+                       else time_offset + segment_size / FRAMES_PER_SECOND)
+                segments.append(self._segment(seek, start, max(end, start), rest, result))
             if single_timestamp_ending:
                 next_seek = seek + segment_size
             else:

@@ -12,7 +12,7 @@ import pytest
 
 import metal_backend as mb
 from metal_backend.vad import SileroVad
-from metal_backend.whisper import Whisper, WhisperError, load_audio
+from metal_backend.whisper import DecodingOptions, Whisper, WhisperError, load_audio
 from metal_backend.whisper.local_agreement import LocalAgreement, TimedWord
 from metal_backend.whisper.speech_gate import WINDOW, SpeechGate, VadParameters
 from metal_backend.whisper.streaming import StreamFinishedError
@@ -89,6 +89,33 @@ def vad() -> SileroVad:
 def passage(asset):
     reference = json.loads(asset("passage.json").read_text())
     return load_audio(asset("passage.wav")), " ".join(s["text"] for s in reference["sentences"])
+
+
+def test_transcribe_window_is_one_encoding_with_words(model, asset):
+    """The stream's hypothesis step: one encoder run per call (no second window for the words
+    after the last timestamp), and on a clip that fits one window the segments and words of the
+    long-form loop's first window."""
+    audio = load_audio(asset("jfk.wav"))
+    options = DecodingOptions(beam_size=None, temperature=0.0, language="en", word_timestamps=True)
+    encodes = []
+    original = model.compute.encode
+    model.compute.encode = lambda mel: encodes.append(1) or original(mel)
+    try:
+        window = model.transcribe_window(audio, options)
+        # The clip cut mid-sentence: the unfinished last segment is kept, still one encoding.
+        cut = model.transcribe_window(audio[:int(6.3 * SR)], options)
+    finally:
+        del model.compute.encode
+    assert len(encodes) == 2
+    offline = model.transcribe(audio, options)
+    assert [s.text for s in window.segments] == [s.text for s in offline.segments]
+    assert [(w.word, w.start, w.end) for s in window.segments for w in s.words] == \
+        [(w.word, w.start, w.end) for s in offline.segments for w in s.words]
+    assert "ask not what your country" in cut.text.lower(), cut.text
+    assert cut.segments[-1].end <= 6.3 + 1e-6 and all(s.words for s in cut.segments)
+    with pytest.raises(WhisperError, match="at most 480000 samples"):
+        model.transcribe_window(np.zeros(31 * SR, np.float32), options)
+    assert model.transcribe_window(np.zeros(SR, np.float32), options).segments == []
 
 
 def test_passage_stream_matches_offline(model, vad, passage):
@@ -174,10 +201,10 @@ def test_a_push_during_a_transcription_is_queued_not_dropped(model, vad, passage
     class Gated:
         data = model.data
 
-        def transcribe(self, audio, options=None):
+        def transcribe_window(self, audio, options=None, previous=()):
             started.set()
             release.wait(60)
-            return model.transcribe(audio, options)
+            return model.transcribe_window(audio, options, previous)
 
     from metal_backend.whisper.streaming import Stream, stream_options
     s = Stream(Gated(), stream_options(None, {"language": "en"}), vad)
@@ -234,3 +261,19 @@ def test_callbacks_see_every_commit_and_tentative_change(model, vad, passage):
     assert [seg for batch in commits for seg in batch] == s.segments and s.segments
     assert tentatives and tentatives[-1] == ""
     assert all(a != b for a, b in zip(tentatives, tentatives[1:]))
+
+
+@pytest.mark.skipif(not [d for d in mb.devices() if d.name == "MetalSim"], reason="MetalSim not built")
+def test_a_stream_on_metalsim_commits_what_the_cpu_commits(tiny_en_dir, vad, asset):
+    """The same stream on MetalSim (every Metal kernel Whisper uses, run on the CPU): a sentence
+    and a pause pushed in 2 s chunks (two hypotheses and the final pass) commit the CPU device's
+    segments."""
+    audio = np.concatenate([load_audio(asset("door_light.wav")), np.zeros(SR, np.float32)])
+    results = []
+    for device in ("CPU", "MetalSim"):
+        m = Whisper.load(tiny_en_dir, device=device, threads=2)
+        s = m.stream(vad=vad, language="en")
+        pushed = [seg for i in range(0, audio.size, 2 * SR) for seg in s.push(audio[i:i + 2 * SR])]
+        results.append(([seg.text for seg in pushed + s.finish()], s.text))
+    assert results[1] == results[0], results
+    assert "open the door" in results[0][1].lower(), results

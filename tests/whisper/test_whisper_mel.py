@@ -133,3 +133,26 @@ def test_empty_audio_raises():
         mel_windows(np.zeros(0, np.float32))
     with pytest.raises(WhisperError, match="1-D"):
         log_mel_spectrogram(np.zeros((2, 100), np.float32))
+
+
+@pytest.mark.parametrize("n_samples", [1, 159, 161, 16000, 80123, N_SAMPLES - 200, N_SAMPLES])
+def test_window_log_mel_equals_the_padded_spectrogram(n_samples):
+    """The live stream's short-cut (only frames that reach the audio are transformed) gives the
+    window of the full computation over the audio padded to 30 s."""
+    from metal_backend.whisper.mel import window_log_mel
+    rng = np.random.default_rng(n_samples)
+    audio = (0.1 * rng.standard_normal(n_samples)).astype(np.float32)
+    want = log_mel_spectrogram(audio, padding=N_SAMPLES - n_samples)[:, :N_FRAMES]
+    got = window_log_mel(audio)
+    assert got.shape == (80, N_FRAMES) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+
+
+def test_window_log_mel_bad_input():
+    from metal_backend.whisper.mel import window_log_mel
+    with pytest.raises(WhisperError, match="at most 480000 samples"):
+        window_log_mel(np.zeros(N_SAMPLES + 1, np.float32))
+    with pytest.raises(WhisperError, match="mel filters have shape"):
+        window_log_mel(np.zeros(100, np.float32), 80, np.zeros((80, 10)))
+    with pytest.raises(WhisperError):
+        window_log_mel(np.zeros(100, np.int16))
