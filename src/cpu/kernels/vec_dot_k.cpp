@@ -16,6 +16,8 @@
 #include "core/quants_k.h"
 #include "cpu/kernels/simd.h"
 #include "cpu/kernels/vec_dot.h"
+#include "cpu/kernels/vec_dot_grid.h"
+#include "cpu/kernels/vec_dot_table_simd.h"
 
 namespace mb {
 
@@ -264,13 +266,18 @@ float dot_iq4_xs(int64_t k, const void* va, const void* vb) {
 
 }  // namespace
 
-VecDotKFn vec_dot_table_fn(Type t) {
+VecDotKFn vec_dot_table_portable_fn(Type t) {
     switch (t) {
         case Type::IQ4_NL: return dot_table32<block_iq4_nl>;
         case Type::MXFP4: return dot_table32<block_mxfp4>;
         case Type::IQ4_XS: return dot_iq4_xs;
         default: return nullptr;
     }
+}
+
+VecDotKFn vec_dot_table_fn(Type t) {
+    if (VecDotKFn f = vec_dot_table_simd_fn(t)) return f;  // the same bits, faster
+    return vec_dot_table_portable_fn(t);
 }
 
 bool is_k_quant(Type t) {
@@ -280,7 +287,14 @@ bool is_k_quant(Type t) {
         case Type::Q4_K:
         case Type::Q5_K:
         case Type::Q6_K:
-        case Type::IQ4_XS:  // also paired with q8_K activations
+        case Type::IQ4_XS:  // also paired with q8_K activations, as are the grid types
+        case Type::IQ2_XXS:
+        case Type::IQ2_XS:
+        case Type::IQ2_S:
+        case Type::IQ3_XXS:
+        case Type::IQ3_S:
+        case Type::IQ1_S:
+        case Type::IQ1_M:
             return true;
         default:
             return false;
@@ -298,7 +312,8 @@ void quantize_row_q8_K_act(const float* x, block_q8_K* y, int64_t k) {
 }
 
 VecDotKFn vec_dot_k_portable_fn(Type t) {
-    if (VecDotKFn f = vec_dot_table_fn(t)) return f;
+    if (VecDotKFn f = vec_dot_table_portable_fn(t)) return f;
+    if (VecDotKFn f = vec_dot_grid_fn(t)) return f;
     switch (t) {
         case Type::Q2_K: return dot_k_portable<block_q2_K>;
         case Type::Q3_K: return dot_k_portable<block_q3_K>;
@@ -312,6 +327,7 @@ VecDotKFn vec_dot_k_portable_fn(Type t) {
 
 VecDotKFn vec_dot_k_fn(Type t) {
     if (VecDotKFn f = vec_dot_table_fn(t)) return f;
+    if (VecDotKFn f = vec_dot_grid_fn(t)) return f;
 #if defined(MB_SIMD_X86)
     if (cpu_has_avx2_fma_f16c()) {
         switch (t) {
