@@ -34,4 +34,9 @@ VecDotKFn vec_dot_k_portable_fn(Type t);
 VecDotKFn vec_dot_table_fn(Type t);
 VecDotKFn vec_dot_table_portable_fn(Type t);
 
+// iq4_nl's and mxfp4's eight per-block accumulators (block i into acc[i % 8]) added in one fixed order.
+inline float table_acc_sum(const float* acc) {
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 }  // namespace mb

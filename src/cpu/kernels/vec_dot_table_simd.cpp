@@ -54,17 +54,51 @@ inline float block_scale(const block_mxfp4& b) { return mb_qb_e8m0_half(b.e); }
 inline const int8_t* table_of(const block_iq4_nl&) { return mb_kvalues_iq4nl; }
 inline const int8_t* table_of(const block_mxfp4&) { return mb_kvalues_mxfp4; }
 
+// The sums of the 8 lanes of each of s[0..7], as the 8 lanes of one vector (in order).
+MB_TARGET_AVX2 inline __m256i hsum8(const __m256i* s) {
+    const __m256i u0 = _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+    const __m256i u1 = _mm256_hadd_epi32(_mm256_hadd_epi32(s[4], s[5]), _mm256_hadd_epi32(s[6], s[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+// The f32 weight scales of 8 consecutive blocks (exact conversions, as block_scale's).
+MB_TARGET_AVX2 inline __m256 scales8(const block_iq4_nl* a) {
+    alignas(16) uint16_t h[8];
+    for (int j = 0; j < 8; ++j) h[j] = a[j].d;
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+}
+MB_TARGET_AVX2 inline __m256 scales8(const block_mxfp4* a) {
+    alignas(32) float f[8];
+    for (int j = 0; j < 8; ++j) f[j] = mb_qb_e8m0_half(a[j].e);
+    return _mm256_load_ps(f);
+}
+
 template <class Block, typename Dot>
 MB_TARGET_AVX2 float dot_table32_x86(int64_t k, const void* va, const void* vb) {
     const auto* a = static_cast<const Block*>(va);
     const auto* b = static_cast<const BlockQ8Act*>(vb);
     const __m256i table = table256(table_of(a[0]));
-    float acc = 0.0f;
-    for (int64_t i = 0; i < k / MB_QK; ++i) {
-        const int32_t s = hsum_i32(dot32<Dot>(_mm256_setzero_si256(), values32(table, a[i].qs), b[i].qs));
-        acc = std::fma(block_scale(a[i]) * b[i].d, float(s), acc);
+    const int64_t nb = k / MB_QK;
+    __m256 accv = _mm256_setzero_ps();
+    int64_t i = 0;
+    // Eight blocks at a time: lane j of accv is the portable kernel's accumulator j (block i + j).
+    for (; i + 8 <= nb; i += 8) {
+        __m256i s[8];
+        alignas(32) float dy[8];
+        for (int j = 0; j < 8; ++j) {
+            s[j] = dot32<Dot>(_mm256_setzero_si256(), values32(table, a[i + j].qs), b[i + j].qs);
+            dy[j] = b[i + j].d;
+        }
+        const __m256 sc = _mm256_mul_ps(scales8(a + i), _mm256_load_ps(dy));
+        accv = _mm256_fmadd_ps(sc, _mm256_cvtepi32_ps(hsum8(s)), accv);
     }
-    return acc;
+    alignas(32) float acc[8];
+    _mm256_store_ps(acc, accv);
+    for (; i < nb; ++i) {
+        const int32_t s = hsum_i32(dot32<Dot>(_mm256_setzero_si256(), values32(table, a[i].qs), b[i].qs));
+        acc[i % 8] = std::fma(block_scale(a[i]) * b[i].d, float(s), acc[i % 8]);
+    }
+    return table_acc_sum(acc);
 }
 
 template <typename Dot>
@@ -138,13 +172,13 @@ float dot_table32_neon(int64_t k, const void* va, const void* vb) {
     const auto* a = static_cast<const Block*>(va);
     const auto* b = static_cast<const BlockQ8Act*>(vb);
     const int8x16_t table = vld1q_s8(table_of(a[0]));
-    float acc = 0.0f;
+    float acc[8] = {};
     for (int64_t i = 0; i < k / MB_QK; ++i) {
         int8x16_t lo, hi;
         values32_neon(table, a[i].qs, lo, hi);
-        acc = std::fma(block_scale(a[i]) * b[i].d, float(dot32_neon(lo, hi, b[i].qs)), acc);
+        acc[i % 8] = std::fma(block_scale(a[i]) * b[i].d, float(dot32_neon(lo, hi, b[i].qs)), acc[i % 8]);
     }
-    return acc;
+    return table_acc_sum(acc);
 }
 
 float dot_iq4_xs_neon(int64_t k, const void* va, const void* vb) {

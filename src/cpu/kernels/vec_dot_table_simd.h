@@ -4,8 +4,9 @@
 // 32 codes of a block are looked up in the 16-entry table with one byte shuffle (vpshufb, tbl); the
 // table values times the activation codes are summed exactly in int32 (|table| <= 127 and |code| <=
 // 128, so no pair of products saturates an int16), and each block's sum then goes through the
-// portable kernel's one fused multiply-add per block, in block order: every instruction set gives the
-// portable kernel's bits.
+// portable kernel's fused multiply-adds (iq4_xs: one chain in block order; iq4_nl and mxfp4: block i
+// into accumulator i % 8, eight blocks per vector here, then table_acc_sum's fixed tree): every
+// instruction set gives the portable kernel's bits.
 #pragma once
 
 #include "core/types.h"
