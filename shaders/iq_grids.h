@@ -6,6 +6,10 @@
 // GPU, static const in namespace mb on the host).
 #pragma once
 
+#if !defined(__METAL_VERSION__) && !defined(MB_MSL_SHIM)
+#include <cstdint>
+#endif
+
 #include "quant_blocks.h"
 
 MB_QB_BEGIN

@@ -22,6 +22,7 @@ import metal_backend as mb
 ggml = pytest.importorskip("ggml")
 gguf_quants = pytest.importorskip("gguf.quants")
 from gguf import GGMLQuantizationType as GT  # noqa: E402
+
 from op_cases import grid_blocks  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from metal_backend.whisper import QuantizedTensor, WhisperError, Whisper, load_model_data
-from metal_backend.whisper.gguf_format import HPARAM_KEYS, MEL_FILTERS, TOKENS_KEY, read_gguf, token_to_text
 from test_whisper_models import synthetic_model
+
+from metal_backend.whisper import QuantizedTensor, Whisper, WhisperError, load_model_data
+from metal_backend.whisper.gguf_format import HPARAM_KEYS, MEL_FILTERS, TOKENS_KEY, read_gguf, token_to_text
 from whisper_testing import JFK_TEXT, normalize
 
 gguf = pytest.importorskip("gguf")

@@ -3,6 +3,7 @@
 #include "cpu/kernels/vec_dot_grid.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "core/fp16.h"
