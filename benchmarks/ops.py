@@ -130,6 +130,8 @@ if ggml is not None:
         "q5_K": ggml.GGML_TYPE_Q5_K,
         "q6_K": ggml.GGML_TYPE_Q6_K,
         "iq4_nl": ggml.GGML_TYPE_IQ4_NL,
+        "iq4_xs": ggml.GGML_TYPE_IQ4_XS,
+        "mxfp4": ggml.GGML_TYPE_MXFP4,
     }
 
 
@@ -356,7 +358,7 @@ def all_rows(rng):
             for n in (1, 1500):
                 rows.append(matmul_row(wtype, n, k, m, rng))
     # ggml's super-block and non-linear types (K a multiple of 256: whisper base's 512 and 2048).
-    for wtype in ("q4_K", "q5_K", "q6_K", "iq4_nl"):
+    for wtype in ("q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs", "mxfp4"):
         for (k, m) in [(512, 2048), (2048, 512)]:
             for n in (1, 1500):
                 rows.append(matmul_row(wtype, n, k, m, rng))

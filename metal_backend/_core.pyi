@@ -46,6 +46,13 @@ class Type(_PybindEnum):
     iq4_nl: ClassVar[Type]
     iq4_xs: ClassVar[Type]
     mxfp4: ClassVar[Type]
+    iq2_xxs: ClassVar[Type]
+    iq2_xs: ClassVar[Type]
+    iq2_s: ClassVar[Type]
+    iq3_xxs: ClassVar[Type]
+    iq3_s: ClassVar[Type]
+    iq1_s: ClassVar[Type]
+    iq1_m: ClassVar[Type]
     i32: ClassVar[Type]
     bf16: ClassVar[Type]
     @property
@@ -76,6 +83,13 @@ q8_K: Type
 iq4_nl: Type
 iq4_xs: Type
 mxfp4: Type
+iq2_xxs: Type
+iq2_xs: Type
+iq2_s: Type
+iq3_xxs: Type
+iq3_s: Type
+iq1_s: Type
+iq1_m: Type
 types: Tuple[Type, ...]
 
 def quantize(array: Any, type: Type) -> bytes: ...

@@ -262,6 +262,112 @@ static inline float mb_qb_e8m0_half(uint8_t e) {
 #endif
 }
 
+// ---------------------------------------------------------------- grid types
+//
+// Super-blocks of 256 values; a code indexes a grid of 4 or 8 values (iq_grids.h), one sign bit per
+// value (iq2/iq3; a 7-bit sign code names 8 signs through mb_ksigns_iq2xs, the eighth making the
+// count even), scales per 32 or 16 values:
+//   iq2_xxs  per 32 values (ib): u32 a = qs[4ib] | qs[4ib+1] << 16 holds 4 grid codes (its bytes),
+//            u32 b = qs[4ib+2] | qs[4ib+3] << 16 holds 4 sign codes (bits 7l..7l+6) and the scale
+//            b >> 28; value = d * (0.5 + s) * 0.25 * grid * sign.
+//   iq2_xs   qs[4ib+l]: 9-bit grid code, 7-bit sign code on top; scale nibble ib (low: l < 2).
+//   iq2_s    codes qs[4ib+l] | bits 2l..2l+1 of qh[ib] << 8 (10 bits), signs one byte per 8 values in
+//            qs[32 + 4ib + l]; scales as iq2_xs.
+//   iq3_xxs  qs[0..63] 8-bit codes of 4-value groups; qs[64 + 4ib..] a u32 as iq2_xxs's b;
+//            value = d * (0.5 + s) * 0.5 * grid * sign.
+//   iq3_s    codes qs[8ib+k] | bit k of qh[ib] << 8; signs[4ib + l] for values 8l..8l+7 of ib;
+//            scale nibble ib of scales (per 32, low nibble for even ib); value = d * (1 + 2s) * grid * sign.
+//   iq1_s    qs[4ib+l] | bits 3l..3l+2 of qh[ib] << 8 (11 bits) into the -1/0/1 grid; qh[ib] bits
+//            12..14 the scale, bit 15 the delta's sign; value = d * (2s + 1) * (grid + delta),
+//            delta = +-1/8.
+//   iq1_m    no d field: the f16 scale is the top nibbles of the four u16 words of scales; the
+//            3-bit scales of 16 values are the low 12 bits of those words; codes qs[k] | bits of
+//            nibble k % 2 of qh[k / 2] (its bit 3 the delta's sign of those 8 values).
+// The grids themselves are in iq_grids.h, included by the code that reads them (shaders/quants.h,
+// core/quants_grid.cpp), not here: every host source includes this header through core/types.h.
+
+#define MB_IQ1S_DELTA 0.125f
+#define MB_IQ1M_DELTA 0.125f
+
+typedef struct {
+    MB_QB_HALF d;
+    uint16_t qs[MB_QK_K / 8];
+} block_iq2_xxs;
+
+typedef struct {
+    MB_QB_HALF d;
+    uint16_t qs[MB_QK_K / 8];
+    uint8_t scales[MB_QK_K / 32];
+} block_iq2_xs;
+
+typedef struct {
+    MB_QB_HALF d;
+    uint8_t qs[MB_QK_K / 4];
+    uint8_t qh[MB_QK_K / 32];
+    uint8_t scales[MB_QK_K / 32];
+} block_iq2_s;
+
+typedef struct {
+    MB_QB_HALF d;
+    uint8_t qs[3 * MB_QK_K / 8];
+} block_iq3_xxs;
+
+typedef struct {
+    MB_QB_HALF d;
+    uint8_t qs[MB_QK_K / 4];
+    uint8_t qh[MB_QK_K / 32];
+    uint8_t signs[MB_QK_K / 8];
+    uint8_t scales[MB_QK_K / 64];
+} block_iq3_s;
+
+typedef struct {
+    MB_QB_HALF d;
+    uint8_t qs[MB_QK_K / 8];
+    uint16_t qh[MB_QK_K / 32];
+} block_iq1_s;
+
+typedef struct {
+    uint8_t qs[MB_QK_K / 8];
+    uint8_t qh[MB_QK_K / 16];
+    uint8_t scales[MB_QK_K / 32];
+} block_iq1_m;
+
+static_assert(sizeof(block_iq2_xxs) == 66, "iq2_xxs block must match ggml");
+static_assert(sizeof(block_iq2_xs) == 74, "iq2_xs block must match ggml");
+static_assert(sizeof(block_iq2_s) == 82, "iq2_s block must match ggml");
+static_assert(sizeof(block_iq3_xxs) == 98, "iq3_xxs block must match ggml");
+static_assert(sizeof(block_iq3_s) == 110, "iq3_s block must match ggml");
+static_assert(sizeof(block_iq1_s) == 50, "iq1_s block must match ggml");
+static_assert(sizeof(block_iq1_m) == 56, "iq1_m block must match ggml");
+#if !defined(__METAL_VERSION__)
+static_assert(offsetof(block_iq2_xxs, qs) == 2, "iq2_xxs layout must match ggml");
+static_assert(offsetof(block_iq2_xs, qs) == 2 && offsetof(block_iq2_xs, scales) == 66,
+              "iq2_xs layout must match ggml");
+static_assert(offsetof(block_iq2_s, qs) == 2 && offsetof(block_iq2_s, qh) == 66 &&
+                  offsetof(block_iq2_s, scales) == 74,
+              "iq2_s layout must match ggml");
+static_assert(offsetof(block_iq3_xxs, qs) == 2, "iq3_xxs layout must match ggml");
+static_assert(offsetof(block_iq3_s, qs) == 2 && offsetof(block_iq3_s, qh) == 66 &&
+                  offsetof(block_iq3_s, signs) == 74 && offsetof(block_iq3_s, scales) == 106,
+              "iq3_s layout must match ggml");
+static_assert(offsetof(block_iq1_s, qs) == 2 && offsetof(block_iq1_s, qh) == 34, "iq1_s layout must match ggml");
+static_assert(offsetof(block_iq1_m, qh) == 32 && offsetof(block_iq1_m, scales) == 48,
+              "iq1_m layout must match ggml");
+#endif
+
+// iq1_m's f16 scale, as bits, from its four scale words (little-endian u16 in scales[0..7]).
+static inline uint16_t mb_qb_iq1m_scale_bits(MB_QB_THREAD const uint8_t * sc) {
+    const uint16_t w0 = uint16_t(sc[0] | (sc[1] << 8)), w1 = uint16_t(sc[2] | (sc[3] << 8));
+    const uint16_t w2 = uint16_t(sc[4] | (sc[5] << 8)), w3 = uint16_t(sc[6] | (sc[7] << 8));
+    return uint16_t((w0 >> 12) | ((w1 >> 8) & 0x00F0) | ((w2 >> 4) & 0x0F00) | (w3 & 0xF000));
+}
+
+// iq1_m's 3-bit scale of values 16 s .. 16 s + 15 (s = 0..15).
+static inline int mb_qb_iq1m_sub_scale(int s, MB_QB_THREAD const uint8_t * sc) {
+    const uint32_t w = uint32_t(sc[2 * (s / 4)] | (sc[2 * (s / 4) + 1] << 8));
+    return int((w >> (3 * (s % 4))) & 7u);
+}
+
 // ---------------------------------------------------------------- quantizing 32 floats into a block
 
 #if defined(__METAL_VERSION__) || defined(MB_MSL_SHIM)

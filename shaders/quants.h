@@ -9,6 +9,7 @@
 #pragma once
 
 #include "quant_blocks.h"
+#include "iq_grids.h"
 
 // A bf16 element: the upper 16 bits of an f32.
 typedef struct {
@@ -217,6 +218,121 @@ inline void dequantize16(device const block_iq4_xs * b, int il, thread float * o
     }
 }
 
+// The grid types (iq_grids.h): group il (0..15) of a super-block is its values [16 il, 16 il + 16),
+// two rows of 8 grid values (or four of 4). Each value is an exact f32 product, so any order of the
+// factors gives ggml's (and gguf-py's) bits.
+inline void mb_grid8(ulong row, uint signs, float db, thread float * out) {
+    for (int j = 0; j < 8; ++j) {
+        const float v = float(uint(row >> (8 * j)) & 0xFFu);
+        out[j] = db * ((signs >> j) & 1u ? -v : v);
+    }
+}
+
+inline void mb_grid4(uint row, uint signs, float db, thread float * out) {
+    for (int j = 0; j < 4; ++j) {
+        const float v = float((row >> (8 * j)) & 0xFFu);
+        out[j] = db * ((signs >> j) & 1u ? -v : v);
+    }
+}
+
+// The -1/0/1 grid of the iq1 types, plus delta, times dl.
+inline void mb_grid8_iq1(ulong row, float dl, float delta, thread float * out) {
+    for (int j = 0; j < 8; ++j) {
+        const int v = int(uint(row >> (8 * j)) & 0xFFu);
+        out[j] = dl * (float(v > 127 ? v - 256 : v) + delta);
+    }
+}
+
+inline void dequantize16(device const block_iq2_xxs * b, int il, thread float * out) {
+    const int ib = il / 2;
+    device const ushort * q = b->qs + 4 * ib;
+    const uint codes = uint(q[0]) | (uint(q[1]) << 16);
+    const uint aux = uint(q[2]) | (uint(q[3]) << 16);
+    const float db = float(b->d) * (0.5f + float(aux >> 28)) * 0.25f;
+    for (int e = 0; e < 2; ++e) {
+        const int l = 2 * (il % 2) + e;
+        mb_grid8(mb_iq2xxs_grid[(codes >> (8 * l)) & 0xFFu], mb_ksigns_iq2xs[(aux >> (7 * l)) & 127u], db,
+                 out + 8 * e);
+    }
+}
+
+inline void dequantize16(device const block_iq2_xs * b, int il, thread float * out) {
+    const int ib = il / 2;
+    const uint sc = (uint(b->scales[ib]) >> (4 * (il % 2))) & 0xFu;
+    const float db = float(b->d) * (0.5f + float(sc)) * 0.25f;
+    for (int e = 0; e < 2; ++e) {
+        const uint c = b->qs[4 * ib + 2 * (il % 2) + e];
+        mb_grid8(mb_iq2xs_grid[c & 511u], mb_ksigns_iq2xs[c >> 9], db, out + 8 * e);
+    }
+}
+
+inline void dequantize16(device const block_iq2_s * b, int il, thread float * out) {
+    const int ib = il / 2;
+    const uint sc = (uint(b->scales[ib]) >> (4 * (il % 2))) & 0xFu;
+    const float db = float(b->d) * (0.5f + float(sc)) * 0.25f;
+    for (int e = 0; e < 2; ++e) {
+        const int l = 2 * (il % 2) + e;
+        const uint code = uint(b->qs[4 * ib + l]) | (((uint(b->qh[ib]) >> (2 * l)) & 3u) << 8);
+        mb_grid8(mb_iq2s_grid[code], b->qs[MB_QK_K / 8 + 4 * ib + l], db, out + 8 * e);
+    }
+}
+
+inline void dequantize16(device const block_iq3_xxs * b, int il, thread float * out) {
+    const int ib = il / 2;
+    device const uchar * ss = b->qs + MB_QK_K / 4 + 4 * ib;
+    const uint aux = uint(ss[0]) | (uint(ss[1]) << 8) | (uint(ss[2]) << 16) | (uint(ss[3]) << 24);
+    const float db = float(b->d) * (0.5f + float(aux >> 28)) * 0.5f;
+    for (int e = 0; e < 2; ++e) {
+        const int l = 2 * (il % 2) + e;
+        const uint s = mb_ksigns_iq2xs[(aux >> (7 * l)) & 127u];
+        mb_grid4(mb_iq3xxs_grid[b->qs[8 * ib + 2 * l]], s, db, out + 8 * e);
+        mb_grid4(mb_iq3xxs_grid[b->qs[8 * ib + 2 * l + 1]], s >> 4, db, out + 8 * e + 4);
+    }
+}
+
+inline void dequantize16(device const block_iq3_s * b, int il, thread float * out) {
+    const int ib = il / 2;
+    const uint sc = (uint(b->scales[ib / 2]) >> (4 * (ib % 2))) & 0xFu;
+    const float db = float(b->d) * float(1u + 2u * sc);
+    const uint qh = b->qh[ib];
+    for (int e = 0; e < 2; ++e) {
+        const int l = 2 * (il % 2) + e;
+        const uint s = b->signs[4 * ib + l];
+        const uint c0 = uint(b->qs[8 * ib + 2 * l]) | (((qh >> (2 * l)) & 1u) << 8);
+        const uint c1 = uint(b->qs[8 * ib + 2 * l + 1]) | (((qh >> (2 * l + 1)) & 1u) << 8);
+        mb_grid4(mb_iq3s_grid[c0], s, db, out + 8 * e);
+        mb_grid4(mb_iq3s_grid[c1], s >> 4, db, out + 8 * e + 4);
+    }
+}
+
+inline void dequantize16(device const block_iq1_s * b, int il, thread float * out) {
+    const int ib = il / 2;
+    const uint qh = b->qh[ib];
+    const float dl = float(b->d) * float(2u * ((qh >> 12) & 7u) + 1u);
+    const float delta = (qh & 0x8000u) != 0 ? -MB_IQ1S_DELTA : MB_IQ1S_DELTA;
+    for (int e = 0; e < 2; ++e) {
+        const int l = 2 * (il % 2) + e;
+        const uint code = uint(b->qs[4 * ib + l]) | (((qh >> (3 * l)) & 7u) << 8);
+        mb_grid8_iq1(mb_iq1s_grid[code], dl, delta, out + 8 * e);
+    }
+}
+
+inline void dequantize16(device const block_iq1_m * b, int il, thread float * out) {
+    uchar sc[MB_QK_K / 32];
+    for (int j = 0; j < MB_QK_K / 32; ++j) {
+        sc[j] = b->scales[j];
+    }
+    const float d = float(metal::as_type<half>(mb_qb_iq1m_scale_bits(sc)));
+    const float dl = d * float(2 * mb_qb_iq1m_sub_scale(il, sc) + 1);
+    const uint qh = b->qh[il];  // values 16 il .. 16 il + 15: qh[2 ib + il % 2]
+    for (int e = 0; e < 2; ++e) {
+        const uint h = qh >> (4 * e);
+        const float delta = (h & 8u) != 0 ? -MB_IQ1M_DELTA : MB_IQ1M_DELTA;
+        const uint code = uint(b->qs[2 * il + e]) | ((h & 7u) << 8);
+        mb_grid8_iq1(mb_iq1s_grid[code], dl, delta, out + 8 * e);
+    }
+}
+
 // ---------------------------------------------------------------- 32 f32 values to one block
 
 // The scale a quantizer found, as stored: a block that held a NaN gets the quiet NaN.
@@ -329,6 +445,62 @@ inline void load16(device const block_iq4_xs * p, int k, int K, thread float * o
 }
 
 inline int mb_qk(device const block_iq4_xs * p) {
+    return MB_QK_K;
+}
+
+inline void load16(device const block_iq2_xxs * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline int mb_qk(device const block_iq2_xxs * p) {
+    return MB_QK_K;
+}
+
+inline void load16(device const block_iq2_xs * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline int mb_qk(device const block_iq2_xs * p) {
+    return MB_QK_K;
+}
+
+inline void load16(device const block_iq2_s * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline int mb_qk(device const block_iq2_s * p) {
+    return MB_QK_K;
+}
+
+inline void load16(device const block_iq3_xxs * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline int mb_qk(device const block_iq3_xxs * p) {
+    return MB_QK_K;
+}
+
+inline void load16(device const block_iq3_s * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline int mb_qk(device const block_iq3_s * p) {
+    return MB_QK_K;
+}
+
+inline void load16(device const block_iq1_s * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline int mb_qk(device const block_iq1_s * p) {
+    return MB_QK_K;
+}
+
+inline void load16(device const block_iq1_m * p, int k, int K, thread float * out) {
+    dequantize16(p + k / MB_QK_K, (k / 16) % 16, out);
+}
+
+inline int mb_qk(device const block_iq1_m * p) {
     return MB_QK_K;
 }
 

@@ -172,6 +172,13 @@ template [[host_name("kernel_get_rows_q8_0")]] kernel kernel_get_rows_q_t kernel
 template [[host_name("kernel_get_rows_iq4_nl")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_iq4_nl>;
 template [[host_name("kernel_get_rows_iq4_xs")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_iq4_xs>;
 template [[host_name("kernel_get_rows_mxfp4")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_mxfp4>;
+template [[host_name("kernel_get_rows_iq2_xxs")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_iq2_xxs>;
+template [[host_name("kernel_get_rows_iq2_xs")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_iq2_xs>;
+template [[host_name("kernel_get_rows_iq2_s")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_iq2_s>;
+template [[host_name("kernel_get_rows_iq3_xxs")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_iq3_xxs>;
+template [[host_name("kernel_get_rows_iq3_s")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_iq3_s>;
+template [[host_name("kernel_get_rows_iq1_s")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_iq1_s>;
+template [[host_name("kernel_get_rows_iq1_m")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_iq1_m>;
 template [[host_name("kernel_get_rows_q2_K")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q2_K>;
 template [[host_name("kernel_get_rows_q3_K")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q3_K>;
 template [[host_name("kernel_get_rows_q4_K")]] kernel kernel_get_rows_q_t kernel_get_rows_q<block_q4_K>;

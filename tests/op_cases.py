@@ -93,6 +93,8 @@ def draw(spec: In, rng: np.random.Generator) -> np.ndarray:
         return rng.uniform(-1.0, 1.0, shape).astype(np.float32)
     if gen == "zeros":
         return np.zeros(shape, np.float32)
+    if gen == "blocks":
+        return grid_blocks(spec.type, shape, rng)
     if gen.startswith("perm:"):
         n = int(gen.split(":")[1])
         rows = [rng.permutation(n)[: shape[-1]] for _ in range(int(np.prod(shape[:-1])))]
@@ -111,6 +113,22 @@ def draw(spec: In, rng: np.random.Generator) -> np.ndarray:
         m = np.where(j > i + off, -np.inf, 0.0).astype(np.float32)
         return np.broadcast_to(m, shape).copy()
     raise ValueError(f"unknown generator {gen!r}")
+
+
+def grid_blocks(t, shape, rng: np.random.Generator) -> np.ndarray:
+    """Raw bytes of random blocks of type t for a tensor of `shape` (the grid types, which nothing
+    quantizes to): random codes, signs and sub-scales, the f16 scale drawn from U(0.001, 0.01)."""
+    n_blocks = int(np.prod(shape)) // t.block_size
+    raw = rng.integers(0, 256, (n_blocks, t.type_size), dtype=np.uint8)
+    d = rng.uniform(0.001, 0.01, n_blocks).astype(np.float16).view(np.uint16)
+    if t.name == "iq1_m":  # the f16 scale is the top nibbles of the four scale words (bytes 48..55)
+        words = raw[:, 48:56].copy().view(np.uint16)
+        for k in range(4):
+            words[:, k] = (words[:, k] & 0x0FFF) | (((d >> (4 * k)) & 0xF) << 12)
+        raw[:, 48:56] = words.view(np.uint8)
+    else:
+        raw[:, 0:2] = d.reshape(-1, 1).view(np.uint8)
+    return raw.reshape(-1)
 
 
 def seed_of(name: str) -> int:
@@ -957,6 +975,9 @@ rope_cases()
 # broadcast, get_rows, and copies out of them (and, on the CPU, into them).
 K_QUANTS = ((mb.q2_K, "q2_K"), (mb.q3_K, "q3_K"), (mb.q4_K, "q4_K"), (mb.q5_K, "q5_K"), (mb.q6_K, "q6_K"),
             (mb.iq4_nl, "iq4_nl"), (mb.iq4_xs, "iq4_xs"), (mb.mxfp4, "mxfp4"))
+# ggml's grid types: nothing quantizes to them, so their inputs are random blocks and they are copied
+# only out of (and into themselves).
+GRID_TYPES = tuple((getattr(mb, n), n) for n in ("iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m"))
 
 
 def super_block_cases():
@@ -966,16 +987,22 @@ def super_block_cases():
         ("batch", (19, 768), (37, 768)),
         ("broadcast", (2, 1, 9, 256), (2, 3, 4, 256)),
     ]
-    for t, tn in K_QUANTS:
+    for t, tn in K_QUANTS + GRID_TYPES:
+        grid = (t, tn) in GRID_TYPES
+        gen = "blocks" if grid else "normal"
         for label, sa, sb in shapes:
-            case(f"mul_mat/{tn}xf32/{label}", "MUL_MAT", [In(sa, t), In(sb)], mb.ops.mul_mat, mul_mat_ref, MM_Q)
-        case(f"get_rows/{tn}/batched", "GET_ROWS", [In((3, 10, 512), t), In((3, 4), mb.i32, "index:10")],
+            case(f"mul_mat/{tn}xf32/{label}", "MUL_MAT", [In(sa, t, gen), In(sb)], mb.ops.mul_mat, mul_mat_ref, MM_Q)
+        case(f"get_rows/{tn}/batched", "GET_ROWS", [In((3, 10, 512), t, gen), In((3, 4), mb.i32, "index:10")],
              mb.ops.get_rows, lambda a, i: np.stack([a[j][i[j].astype(int)] for j in range(a.shape[0])]), EXACT)
         for dt, dn in ((mb.f32, "f32"), (mb.f16, "f16")):
-            case(f"cpy/{tn}_{dn}/contiguous", "CPY", [In((3, 2, 512), t), In((3, 2, 512), dt, "zeros")],
+            case(f"cpy/{tn}_{dn}/contiguous", "CPY", [In((3, 2, 512), t, gen), In((3, 2, 512), dt, "zeros")],
                  lambda a, b: mb.ops.cpy(a, b), ref_bytes=lambda v, r, dt=dt: quantized_bytes(v[0], dt))
-        case(f"cpy/f32_{tn}/contiguous", "CPY", [In((3, 2, 512)), In((3, 2, 512), t, "zeros")],
-             lambda a, b: mb.ops.cpy(a, b), ref_bytes=lambda v, r, t=t: quantized_bytes(v[0], t))
+        if grid:
+            case(f"cpy/{tn}_{tn}/contiguous", "CPY", [In((3, 2, 512), t, gen), In((3, 2, 512), t, "blocks")],
+                 lambda a, b: mb.ops.cpy(a, b), ref_bytes=lambda v, r: r[0])
+        else:
+            case(f"cpy/f32_{tn}/contiguous", "CPY", [In((3, 2, 512)), In((3, 2, 512), t, "zeros")],
+                 lambda a, b: mb.ops.cpy(a, b), ref_bytes=lambda v, r, t=t: quantized_bytes(v[0], t))
     case("mul_mat/q4_Kxf32/whisper_mlp", "MUL_MAT", [In((1536, 512), mb.q4_K), In((300, 512))], mb.ops.mul_mat,
          mul_mat_ref, MM_Q)
 

@@ -47,8 +47,7 @@ _ARRAY = 9
 
 # ggml type ids of types this library does not handle, for the error message.
 _GGML_TYPE_NAMES = {
-    9: "q8_1", 16: "iq2_xxs", 17: "iq2_xs", 18: "iq3_xxs", 19: "iq1_s", 21: "iq3_s", 22: "iq2_s",
-    24: "i8", 25: "i16", 27: "i64", 28: "f64", 29: "iq1_m", 34: "tq1_0", 35: "tq2_0", 40: "nvfp4", 41: "q1_0",
+    9: "q8_1", 24: "i8", 25: "i16", 27: "i64", 28: "f64", 34: "tq1_0", 35: "tq2_0", 40: "nvfp4", 41: "q1_0",
 }
 
 
@@ -168,6 +167,13 @@ class GGUFFile:
             if t.name == name:
                 return t
         raise KeyError(name)
+
+    def tensor_bytes(self, name: str) -> memoryview:
+        """The stored bytes of tensor `name`, a view of the file's copy-on-write mapping (no copy; the
+        offsets were checked against the file's size by open). KeyError for an unknown name."""
+        info = self.tensor_info(name)
+        start = self.data_offset + info.offset
+        return memoryview(self._mmap)[start:start + info.nbytes]
 
     def load(self, device_or_buffer_type=None) -> Dict[str, Any]:
         """The tensors, name -> mb.Tensor (in one Context).

@@ -1,4 +1,5 @@
-"""Opens any supported Whisper model: a whisper.cpp .bin file or a CTranslate2 directory."""
+"""Opens any supported Whisper model: a whisper.cpp .bin file, a GGUF file with whisper.cpp's tensor
+names (gguf_format.py) or a CTranslate2 directory."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from metal_backend.io.ggml_types import GgmlType, QuantizedTensor
 from .ct2_format import is_ct2_dir, read_ct2
 from .errors import WhisperError
 from .ggml_format import is_ggml_file, read_ggml
+from .gguf_format import is_gguf_file, read_gguf
 from .model_data import Tensor, WhisperModelData, is_matrix
 
 # whisper.cpp records quantized files as ftype + 2 * 1000 (its quantization format version 2).
@@ -41,8 +43,10 @@ def load_model_data(path: str | os.PathLike, quantize: Optional[QuantizeHook] = 
         model = read_ct2(path)
     elif is_ggml_file(path):
         model = read_ggml(path)
+    elif is_gguf_file(path):
+        model = read_gguf(path)
     else:
-        raise WhisperError(f"{path}: not a whisper.cpp ggml model file (bad magic) "
+        raise WhisperError(f"{path}: not a whisper.cpp ggml model file (bad magic), a GGUF file "
                            "nor a CTranslate2 model directory")
     if quantize is not None:
         model = _apply_quantize(model, quantize)

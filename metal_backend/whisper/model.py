@@ -61,7 +61,8 @@ class Whisper:
     def load(cls, path: str | os.PathLike, device: mb.Device | str | None = None, threads: int | None = None,
              quantize: mb.Type | str | None = None, encoder_attention: str | None = None,
              compute_type: str = "float32") -> "Whisper":
-        """Loads a whisper.cpp ggml .bin file or a CTranslate2 model directory onto a device.
+        """Loads a whisper.cpp ggml .bin file, a GGUF file with whisper.cpp's tensor names (gguf_format.py)
+        or a CTranslate2 model directory onto a device.
 
         device: a Device, a device name ("CPU", "Metal", "MetalSim") or None for the best real
         device. threads: the CPU backend's thread count (None keeps its default). quantize: a

@@ -16,6 +16,7 @@
 #include "core/errors.h"
 #include "core/fp16.h"
 #include "core/isa.h"
+#include "core/quants_grid.h"
 #include "core/quants_iq.h"
 #include "core/quants_k.h"
 
@@ -47,6 +48,13 @@ constexpr TypeTraits kTraitsQ8_K{"q8_K", kQK_K, sizeof(block_q8_K), true};
 constexpr TypeTraits kTraitsIQ4_NL{"iq4_nl", MB_QK, sizeof(block_iq4_nl), true};
 constexpr TypeTraits kTraitsIQ4_XS{"iq4_xs", kQK_K, sizeof(block_iq4_xs), true};
 constexpr TypeTraits kTraitsMXFP4{"mxfp4", MB_QK, sizeof(block_mxfp4), true};
+constexpr TypeTraits kTraitsIQ2_XXS{"iq2_xxs", kQK_K, sizeof(block_iq2_xxs), true};
+constexpr TypeTraits kTraitsIQ2_XS{"iq2_xs", kQK_K, sizeof(block_iq2_xs), true};
+constexpr TypeTraits kTraitsIQ2_S{"iq2_s", kQK_K, sizeof(block_iq2_s), true};
+constexpr TypeTraits kTraitsIQ3_XXS{"iq3_xxs", kQK_K, sizeof(block_iq3_xxs), true};
+constexpr TypeTraits kTraitsIQ3_S{"iq3_s", kQK_K, sizeof(block_iq3_s), true};
+constexpr TypeTraits kTraitsIQ1_S{"iq1_s", kQK_K, sizeof(block_iq1_s), true};
+constexpr TypeTraits kTraitsIQ1_M{"iq1_m", kQK_K, sizeof(block_iq1_m), true};
 
 const TypeTraits* find_traits(int32_t id) {
     switch (static_cast<Type>(id)) {
@@ -68,6 +76,13 @@ const TypeTraits* find_traits(int32_t id) {
         case Type::IQ4_NL: return &kTraitsIQ4_NL;
         case Type::IQ4_XS: return &kTraitsIQ4_XS;
         case Type::MXFP4: return &kTraitsMXFP4;
+        case Type::IQ2_XXS: return &kTraitsIQ2_XXS;
+        case Type::IQ2_XS: return &kTraitsIQ2_XS;
+        case Type::IQ2_S: return &kTraitsIQ2_S;
+        case Type::IQ3_XXS: return &kTraitsIQ3_XXS;
+        case Type::IQ3_S: return &kTraitsIQ3_S;
+        case Type::IQ1_S: return &kTraitsIQ1_S;
+        case Type::IQ1_M: return &kTraitsIQ1_M;
     }
     return nullptr;
 }
@@ -418,7 +433,8 @@ Type type_from_id(int32_t id) {
         fail<InvalidArgumentError>("type_from_id", "unknown type id ", id,
                                    " (known: 0 f32, 1 f16, 2 q4_0, 3 q4_1, 6 q5_0, 7 q5_1, 8 q8_0, "
                                    "10 q2_K, 11 q3_K, 12 q4_K, "
-                                   "13 q5_K, 14 q6_K, 15 q8_K, 20 iq4_nl, 23 iq4_xs, 26 i32, 30 bf16, 39 mxfp4)");
+                                   "13 q5_K, 14 q6_K, 15 q8_K, 16 iq2_xxs, 17 iq2_xs, 18 iq3_xxs, 19 iq1_s, 20 iq4_nl, "
+                                   "21 iq3_s, 22 iq2_s, 23 iq4_xs, 26 i32, 29 iq1_m, 30 bf16, 39 mxfp4)");
     }
     return static_cast<Type>(id);
 }
@@ -427,7 +443,9 @@ const std::vector<Type>& all_types() {
     static const std::vector<Type> types{Type::F32,  Type::F16,  Type::BF16, Type::I32,  Type::Q4_0,
                                          Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0, Type::Q2_K,
                                          Type::Q3_K, Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::Q8_K,
-                                         Type::IQ4_NL, Type::IQ4_XS, Type::MXFP4};
+                                         Type::IQ4_NL, Type::IQ4_XS, Type::MXFP4, Type::IQ2_XXS,
+                                         Type::IQ2_XS, Type::IQ2_S, Type::IQ3_XXS, Type::IQ3_S,
+                                         Type::IQ1_S, Type::IQ1_M};
     return types;
 }
 
@@ -499,6 +517,15 @@ void quantize_row(Type t, const float* src, void* dst, int64_t n) {
         case Type::MXFP4:
             quantize_mxfp4(src, static_cast<block_mxfp4*>(dst), nb);
             return;
+        case Type::IQ2_XXS:
+        case Type::IQ2_XS:
+        case Type::IQ2_S:
+        case Type::IQ3_XXS:
+        case Type::IQ3_S:
+        case Type::IQ1_S:
+        case Type::IQ1_M:
+            fail<InvalidArgumentError>("quantize_row", "cannot quantize to ", type_traits(t).name, ": ",
+                                   grid_type_quantize_refusal(t));
     }
 }
 
@@ -565,6 +592,15 @@ void dequantize_row(Type t, const void* src, float* dst, int64_t n) {
             return;
         case Type::MXFP4:
             dequantize_mxfp4(static_cast<const block_mxfp4*>(src), dst, nb);
+            return;
+        case Type::IQ2_XXS:
+        case Type::IQ2_XS:
+        case Type::IQ2_S:
+        case Type::IQ3_XXS:
+        case Type::IQ3_S:
+        case Type::IQ1_S:
+        case Type::IQ1_M:
+            dequantize_grid(t, src, dst, nb);
             return;
     }
 }

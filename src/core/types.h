@@ -28,9 +28,16 @@ enum class Type : int32_t {
     Q5_K = 13,
     Q6_K = 14,
     Q8_K = 15,
+    IQ2_XXS = 16,
+    IQ2_XS = 17,
+    IQ3_XXS = 18,
+    IQ1_S = 19,
     IQ4_NL = 20,
+    IQ3_S = 21,
+    IQ2_S = 22,
     IQ4_XS = 23,
     I32 = 26,
+    IQ1_M = 29,
     BF16 = 30,
     MXFP4 = 39,
 };
@@ -66,7 +73,8 @@ inline uint32_t load_qh(const uint8_t* qh) {
 const TypeTraits& type_traits(Type t);
 Type type_from_id(int32_t id);
 
-// f32 f16 bf16 i32 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K q8_K iq4_nl iq4_xs mxfp4
+// f32 f16 bf16 i32 q4_0 q4_1 q5_0 q5_1 q8_0 q2_K q3_K q4_K q5_K q6_K q8_K iq4_nl iq4_xs mxfp4, then the
+// grid types iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m
 const std::vector<Type>& all_types();
 
 // Bytes taken by ne0 consecutive elements; throws InvalidArgumentError unless ne0 is a

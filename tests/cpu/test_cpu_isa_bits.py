@@ -1,8 +1,8 @@
 """The CPU device's quantized-weight MUL_MAT gives the same bits under every instruction-set cap.
 
-With q4_0, q4_1, q5_0, q5_1 and q8_0 weights and few tokens, the activations are quantized to 8 bits
-and each 32-element block's products are summed in integers, which every path (portable, AVX2, AVX2
-with AVX512-VNNI or AVX-VNNI byte dot products, one-row and four-row kernels) does exactly; the
+With q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl and mxfp4 weights and few tokens, the activations are
+quantized to 8 bits and each 32-element block's products are summed in integers, which every path
+(portable, AVX2, AVX2 with AVX512-VNNI or AVX-VNNI byte dot products, one-row and four-row kernels) does exactly; the
 floats are then combined in one order (src/cpu/kernels/int8_dot_x86.h). So the results must agree bit
 for bit across max_isa 0 (portable), 1 (avx2; AVX-VNNI where the CPU has it) and 2 (avx512;
 AVX512-VNNI where the CPU has it), for one token, two, and any count up to the GEMM switch, for odd
@@ -24,7 +24,7 @@ import metal_backend as mb
 
 CPU = mb.device("CPU")
 ISA_NAMES = {0: "portable", 1: "avx2", 2: "avx512"}
-QUANT = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0"]
+QUANT = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "iq4_nl", "mxfp4"]
 # At this many tokens (and above) quantized weights take the GEMM path (mul_mat.cpp,
 # kGemmMinTokensConverted).
 GEMM_TOKENS = 24

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import metal_backend as mb
+from op_cases import grid_blocks
 
 gguf = pytest.importorskip("gguf")
 from gguf import GGMLQuantizationType as GT  # noqa: E402
@@ -18,6 +19,11 @@ QUANT = {
     "q4_0": GT.Q4_0, "q4_1": GT.Q4_1, "q5_0": GT.Q5_0, "q5_1": GT.Q5_1, "q8_0": GT.Q8_0,
     "q2_K": GT.Q2_K, "q3_K": GT.Q3_K, "q4_K": GT.Q4_K, "q5_K": GT.Q5_K, "q6_K": GT.Q6_K,
     "iq4_nl": GT.IQ4_NL, "iq4_xs": GT.IQ4_XS, "mxfp4": GT.MXFP4,
+}
+# The grid types, stored as random blocks (nothing quantizes to them here).
+GRID = {
+    "iq2_xxs": GT.IQ2_XXS, "iq2_xs": GT.IQ2_XS, "iq2_s": GT.IQ2_S, "iq3_xxs": GT.IQ3_XXS, "iq3_s": GT.IQ3_S,
+    "iq1_s": GT.IQ1_S, "iq1_m": GT.IQ1_M,
 }
 
 METADATA = [
@@ -46,6 +52,8 @@ def write_file(path, alignment=None, tensors=None):
             block = getattr(mb, name).block_size
             x = rng.standard_normal((4, 2 * max(block, 128))).astype(np.float32)
             tensors[f"w.{name}"] = (np.frombuffer(mb.quantize(x, getattr(mb, name)), np.uint8).reshape(4, -1), t)
+        for name, t in GRID.items():
+            tensors[f"w.{name}"] = (grid_blocks(getattr(mb, name), (4, 512), rng).reshape(4, -1), t)
     for name, v in tensors.items():
         if isinstance(v, tuple):
             w.add_tensor(name, v[0], raw_dtype=v[1])
@@ -100,7 +108,7 @@ def test_tensors_load_equal_to_gguf_py(sample):
         t = loaded[rt.name]
         assert t.type == info.type and t.shape == info.shape
         assert t.get_bytes() == bytes(np.asarray(rt.data).tobytes())
-        if rt.tensor_type in QUANT.values():
+        if rt.tensor_type in QUANT.values() or rt.tensor_type in GRID.values():
             want = gguf.quants.dequantize(np.asarray(rt.data), rt.tensor_type)
             np.testing.assert_array_equal(t.get(), want.reshape(info.shape))
 
@@ -164,7 +172,7 @@ BAD = {
     "too_many_dims": (_header(n_tensors=1) + _s(b"t") + struct.pack("<I", 5) + bytes(64), "dimensions"),
     "unknown_tensor_type": (_header(n_tensors=1) + _s(b"t") + struct.pack("<IQIQ", 1, 4, 200, 0),
                             "unknown type id 200"),
-    "unsupported_ggml_type": (_header(n_tensors=1) + _s(b"t") + struct.pack("<IQIQ", 1, 256, 16, 0), "iq2_xxs"),
+    "unsupported_ggml_type": (_header(n_tensors=1) + _s(b"t") + struct.pack("<IQIQ", 1, 256, 34, 0), "tq1_0"),
     "partial_block": (_header(n_tensors=1) + _s(b"t") + struct.pack("<IQIQ", 1, 33, 2, 0), "block size 32"),
     "misaligned_offset": (_header(n_tensors=1) + _s(b"t") + struct.pack("<IQIQ", 1, 4, 0, 4), "alignment"),
     "data_past_end": (_header(n_tensors=1) + _s(b"t") + struct.pack("<IQIQ", 1, 1024, 0, 0), "past the end"),

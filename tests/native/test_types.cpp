@@ -173,6 +173,10 @@ void test_traits() {
         {mb::Type::Q5_K, 13, "q5_K", 256, 176, true}, {mb::Type::Q6_K, 14, "q6_K", 256, 210, true},
         {mb::Type::Q8_K, 15, "q8_K", 256, 292, true}, {mb::Type::IQ4_NL, 20, "iq4_nl", 32, 18, true},
         {mb::Type::IQ4_XS, 23, "iq4_xs", 256, 136, true}, {mb::Type::MXFP4, 39, "mxfp4", 32, 17, true},
+        {mb::Type::IQ2_XXS, 16, "iq2_xxs", 256, 66, true}, {mb::Type::IQ2_XS, 17, "iq2_xs", 256, 74, true},
+        {mb::Type::IQ2_S, 22, "iq2_s", 256, 82, true},    {mb::Type::IQ3_XXS, 18, "iq3_xxs", 256, 98, true},
+        {mb::Type::IQ3_S, 21, "iq3_s", 256, 110, true},   {mb::Type::IQ1_S, 19, "iq1_s", 256, 50, true},
+        {mb::Type::IQ1_M, 29, "iq1_m", 256, 56, true},
     };
     constexpr size_t n_wants = sizeof(wants) / sizeof(wants[0]);
     CHECK(mb::all_types().size() == n_wants, "all_types size");

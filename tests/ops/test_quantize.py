@@ -81,7 +81,8 @@ def test_types_tuple():
     assert isinstance(mb.types, tuple)
     assert [t.name for t in mb.types] == ["f32", "f16", "bf16", "i32", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0",
                                           "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "q8_K", "iq4_nl", "iq4_xs",
-                                          "mxfp4"]
+                                          "mxfp4", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s",
+                                          "iq1_m"]
     assert all(t is getattr(mb, t.name) for t in mb.types)
     assert len(set(mb.types)) == len(mb.types)
     assert mb.q4_0 == mb.types[4] and mb.q4_0 != mb.q4_1

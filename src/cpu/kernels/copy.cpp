@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/errors.h"
+#include "core/quants_grid.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/vec.h"
 
@@ -20,7 +21,7 @@ bool conversion_allowed(Type from, Type to) {
     const bool to_f32 = to == Type::F32;
     switch (from) {
         case Type::F32:
-            return true;
+            return !is_grid_type(to);  // nothing quantizes to the grid types (core/quants_grid.h)
         case Type::F16:
             return to_f32;
         case Type::BF16:
@@ -41,6 +42,13 @@ bool conversion_allowed(Type from, Type to) {
         case Type::IQ4_NL:
         case Type::IQ4_XS:
         case Type::MXFP4:
+        case Type::IQ2_XXS:
+        case Type::IQ2_XS:
+        case Type::IQ2_S:
+        case Type::IQ3_XXS:
+        case Type::IQ3_S:
+        case Type::IQ1_S:
+        case Type::IQ1_M:
             return to_f32 || to == Type::F16;
     }
     return false;

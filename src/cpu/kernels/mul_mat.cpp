@@ -129,6 +129,13 @@ bool is_weight_type(Type t) {
         case Type::IQ4_NL:
         case Type::IQ4_XS:
         case Type::MXFP4:
+        case Type::IQ2_XXS:
+        case Type::IQ2_XS:
+        case Type::IQ2_S:
+        case Type::IQ3_XXS:
+        case Type::IQ3_S:
+        case Type::IQ1_S:
+        case Type::IQ1_M:
             return true;
         default:
             return false;

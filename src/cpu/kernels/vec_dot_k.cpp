@@ -16,6 +16,8 @@
 #include "core/quants_k.h"
 #include "cpu/kernels/simd.h"
 #include "cpu/kernels/vec_dot.h"
+#include "cpu/kernels/vec_dot_grid.h"
+#include "cpu/kernels/vec_dot_table_simd.h"
 
 namespace mb {
 
@@ -193,6 +195,34 @@ struct GroupCodesQ6 {
     }
 };
 
+MB_TARGET_AVX2 inline int32_t hsum_epi32(__m256i v) {
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
+    return _mm_cvtsi128_si32(t);
+}
+
+// 16 int32 (each fits an int16: every scale and minimum does) as 16 int16, in order.
+MB_TARGET_AVX2 inline __m256i pack16(const int32_t* v) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v));
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 8));
+    return _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8);
+}
+
+// add_block with its two sums over the 16 scales and activation sums in vpmaddwd: the same integers
+// (|scale| <= 128 times |bsum| <= 16 * 128 stays far inside int32), then the same multiply-adds.
+template <class Block>
+MB_TARGET_AVX2 inline float add_block_avx2(float acc, const KScales& s, const block_q8_K& y, int32_t isum) {
+    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums));
+    const int32_t zsum = kZero<Block> != 0 ? hsum_epi32(_mm256_madd_epi16(bs, pack16(s.sc))) : 0;
+    acc = std::fma(s.d * y.d, float(isum - kZero<Block> * zsum), acc);
+    if (kHasMin<Block>) {
+        const int32_t msum = hsum_epi32(_mm256_madd_epi16(bs, pack16(s.mn)));
+        acc = std::fma(-(s.dmin * y.d), float(msum), acc);
+    }
+    return acc;
+}
+
 template <class Block, class Codes>
 MB_TARGET_AVX2 float dot_k_avx2(int64_t k, const void* va, const void* vb) {
     const auto* a = static_cast<const Block*>(va);
@@ -211,10 +241,7 @@ MB_TARGET_AVX2 float dot_k_avx2(int64_t k, const void* va, const void* vb) {
                                                 _mm_set1_epi16(int16_t(s.sc[2 * g])));
             sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, sc));
         }
-        __m128i t = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
-        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
-        acc = add_block<Block>(acc, s, b[i], _mm_cvtsi128_si32(t));
+        acc = add_block_avx2<Block>(acc, s, b[i], hsum_epi32(sum));
     }
     return acc;
 }
@@ -236,15 +263,18 @@ inline float block_scale(const block_mxfp4& b) { return mb_qb_e8m0_half(b.e); }
 inline const int8_t* table_of(const block_iq4_nl&) { return mb_kvalues_iq4nl; }
 inline const int8_t* table_of(const block_mxfp4&) { return mb_kvalues_mxfp4; }
 
+// Block i goes to accumulator i % 8 (so the SIMD kernels can add eight blocks in one vector), then
+// the eight are added in a fixed tree (vec_dot_table_simd.h).
 template <class Block>
 float dot_table32(int64_t k, const void* va, const void* vb) {
     const auto* a = static_cast<const Block*>(va);
     const auto* b = static_cast<const BlockQ8Act*>(vb);
-    float acc = 0.0f;
+    float acc[8] = {};
     for (int64_t i = 0; i < k / MB_QK; ++i) {
-        acc = std::fma(block_scale(a[i]) * b[i].d, float(table_dot32(a[i].qs, table_of(a[i]), b[i].qs)), acc);
+        acc[i % 8] = std::fma(block_scale(a[i]) * b[i].d, float(table_dot32(a[i].qs, table_of(a[i]), b[i].qs)),
+                              acc[i % 8]);
     }
-    return acc;
+    return table_acc_sum(acc);
 }
 
 float dot_iq4_xs(int64_t k, const void* va, const void* vb) {
@@ -264,13 +294,18 @@ float dot_iq4_xs(int64_t k, const void* va, const void* vb) {
 
 }  // namespace
 
-VecDotKFn vec_dot_table_fn(Type t) {
+VecDotKFn vec_dot_table_portable_fn(Type t) {
     switch (t) {
         case Type::IQ4_NL: return dot_table32<block_iq4_nl>;
         case Type::MXFP4: return dot_table32<block_mxfp4>;
         case Type::IQ4_XS: return dot_iq4_xs;
         default: return nullptr;
     }
+}
+
+VecDotKFn vec_dot_table_fn(Type t) {
+    if (VecDotKFn f = vec_dot_table_simd_fn(t)) return f;  // the same bits, faster
+    return vec_dot_table_portable_fn(t);
 }
 
 bool is_k_quant(Type t) {
@@ -280,7 +315,14 @@ bool is_k_quant(Type t) {
         case Type::Q4_K:
         case Type::Q5_K:
         case Type::Q6_K:
-        case Type::IQ4_XS:  // also paired with q8_K activations
+        case Type::IQ4_XS:  // also paired with q8_K activations, as are the grid types
+        case Type::IQ2_XXS:
+        case Type::IQ2_XS:
+        case Type::IQ2_S:
+        case Type::IQ3_XXS:
+        case Type::IQ3_S:
+        case Type::IQ1_S:
+        case Type::IQ1_M:
             return true;
         default:
             return false;
@@ -298,7 +340,8 @@ void quantize_row_q8_K_act(const float* x, block_q8_K* y, int64_t k) {
 }
 
 VecDotKFn vec_dot_k_portable_fn(Type t) {
-    if (VecDotKFn f = vec_dot_table_fn(t)) return f;
+    if (VecDotKFn f = vec_dot_table_portable_fn(t)) return f;
+    if (VecDotKFn f = vec_dot_grid_fn(t)) return f;
     switch (t) {
         case Type::Q2_K: return dot_k_portable<block_q2_K>;
         case Type::Q3_K: return dot_k_portable<block_q3_K>;
@@ -312,6 +355,7 @@ VecDotKFn vec_dot_k_portable_fn(Type t) {
 
 VecDotKFn vec_dot_k_fn(Type t) {
     if (VecDotKFn f = vec_dot_table_fn(t)) return f;
+    if (VecDotKFn f = vec_dot_grid_fn(t)) return f;
 #if defined(MB_SIMD_X86)
     if (cpu_has_avx2_fma_f16c()) {
         switch (t) {

@@ -28,7 +28,15 @@ VecDotKFn vec_dot_k_portable_fn(Type t);
 
 // The table types (iq4_nl, mxfp4 with BlockQ8Act activations of vec_dot.h; iq4_xs with q8_K): the
 // table values times the activation codes summed in int32 per block, then one fused multiply-add by
-// the two scales. One portable kernel for every instruction set; nullptr for other types.
+// the two scales, in block order. vec_dot_table_fn gives the SIMD kernel in use
+// (vec_dot_table_simd.h) or the portable one, which vec_dot_table_portable_fn always gives; every
+// path gives the same bits. nullptr for other types.
 VecDotKFn vec_dot_table_fn(Type t);
+VecDotKFn vec_dot_table_portable_fn(Type t);
+
+// iq4_nl's and mxfp4's eight per-block accumulators (block i into acc[i % 8]) added in one fixed order.
+inline float table_acc_sum(const float* acc) {
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
 
 }  // namespace mb

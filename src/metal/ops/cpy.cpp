@@ -47,6 +47,13 @@ bool conversion(Type from, Type to) {
         case Type::IQ4_NL:
         case Type::IQ4_XS:
         case Type::MXFP4:
+        case Type::IQ2_XXS:
+        case Type::IQ2_XS:
+        case Type::IQ2_S:
+        case Type::IQ3_XXS:
+        case Type::IQ3_S:
+        case Type::IQ1_S:
+        case Type::IQ1_M:
             return to == Type::F32 || to == Type::F16;
         case Type::Q8_K:
             return false;

@@ -1,0 +1,21 @@
+// SIMD forms of the table types' dot products (vec_dot_k.h's vec_dot_table_fn: iq4_nl and mxfp4
+// against BlockQ8Act activations, iq4_xs against q8_K): AVX2 with AVX2's, AVX-VNNI's or
+// AVX512-VNNI's byte dot product (int8_dot_x86.h, whichever byte_dot_in_use() names), and NEON. The
+// 32 codes of a block are looked up in the 16-entry table with one byte shuffle (vpshufb, tbl); the
+// table values times the activation codes are summed exactly in int32 (|table| <= 127 and |code| <=
+// 128, so no pair of products saturates an int16), and each block's sum then goes through the
+// portable kernel's fused multiply-adds (iq4_xs: one chain in block order; iq4_nl and mxfp4: block i
+// into accumulator i % 8, eight blocks per vector here, then table_acc_sum's fixed tree): every
+// instruction set gives the portable kernel's bits.
+#pragma once
+
+#include "core/types.h"
+#include "cpu/kernels/vec_dot_k.h"
+
+namespace mb {
+
+// The kernel for t (iq4_nl, mxfp4, iq4_xs) for the instruction set in use; nullptr for other types
+// or where neither AVX2 nor NEON is in use (the portable kernels run there).
+VecDotKFn vec_dot_table_simd_fn(Type t);
+
+}  // namespace mb
