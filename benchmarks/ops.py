@@ -664,7 +664,8 @@ def main():
     ap.add_argument("--min-time", type=float, default=0.3, help="seconds each peer runs per row (at least)")
     ap.add_argument("--rounds", type=int, default=3,
                     help="rounds of bursts per row (each peer's best over all); more rounds, steadier ratios")
-    ap.add_argument("--only", default="", help="run only rows whose name or shape contains this")
+    ap.add_argument("--only", default="",
+                    help="run only rows whose name or shape contains this (several: comma-separated)")
     args = ap.parse_args()
     if any(t < 1 for t in args.threads):
         ap.error(f"--threads takes counts of at least 1, got {args.threads}")
@@ -720,7 +721,7 @@ def run_table(nth, args):
 
     rng = np.random.default_rng(0)
     for row in all_rows(rng):
-        if args.only and args.only not in row.name and args.only not in row.shape:
+        if args.only and not any(o in row.name or o in row.shape for o in args.only.split(",")):
             continue
         note = ""
         fns, names = [], []

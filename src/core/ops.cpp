@@ -682,7 +682,8 @@ Tensor* ssm_scan(Tensor* s, Tensor* x, Tensor* dt, Tensor* A, Tensor* B, Tensor*
     ok = ok && A->ne[1] == nh && A->ne[2] == 1 && A->ne[3] == 1 && (A->ne[0] == 1 || A->ne[0] == nc);
     MB_REQUIRE(ok, who,
                "shapes do not agree: want s [d_state, head_dim, n_head, *], x [head_dim, n_head, n_t, n_s], "
-               "dt [n_head, n_t, n_s], A [d_state or 1, n_head], B = C [d_state, n_group, n_t, n_s], ids [n_s] (ggml order; " +
+               "dt [n_head, n_t, n_s], A [d_state or 1, n_head], B = C [d_state, n_group, n_t, n_s], ids [n_s] "
+               "(ggml order; " +
                    shapes + ")");
     MB_REQUIRE(ng > 0 && nh % ng == 0, who, "n_head must be a multiple of n_group (" + shapes + ")");
     MB_REQUIRE(ns == 0 || s->ne[3] > 0, who, "s holds no state to start from (" + shapes + ")");
