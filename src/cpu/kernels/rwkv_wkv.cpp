@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cpu/kernels/kernels.h"
+#include "cpu/kernels/vec.h"
 
 namespace mb {
 
@@ -44,6 +45,47 @@ void wkv6_head(const Tensor& dst, int64_t h, int64_t seq, int64_t S, int64_t H, 
     }
 }
 
+// One WKV7 state row in place: sa = a . row; row = row * w + vi * k + sa * b; returns row . r.
+#define MB_WKV7_ROW_BODY                                                             \
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                         \
+    int64_t j = 0;                                                                   \
+    for (; j + 8 <= S; j += 8) {                                                     \
+        for (int u = 0; u < 8; ++u) acc[u] += a[j + u] * row[j + u];                 \
+    }                                                                                \
+    float sa = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])); \
+    for (; j < S; ++j) sa += a[j] * row[j];                                          \
+    float out[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                         \
+    j = 0;                                                                           \
+    for (; j + 8 <= S; j += 8) {                                                     \
+        for (int u = 0; u < 8; ++u) {                                                \
+            const float m = row[j + u] * w[j + u] + vi * k[j + u] + sa * b[j + u];   \
+            row[j + u] = m;                                                          \
+            out[u] += m * r[j + u];                                                  \
+        }                                                                            \
+    }                                                                                \
+    float y = ((out[0] + out[1]) + (out[2] + out[3])) + ((out[4] + out[5]) + (out[6] + out[7])); \
+    for (; j < S; ++j) {                                                             \
+        const float m = row[j] * w[j] + vi * k[j] + sa * b[j];                       \
+        row[j] = m;                                                                  \
+        y += m * r[j];                                                               \
+    }                                                                                \
+    return y;
+
+float wkv7_row_portable(float* __restrict row, const float* __restrict r, const float* __restrict w,
+                        const float* __restrict k, const float* __restrict a, const float* __restrict b, float vi,
+                        int64_t S) {
+    MB_WKV7_ROW_BODY
+}
+
+#if defined(MB_VEC_AVX2)
+MB_AVX2 float wkv7_row_avx2(float* __restrict row, const float* __restrict r, const float* __restrict w,
+                            const float* __restrict k, const float* __restrict a, const float* __restrict b, float vi,
+                            int64_t S) {
+    MB_WKV7_ROW_BODY
+}
+#endif
+#undef MB_WKV7_ROW_BODY
+
 void wkv7_head(const Tensor& dst, int64_t h, int64_t seq, int64_t S, int64_t H, int64_t per_seq, float* M) {
     const float* r = f32(dst.src[0]);
     const float* w = f32(dst.src[1]);
@@ -56,15 +98,14 @@ void wkv7_head(const Tensor& dst, int64_t h, int64_t seq, int64_t S, int64_t H, 
         const size_t off = size_t(t * H + h) * size_t(S);
         for (int64_t i = 0; i < S; ++i) {
             float* row = M + i * S;
-            float sa = 0.0f;
-            for (int64_t j = 0; j < S; ++j) sa += a[off + j] * row[j];
             const float vi = v[off + i];
-            float yi = 0.0f;
-            for (int64_t j = 0; j < S; ++j) {
-                row[j] = row[j] * w[off + j] + vi * k[off + j] + sa * b[off + j];
-                yi += row[j] * r[off + j];
+#if defined(MB_VEC_AVX2)
+            if (vec::use_avx2()) {
+                out[off + i] = wkv7_row_avx2(row, r + off, w + off, k + off, a + off, b + off, vi, S);
+                continue;
             }
-            out[off + i] = yi;
+#endif
+            out[off + i] = wkv7_row_portable(row, r + off, w + off, k + off, a + off, b + off, vi, S);
         }
     }
 }
