@@ -110,7 +110,8 @@ class Ggml:
         n = ggml.ggml_nbytes(self.out)
         buf = (ctypes.c_char * n)()
         ggml.ggml_backend_tensor_get(self.out, ctypes.cast(buf, ctypes.c_void_p), 0, n)
-        return np.frombuffer(buf, dtype=np.float32).copy()
+        dtype = np.int32 if self.out.contents.type == ggml.GGML_TYPE_I32 else np.float32
+        return np.frombuffer(buf, dtype=dtype).copy()
 
     def close(self):
         ggml.ggml_backend_buffer_free(self.buffer)
@@ -292,8 +293,14 @@ def mul_mat_id_row(rng):
         def torch_fn():
             return torch.einsum("tunk,tk->tun", tw[ti], tx)
 
+    def build_ggml(ctx):
+        tw = ggml.ggml_new_tensor_3d(ctx, ggml.GGML_TYPE_F32, k, n, e)
+        tx = ggml.ggml_new_tensor_3d(ctx, ggml.GGML_TYPE_F32, k, 1, t)
+        ti = ggml.ggml_new_tensor_2d(ctx, ggml.GGML_TYPE_I32, used, t)
+        return [tw, tx, ti], ggml.ggml_mul_mat_id(ctx, tw, tx, ti)
+
     return Row("mul_mat_id", f"{t}x{k}x{n} {used}/{e}", 2.0 * t * used * n * k, (build_ours, [w, x, ids]), np_moe,
-               None, torch_fn, 1e-4)
+               (build_ggml, [w, x, ids]), torch_fn, 1e-4)
 
 
 def argsort_row(rng):
@@ -303,8 +310,13 @@ def argsort_row(rng):
         t = ctx.tensor(mb.f32, a.shape)
         return [t], mb.ops.argsort(t)
 
+    def build_ggml(ctx):
+        t = ggml.ggml_new_tensor_2d(ctx, ggml.GGML_TYPE_F32, 1000, 512)
+        return [t], ggml.ggml_argsort(ctx, t, ggml.GGML_SORT_ORDER_ASC)
+
     ta = torch.from_numpy(a) if torch is not None else None
-    return Row("argsort", "512x1000", None, (build_ours, [a]), lambda: np.argsort(a, axis=-1, kind="stable"), None,
+    return Row("argsort", "512x1000", None, (build_ours, [a]), lambda: np.argsort(a, axis=-1, kind="stable"),
+               (build_ggml, [a]),
                (lambda: torch.argsort(ta, dim=-1, stable=True)) if torch is not None else None, 0.0)
 
 
@@ -322,14 +334,19 @@ def group_norm_row(rng):
         t = ctx.tensor(mb.f32, a.shape)
         return [t], mb.ops.group_norm(t, groups, eps)
 
+    def build_ggml(ctx):
+        t = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F32, 64, 64, 320, 1)
+        return [t], ggml.ggml_group_norm(ctx, t, groups, eps)
+
     ta = torch.from_numpy(a) if torch is not None else None
-    return Row("group_norm", "320x64x64 g32", None, (build_ours, [a]), np_group_norm, None,
+    return Row("group_norm", "320x64x64 g32", None, (build_ours, [a]), np_group_norm, (build_ggml, [a]),
                (lambda: F.group_norm(ta, groups, eps=eps)) if torch is not None else None, 1e-4)
 
 
 def conv_transpose_1d_row(rng):
-    """A vocoder's 8x upsampling layer: 256 -> 128 channels, kernel 16, 200 frames."""
-    ic, oc, k, length, s, p = 256, 128, 16, 200, 8, 4
+    """A vocoder's 8x upsampling layer: 256 -> 128 channels, kernel 16, 200 frames (no padding: ggml's
+    CPU kernel takes p0 = 0 only)."""
+    ic, oc, k, length, s, p = 256, 128, 16, 200, 8, 0
     w = rng.standard_normal((ic, oc, k)).astype(np.float32)
     x = rng.standard_normal((1, ic, length)).astype(np.float32)
     ol = (length - 1) * s - 2 * p + (k - 1) + 1
@@ -344,10 +361,170 @@ def conv_transpose_1d_row(rng):
         tw, tx = ctx.tensor(mb.f32, w.shape), ctx.tensor(mb.f32, x.shape)
         return [tw, tx], mb.ops.conv_transpose_1d(tw, tx, s, p, 1)
 
+    def build_ggml(ctx):
+        tw = ggml.ggml_new_tensor_3d(ctx, ggml.GGML_TYPE_F32, k, oc, ic)
+        tx = ggml.ggml_new_tensor_3d(ctx, ggml.GGML_TYPE_F32, length, ic, 1)
+        return [tw, tx], ggml.ggml_conv_transpose_1d(ctx, tw, tx, s, p, 1)
+
     tw = torch.from_numpy(w) if torch is not None else None
     tx = torch.from_numpy(x) if torch is not None else None
     return Row("conv_t_1d", f"{ic}x{length}->{oc}x{ol}", 2.0 * ic * oc * k * length, (build_ours, [w, x]), np_conv_t,
-               None, (lambda: F.conv_transpose1d(tx, tw, stride=s, padding=p)) if torch is not None else None, 1e-4)
+               (build_ggml, [w, x]),
+               (lambda: F.conv_transpose1d(tx, tw, stride=s, padding=p)) if torch is not None else None, 1e-4)
+
+
+def ssm_scan_row(rng):
+    """Mamba-2 130M's scan over a 64-token prompt: 24 heads of 64, d_state 128, one group."""
+    nt, nh, nr, nc = 64, 24, 64, 128
+    s = (rng.standard_normal((1, nh, nr, nc)) * 0.1).astype(np.float32)
+    x = rng.standard_normal((1, nt, nh, nr)).astype(np.float32)
+    dt = rng.standard_normal((1, nt, nh)).astype(np.float32)
+    A = -rng.uniform(0.5, 2.0, (nh, 1)).astype(np.float32)
+    B = rng.standard_normal((1, nt, 1, nc)).astype(np.float32)
+    C = rng.standard_normal((1, nt, 1, nc)).astype(np.float32)
+    ids = np.zeros(1, np.int32)
+
+    def scan(lib, st, xx, d, a, b, c):
+        dsp = lib.where(d > 20, d, lib.log1p(lib.exp(d)))  # (nt, nh)
+        ys = []
+        for t in range(nt):
+            decay = lib.exp(dsp[t][:, None] * a)[:, None, :]
+            st = st * decay + b[t][:, None, :] * (xx[t] * dsp[t][:, None])[:, :, None]
+            ys.append((st * c[t][:, None, :]).sum(-1))
+        return ys, st
+
+    def np_scan():
+        ys, st = scan(np, s[0], x[0], dt[0], A, B[0, :, 0][:, None], C[0, :, 0][:, None])
+        return np.concatenate([np.stack(ys).ravel(), st.ravel()])
+
+    def build_ours(ctx):
+        ts = [ctx.tensor(mb.f32, v.shape) for v in (s, x, dt, A, B, C)] + [ctx.tensor(mb.i32, ids.shape)]
+        return ts, mb.ops.ssm_scan(*ts)
+
+    def build_ggml(ctx):
+        f = ggml.GGML_TYPE_F32
+        ts = [ggml.ggml_new_tensor_4d(ctx, f, nc, nr, nh, 1), ggml.ggml_new_tensor_4d(ctx, f, nr, nh, nt, 1),
+              ggml.ggml_new_tensor_3d(ctx, f, nh, nt, 1), ggml.ggml_new_tensor_2d(ctx, f, 1, nh),
+              ggml.ggml_new_tensor_4d(ctx, f, nc, 1, nt, 1), ggml.ggml_new_tensor_4d(ctx, f, nc, 1, nt, 1),
+              ggml.ggml_new_tensor_1d(ctx, ggml.GGML_TYPE_I32, 1)]
+        return ts, ggml.ggml_ssm_scan(ctx, *ts)
+
+    torch_fn = None
+    if torch is not None:
+        tt = [torch.from_numpy(np.ascontiguousarray(v)) for v in (s[0], x[0], dt[0], A, B[0, :, 0][:, None],
+                                                                   C[0, :, 0][:, None])]
+
+        def torch_fn():
+            return scan(torch, *tt)
+
+    inputs = [s, x, dt, A, B, C, ids]
+    return Row("ssm_scan", f"{nt}t {nh}x{nr} d{nc}", None, (build_ours, inputs), np_scan, (build_ggml, inputs),
+               torch_fn, 1e-4)
+
+
+def rwkv_rows(rng):
+    """RWKV-6 / RWKV-7 1.6B's WKV over a 64-token prompt: 32 heads of 64."""
+    T, H, S = 64, 32, 64
+    tok = [rng.standard_normal((T, H, S)).astype(np.float32) * 0.5 for _ in range(4)]
+    decay = rng.uniform(0.5, 0.99, (T, H, S)).astype(np.float32)
+    state = (rng.standard_normal((1, S * S * H)) * 0.1).astype(np.float32)
+    tf = rng.standard_normal((H, S)).astype(np.float32)
+    rows = []
+
+    def wkv6(lib, k, v, r, tf_, td, st):
+        M = st.reshape(H, S, S)
+        ys = []
+        for t in range(T):
+            kv = k[t][:, :, None] * v[t][:, None, :]
+            ys.append((r[t][:, :, None] * (tf_[:, :, None] * kv + M)).sum(1))
+            M = M * td[t][:, :, None] + kv
+        return ys, M
+
+    def wkv7(lib, r, w, k, v, a, b, st):
+        M = st.reshape(H, S, S)
+        ys = []
+        for t in range(T):
+            sa = (M * a[t][:, None, :]).sum(-1)
+            M = M * w[t][:, None, :] + v[t][:, :, None] * k[t][:, None, :] + sa[:, :, None] * b[t][:, None, :]
+            ys.append((M * r[t][:, None, :]).sum(-1))
+        return ys, M
+
+    f = ggml.GGML_TYPE_F32 if ggml is not None else None
+    for name, fn, inputs in [("rwkv_wkv6", wkv6, [tok[0], tok[1], tok[2], tf, decay, state]),
+                             ("rwkv_wkv7", wkv7, [tok[0], decay, tok[1], tok[2], -tok[3] * 0.1, tok[3] * 0.1,
+                                                  state])]:
+        op = getattr(mb.ops, name)
+
+        def np_fn(fn=fn, inputs=inputs):
+            ys, M = fn(np, *inputs[:-1], inputs[-1][0])
+            return np.concatenate([np.stack(ys).ravel(), M.ravel()])
+
+        def build_ours(ctx, op=op, inputs=inputs):
+            ts = [ctx.tensor(mb.f32, v.shape) for v in inputs]
+            return ts, op(*ts)
+
+        def build_ggml(ctx, name=name, inputs=inputs):
+            ts = []
+            for v in inputs:
+                ne = v.shape[::-1]
+                new = ggml.ggml_new_tensor_3d if len(ne) == 3 else ggml.ggml_new_tensor_2d
+                ts.append(new(ctx, f, *ne))
+            return ts, getattr(ggml, "ggml_" + name)(ctx, *ts)
+
+        torch_fn = None
+        if torch is not None:
+            tt = [torch.from_numpy(np.ascontiguousarray(v)) for v in inputs[:-1]] + [torch.from_numpy(inputs[-1][0])]
+
+            def torch_fn(fn=fn, tt=tt):
+                return fn(torch, *tt)
+
+        rows.append(Row(name, f"{T}t {H}x{S}", None, (build_ours, inputs), np_fn, (build_ggml, inputs), torch_fn,
+                        1e-4))
+    return rows
+
+
+def interpolate_row(mode, rng):
+    """A UNet decoder's 2x resampling: 1x128x64x64 -> 128x128 (ggml's half-pixel sampling, as torch's
+    align_corners=False)."""
+    c, h, w = 128, 64, 64
+    a = rng.standard_normal((1, c, h, w)).astype(np.float32)
+    oh, ow = 2 * h, 2 * w
+
+    def np_bilinear():
+        def axis(n_in, n_out):
+            p = (np.arange(n_out, dtype=np.float32) + 0.5) / np.float32(n_out / n_in) - 0.5
+            p0 = np.floor(p).astype(np.int64)
+            lo, hi = np.clip(p0, 0, n_in - 1), np.clip(p0 + 1, 0, n_in - 1)
+            return lo, hi, np.clip(p - lo, 0, 1)
+        ylo, yhi, dy = axis(h, oh)
+        xlo, xhi, dx = axis(w, ow)
+        top = a[:, :, ylo][..., xlo] * (1 - dx) + a[:, :, ylo][..., xhi] * dx
+        bot = a[:, :, yhi][..., xlo] * (1 - dx) + a[:, :, yhi][..., xhi] * dx
+        return top * (1 - dy[:, None]) + bot * dy[:, None]
+
+    ta = torch.from_numpy(a) if torch is not None else None
+    torch_fn = None
+    if torch is not None:
+        def torch_fn():
+            return F.interpolate(ta, scale_factor=2, mode=mode, align_corners=False)
+    if mode == "bicubic":  # numpy has no bicubic: torch's result (Keys a = -0.75, as ggml) is the reference
+        ref = torch_fn().numpy() if torch is not None else None
+
+        def np_fn():
+            return ref
+    else:
+        np_fn = np_bilinear
+
+    def build_ours(ctx):
+        t = ctx.tensor(mb.f32, a.shape)
+        return [t], mb.ops.upscale(t, 2, mode)
+
+    def build_ggml(ctx):
+        t = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F32, w, h, c, 1)
+        return [t], ggml.ggml_interpolate(ctx, t, ow, oh, c, 1, 1 if mode == "bilinear" else 2)
+
+    return Row(f"upscale {mode[:5]}", f"{c}x{h}x{w} x2", None, (build_ours, [a]), np_fn, (build_ggml, [a]), torch_fn,
+               1e-4)
 
 
 def all_rows(rng):
@@ -364,6 +541,7 @@ def all_rows(rng):
                 rows.append(matmul_row(wtype, n, k, m, rng))
     rows += [softmax_row(rng), norm_row(rng), gelu_row(rng), add_row(rng)]
     rows += [mul_mat_id_row(rng), argsort_row(rng), group_norm_row(rng), conv_transpose_1d_row(rng)]
+    rows += [ssm_scan_row(rng), *rwkv_rows(rng), interpolate_row("bilinear", rng), interpolate_row("bicubic", rng)]
     return rows
 
 
@@ -488,7 +666,8 @@ def main():
     ap.add_argument("--min-time", type=float, default=0.3, help="seconds each peer runs per row (at least)")
     ap.add_argument("--rounds", type=int, default=3,
                     help="rounds of bursts per row (each peer's best over all); more rounds, steadier ratios")
-    ap.add_argument("--only", default="", help="run only rows whose name or shape contains this")
+    ap.add_argument("--only", default="",
+                    help="run only rows whose name or shape contains this (several: comma-separated)")
     args = ap.parse_args()
     if any(t < 1 for t in args.threads):
         ap.error(f"--threads takes counts of at least 1, got {args.threads}")
@@ -544,7 +723,7 @@ def run_table(nth, args):
 
     rng = np.random.default_rng(0)
     for row in all_rows(rng):
-        if args.only and args.only not in row.name and args.only not in row.shape:
+        if args.only and not any(o in row.name or o in row.shape for o in args.only.split(",")):
             continue
         note = ""
         fns, names = [], []

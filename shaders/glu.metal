@@ -30,7 +30,9 @@ static inline float glu_apply(float x, float g, float alpha, float limit) {
     }
 }
 
-kernel void kernel_glu_f32(
+// T: the stored element (float or half), computed in f32.
+template <typename T>
+kernel void kernel_glu(
         constant mb_kargs_glu & args [[buffer(0)]],
         device const char * src0 [[buffer(1)]],
         device const char * src1 [[buffer(2)]],
@@ -42,8 +44,13 @@ kernel void kernel_glu_f32(
     device const char * g = src1 + tgpig.x * args.nb11 + tgpig.y * args.nb12 + tgpig.z * args.nb13;
     device char * y = dst + tgpig.x * args.nb1 + tgpig.y * args.nb2 + tgpig.z * args.nb3;
     for (int i0 = tpitg; i0 < args.ne0; i0 += ntg) {
-        const float xv = *((device const float *) (x + (args.off0 + i0) * args.nb00));
-        const float gv = *((device const float *) (g + (args.off1 + i0) * args.nb10));
-        *((device float *) (y + i0 * args.nb0)) = glu_apply(xv, gv, args.alpha, args.limit);
+        const float xv = float(*((device const T *) (x + (args.off0 + i0) * args.nb00)));
+        const float gv = float(*((device const T *) (g + (args.off1 + i0) * args.nb10)));
+        *((device T *) (y + i0 * args.nb0)) = T(glu_apply(xv, gv, args.alpha, args.limit));
     }
 }
+
+typedef decltype(kernel_glu<float>) kernel_glu_t;
+
+template [[host_name("kernel_glu_f32")]] kernel kernel_glu_t kernel_glu<float>;
+template [[host_name("kernel_glu_f16")]] kernel kernel_glu_t kernel_glu<half>;

@@ -44,6 +44,8 @@ typedef struct {
     uint32_t n;  // elements (float4 kernels: float4s)
     float p0;
     float p1;
+    float p2;  // XIELU only: beta
+    float p3;  // XIELU only: eps
     int32_t ne00, ne01, ne02, ne03;
     uint64_t nb00, nb01, nb02, nb03;
     uint64_t nb0, nb1, nb2, nb3;
@@ -144,10 +146,16 @@ typedef struct {
     uint64_t nb0, nb1, nb2, nb3;
 } mb_kargs_pool_2d;
 
-// UPSCALE (nearest): scale factors sf_d = dst.ne[d] / src0.ne[d].
+// UPSCALE: scale factors sf_d = dst.ne[d] / src0.ne[d] (align corners: (ne_d - 1) / (ne0_d - 1) on
+// dims 0, 1); mode MB_SCALE_* (bilinear and bicubic act on dims 0, 1, sample at (i + offset) / sf - offset).
+#define MB_SCALE_NEAREST 0
+#define MB_SCALE_BILINEAR 1
+#define MB_SCALE_BICUBIC 2
+#define MB_SCALE_ALIGN_CORNERS 256
 typedef struct {
-    int32_t ne0;
+    int32_t ne0, ne00, ne01, mode;
     float sf0, sf1, sf2, sf3;
+    float offset;
     int32_t pad0;
     uint64_t nb00, nb01, nb02, nb03;
     uint64_t nb0, nb1, nb2, nb3;
@@ -161,6 +169,27 @@ typedef struct {
     uint64_t nb10, nb11;
     uint64_t nb0, nb1, nb2;
 } mb_kargs_ssm_conv;
+
+// SSM_SCAN: s [d_state = nc, head_dim = nr, n_head = nh, *] (state of sequence ids[i3] at ids[i3] * nb03),
+// x [nr, nh, nt, ns] (nb1x), dt [nh, nt, ns] (nb2x), A [nc or 1 = ne30, nh], B and C [nc, ng, nt, ns] (nb4x,
+// nb5x), ids i32 [ns]; dst: y [nr, nh, nt, ns] packed, then the final states at byte s_off, nb03 apart.
+typedef struct {
+    int32_t nc, nr, nh, ng;
+    int32_t nt, ns, ne30, n_states;
+    uint64_t nb03;
+    uint64_t nb12, nb13;
+    uint64_t nb21, nb22;
+    uint64_t nb31;
+    uint64_t nb42, nb43;
+    uint64_t nb52, nb53;
+    uint64_t s_off;
+} mb_kargs_ssm_scan;
+
+// RWKV_WKV6 / RWKV_WKV7: head size S, H heads, T tokens in n_seqs sequences of T / n_seqs; all inputs
+// packed f32; dst [S*H, T] y, then the states [S*S*H, n_seqs].
+typedef struct {
+    int32_t S, H, T, n_seqs;
+} mb_kargs_rwkv_wkv;
 
 // ACC: dst (n f32, contiguous) = src0 + src1 [ne10..ne13] (strides nb10..nb13) added into the view
 // of dst at byte offset `offset` with byte strides 4, nb1, nb2, nb3 (nested: nb1 >= 4*ne10, ...).

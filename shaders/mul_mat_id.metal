@@ -1,9 +1,12 @@
-// MUL_MAT_ID (expert routing) for f32 and f16 expert matrices: dst[:, e, t] = as[ids[e, t]] @
-// b[:, e % ne11, t]. One simdgroup per output value: its lanes stride over K, simd_sum adds them.
+// MUL_MAT_ID (expert routing): dst[:, e, t] = as[ids[e, t]] @ b[:, e % ne11, t], for expert matrices of
+// the weight types of mul_mat (f32, f16, bf16, the 32-blocks, the k-quants, iq4_nl, iq4_xs, mxfp4). One
+// simdgroup per output value: each lane takes 16 values of the row at a time (load16, quants.h), 32 lanes
+// stride over K, simd_sum adds them.
 // An expert id outside [0, ne02) gives zeros and is written to the error record (buffer 4), which
 // the backend raises as an OutOfRangeError at synchronize.
 #include <metal_stdlib>
 #include "kargs.h"
+#include "quants.h"
 
 using namespace metal;
 
@@ -31,8 +34,13 @@ kernel void kernel_mul_mat_id(
     device const float * x = (device const float *) (b + (e % args.ne11) * args.nb11 + t * args.nb12);
     float s = 0.0f;
     if (valid) {
-        for (int k = tiisg; k < args.ne00; k += 32) {
-            s += float(w[k]) * x[k];
+        float v[16];
+        for (int k = tiisg * 16; k < args.ne00; k += 32 * 16) {
+            load16(w, k, args.ne00, v);
+            const int n = min(16, args.ne00 - k);
+            for (int j = 0; j < n; ++j) {
+                s += v[j] * x[k + j];
+            }
         }
     }
     s = simd_sum(s);
@@ -45,3 +53,17 @@ typedef decltype(kernel_mul_mat_id<float>) kernel_mul_mat_id_t;
 
 template [[host_name("kernel_mul_mat_id_f32")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<float>;
 template [[host_name("kernel_mul_mat_id_f16")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<half>;
+template [[host_name("kernel_mul_mat_id_bf16")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<mb_bf16>;
+template [[host_name("kernel_mul_mat_id_q4_0")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<block_q4_0>;
+template [[host_name("kernel_mul_mat_id_q4_1")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<block_q4_1>;
+template [[host_name("kernel_mul_mat_id_q5_0")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<block_q5_0>;
+template [[host_name("kernel_mul_mat_id_q5_1")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<block_q5_1>;
+template [[host_name("kernel_mul_mat_id_q8_0")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<block_q8_0>;
+template [[host_name("kernel_mul_mat_id_q2_K")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<block_q2_K>;
+template [[host_name("kernel_mul_mat_id_q3_K")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<block_q3_K>;
+template [[host_name("kernel_mul_mat_id_q4_K")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<block_q4_K>;
+template [[host_name("kernel_mul_mat_id_q5_K")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<block_q5_K>;
+template [[host_name("kernel_mul_mat_id_q6_K")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<block_q6_K>;
+template [[host_name("kernel_mul_mat_id_iq4_nl")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<block_iq4_nl>;
+template [[host_name("kernel_mul_mat_id_iq4_xs")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<block_iq4_xs>;
+template [[host_name("kernel_mul_mat_id_mxfp4")]] kernel kernel_mul_mat_id_t kernel_mul_mat_id<block_mxfp4>;

@@ -45,6 +45,7 @@ MB_UNARY(SIGMOID, MAP, "sigmoid")
 MB_UNARY(NEG, MAP, "neg")
 MB_UNARY(ABS, MAP, "abs")
 MB_UNARY(EXP, MAP, "exp")
+MB_UNARY(EXPM1, MAP, "expm1")            // exp(x) - 1
 MB_UNARY(SGN, MAP, "sgn")                  // -1, 0 or 1
 MB_UNARY(STEP, MAP, "step")                // 1 where x > 0, else 0
 MB_UNARY(ELU, MAP, "elu")                  // x > 0 ? x : exp(x) - 1
@@ -56,6 +57,9 @@ MB_UNARY(CEIL, MAP, "ceil")
 MB_UNARY(ROUND, MAP, "round")  // halves away from zero
 MB_UNARY(TRUNC, MAP, "trunc")
 MB_UNARY(LEAKY_RELU, EW, "leaky_relu")  // params f[0] = negative_slope: x > 0 ? x : slope * x
+// params f[0] = alpha_n (beta + softplus(alpha_n) as given), f[1] = alpha_p (softplus), f[2] beta, f[3] eps:
+// x > 0 ? alpha_p x^2 + beta x : (expm1(min(x, eps)) - x) alpha_n + beta x
+MB_UNARY(XIELU, EW, "xielu")
 // gated linear units: act(x) * g over rows; x, g the two halves of src0's ne0 (swapped: params
 // i[0] = 1 puts g first) or src0 and src1 (the _split forms)
 MB_GLU(REGLU, "reglu")
@@ -94,8 +98,12 @@ MB_OP(ROPE, Rope, OP, "rope")          // src1 i32 positions; see ops.h
 // convolution, pooling, resampling, state-space models
 MB_OP(CONV_TRANSPOSE_1D, ConvTranspose1d, OP, "conv_transpose_1d")  // src0 kernel, src1 data; i[0..2] s0, p0, d0
 MB_OP(POOL_2D, Pool2d, OP, "pool_2d")     // i[0] 0 max / 1 avg, i[1..6] k0, k1, s0, s1, p0, p1
-MB_OP(UPSCALE, Upscale, OP, "upscale")    // nearest, to dst's shape
+// UPSCALE: to dst's shape; i[0] = mode (0 nearest, 1 bilinear, 2 bicubic) | 256 align corners
+MB_OP(UPSCALE, Upscale, OP, "upscale")
 MB_OP(SSM_CONV, SsmConv, OP, "ssm_conv")  // src0 sx, src1 c
+MB_OP(SSM_SCAN, SsmScan, OP, "ssm_scan")  // s, x, dt, A, B, C, ids -> y then the final states, one f32 vector
+MB_OP(RWKV_WKV6, RwkvWkv, OP, "rwkv_wkv6")  // k, v, r, tf, td, state -> [S*H, T + S*n_seqs]: y rows, then states
+MB_OP(RWKV_WKV7, RwkvWkv, OP, "rwkv_wkv7")  // r, w, k, v, a, b, state -> [S*H, T + S*n_seqs]
 // generators and sorting
 MB_OP(ARANGE, Arange, OP, "arange")     // no sources; params f[0] start, f[1] stop, f[2] step
 MB_OP(ARGSORT, Argsort, OP, "argsort")  // f32 rows -> i32 indices; params i[0] = 1: descending

@@ -1,5 +1,5 @@
-// SCALE CLAMP LEAKY_RELU and the unary activations over f32 (the Unary rows of op_table.h): one
-// thread per element, or per float4 when the element count is a multiple of 4; views with other
+// SCALE CLAMP LEAKY_RELU XIELU and the unary activations over f32, and f16 computed in f32 (the Unary
+// rows of op_table.h): one thread per element, or per float4 when the element count is a multiple of 4; views with other
 // strides one threadgroup per row. The op is the function constant FC_unary_op.
 #include <metal_stdlib>
 #include "kargs.h"
@@ -10,7 +10,7 @@ using namespace metal;
 constant int FC_unary_op [[function_constant(200)]];
 
 template <typename T>
-static inline T unary_apply(T x, float p0, float p1) {
+static inline T unary_apply(T x, float p0, float p1, float p2, float p3) {
     switch (FC_unary_op) {
         case MB_UNARY_SCALE:
             return x * p0 + p1;
@@ -69,31 +69,42 @@ static inline T unary_apply(T x, float p0, float p1) {
             return trunc(x);
         case MB_UNARY_LEAKY_RELU:
             return select(x * p0, x, x > 0.0f);
+        case MB_UNARY_EXPM1:
+            return precise::exp(x) - 1.0f;
+        case MB_UNARY_XIELU:
+            // p0 = alpha_n, p1 = alpha_p, p2 = beta, p3 = eps
+            return select((precise::exp(min(x, T(p3))) - 1.0f - x) * p0 + p2 * x, (p1 * x + p2) * x, x > 0.0f);
         default:
             return x;
     }
 }
 
-template <typename T>
+// S: the stored element (float, half, or their 4-vectors), T: the f32 type it is computed in.
+template <typename S, typename T>
 kernel void kernel_unary(
         constant mb_kargs_unary & args [[buffer(0)]],
-        device const T * src0 [[buffer(1)]],
-        device T * dst [[buffer(2)]],
+        device const S * src0 [[buffer(1)]],
+        device S * dst [[buffer(2)]],
         uint tpig [[thread_position_in_grid]]) {
     if (tpig >= args.n) {
         return;
     }
-    dst[tpig] = unary_apply(src0[tpig], args.p0, args.p1);
+    dst[tpig] = S(unary_apply(T(src0[tpig]), args.p0, args.p1, args.p2, args.p3));
 }
 
-typedef decltype(kernel_unary<float>) kernel_unary_t;
-typedef decltype(kernel_unary<float4>) kernel_unary_4_t;
+typedef decltype(kernel_unary<float, float>) kernel_unary_t;
+typedef decltype(kernel_unary<float4, float4>) kernel_unary_4_t;
+typedef decltype(kernel_unary<half, float>) kernel_unary_h_t;
+typedef decltype(kernel_unary<half4, float4>) kernel_unary_h4_t;
 
-template [[host_name("kernel_unary_f32")]] kernel kernel_unary_t kernel_unary<float>;
-template [[host_name("kernel_unary_f32_4")]] kernel kernel_unary_4_t kernel_unary<float4>;
+template [[host_name("kernel_unary_f32")]] kernel kernel_unary_t kernel_unary<float, float>;
+template [[host_name("kernel_unary_f32_4")]] kernel kernel_unary_4_t kernel_unary<float4, float4>;
+template [[host_name("kernel_unary_f16")]] kernel kernel_unary_h_t kernel_unary<half, float>;
+template [[host_name("kernel_unary_f16_4")]] kernel kernel_unary_h4_t kernel_unary<half4, float4>;
 
 // Any strides (transposed or permuted views): one threadgroup per row (i1, i2, i3).
-kernel void kernel_unary_f32_rows(
+template <typename S>
+kernel void kernel_unary_rows(
         constant mb_kargs_unary & args [[buffer(0)]],
         device const char * src0 [[buffer(1)]],
         device char * dst [[buffer(2)]],
@@ -103,7 +114,12 @@ kernel void kernel_unary_f32_rows(
     device const char * x = src0 + tgpig.x * args.nb01 + tgpig.y * args.nb02 + tgpig.z * args.nb03;
     device char * y = dst + tgpig.x * args.nb1 + tgpig.y * args.nb2 + tgpig.z * args.nb3;
     for (int i0 = tpitg; i0 < args.ne00; i0 += ntg) {
-        const float v = *((device const float *) (x + i0 * args.nb00));
-        *((device float *) (y + i0 * args.nb0)) = unary_apply(v, args.p0, args.p1);
+        const float v = float(*((device const S *) (x + i0 * args.nb00)));
+        *((device S *) (y + i0 * args.nb0)) = S(unary_apply(v, args.p0, args.p1, args.p2, args.p3));
     }
 }
+
+typedef decltype(kernel_unary_rows<float>) kernel_unary_rows_t;
+
+template [[host_name("kernel_unary_f32_rows")]] kernel kernel_unary_rows_t kernel_unary_rows<float>;
+template [[host_name("kernel_unary_f16_rows")]] kernel kernel_unary_rows_t kernel_unary_rows<half>;

@@ -167,6 +167,7 @@ UNARY = {
     "neg": (lambda x: -x, "normal"),
     "abs": (np.abs, "normal"),
     "exp": (np.exp, "normal"),
+    "expm1": (np.expm1, "normal"),
     "sgn": (np.sign, "normal"),
     "step": (lambda x: (x > 0).astype(np.float64), "normal"),
     "elu": (lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))), "normal"),
@@ -182,6 +183,19 @@ UNARY = {
 EXACT_UNARY = {"sqr", "neg", "abs", "relu", "sqrt", "sgn", "step", "floor", "ceil", "round", "trunc"}
 # hardswish/hardsigmoid: a division and a product, two roundings.
 ARITH_UNARY = {"hardswish", "hardsigmoid"}
+
+
+def softplus_f32(x):
+    x = np.float32(x)
+    return x if x > 20 else np.float32(np.log(np.float32(1.0) + np.exp(x)))
+
+
+def xielu_ref(x, alpha_n, alpha_p, beta, eps):
+    an = float(np.float32(beta) + softplus_f32(alpha_n))
+    ap = float(softplus_f32(alpha_p))
+    eps = float(np.float32(eps))
+    beta = float(np.float32(beta))
+    return np.where(x > 0, ap * x * x + beta * x, (np.expm1(np.minimum(x, eps)) - x) * an + beta * x)
 
 
 def alibi_slopes(n_head: int, max_bias: float) -> np.ndarray:
@@ -382,6 +396,10 @@ def unary_cases():
         case(f"{name}/f32/transposed", name.upper(), [In((17, 6), gen=gen)],
              lambda a, fn=fn: fn(a.transpose()), lambda a, npfn=npfn: npfn(a.T), thr)
         case(f"{name}/f32/empty", name.upper(), [In((0, 5), gen=gen)], fn, npfn, thr)
+        # f16 in and out (ggml's f16 unary ops): computed in f32, rounded once to f16.
+        case(f"{name}/f16/rows", name.upper(), [In((3, 257), mb.f16, gen)], fn, npfn, F16_OUT)
+        case(f"{name}/f16/transposed", name.upper(), [In((9, 6), mb.f16, gen)],
+             lambda a, fn=fn: fn(a.transpose()), lambda a, npfn=npfn: npfn(a.T), F16_OUT)
     # Wide range for the exp-based ones: tails of exp, saturation of tanh/sigmoid.
     for name in ("exp", "tanh", "sigmoid", "gelu", "silu", "gelu_erf", "elu", "softplus", "hardswish", "round"):
         npfn = UNARY[name][0]
@@ -392,6 +410,17 @@ def unary_cases():
         case(f"leaky_relu/f32/{label}", "LEAKY_RELU", [In(shape)],
              lambda a, slope=slope: mb.ops.leaky_relu(a, slope),
              lambda a, slope=slope: np.where(a > 0, a, a * slope), ARITH)
+    for label, shape, (an, ap, beta, eps) in [("rows", (5, 37), (0.8, 0.8, 0.5, -1e-6)),
+                                              ("4d", (2, 3, 4, 9), (-0.3, 1.7, 0.25, -0.01))]:
+        case(f"xielu/f32/{label}", "XIELU", [In(shape)],
+             lambda a, p=(an, ap, beta, eps): mb.ops.xielu(mb.ops.scale(a, 3.0), *p),
+             lambda a, p=(an, ap, beta, eps): xielu_ref(a * 3.0, *p), TRANSC)
+    case("xielu/f16/rows", "XIELU", [In((4, 33), mb.f16)], lambda a: mb.ops.xielu(a, -0.3, 1.7, 0.25, -0.01),
+         lambda a: xielu_ref(a, -0.3, 1.7, 0.25, -0.01), F16_OUT)
+    case("scale/f16/rows", "SCALE", [In((5, 37), mb.f16)], lambda a: mb.ops.scale(a, 0.7, 0.5),
+         lambda a: a * 0.7 + 0.5, F16_OUT)
+    case("xielu/f32/transposed", "XIELU", [In((9, 4))], lambda a: mb.ops.xielu(a.transpose()),
+         lambda a: xielu_ref(a.T, 0.8, 0.8, 0.5, -1e-6), TRANSC)
     case("leaky_relu/f32/transposed", "LEAKY_RELU", [In((9, 4))], lambda a: mb.ops.leaky_relu(a.transpose(), 0.1),
          lambda a: np.where(a.T > 0, a.T, a.T * 0.1), ARITH)
     case("gelu/f32/whisper_mlp", "GELU", [In((1500, 1536))], mb.ops.gelu, gelu_tanh, TRANSC)
@@ -437,8 +466,14 @@ def glu_cases():
         case(f"{name}/f32/split_transposed", op, [In((13, 7)), In((7, 13))],
              lambda a, b, split=split: split(a.transpose(), b), lambda a, b, act=act: act(a.T) * b, thr)
         case(f"{name}/f32/empty", op, [In((0, 8))], fn, lambda a, act=act: act(a[..., :4]) * a[..., 4:], thr)
+        case(f"{name}/f16/rows", op, [In((5, 2 * 37), mb.f16)], fn,
+             lambda a, act=act: act(a[..., :37]) * a[..., 37:], F16_OUT)
+        case(f"{name}/f16/split_transposed", op, [In((13, 7), mb.f16), In((7, 13), mb.f16)],
+             lambda a, b, split=split: split(a.transpose(), b), lambda a, b, act=act: act(a.T) * b, F16_OUT)
     case("swiglu_oai/f32/split", "SWIGLU_OAI", [In((7, 45)), In((7, 45))],
          lambda a, b: mb.ops.swiglu_oai(a, b, 1.702, 1.5), lambda a, b: swiglu_oai_ref(a, b, 1.702, 1.5), TRANSC)
+    case("swiglu_oai/f16/split", "SWIGLU_OAI", [In((3, 45), mb.f16), In((3, 45), mb.f16)],
+         lambda a, b: mb.ops.swiglu_oai(a, b, 1.702, 1.5), lambda a, b: swiglu_oai_ref(a, b, 1.702, 1.5), F16_OUT)
     case("swiglu_oai/f32/halves", "SWIGLU_OAI", [In((3, 2 * 20))],
          lambda a: mb.ops.swiglu_oai(mb.ops.scale(a, 4.0), None, 1.0, 7.0),
          lambda a: swiglu_oai_ref(4 * a[..., :20], 4 * a[..., 20:], 1.0, 7.0), TRANSC)
@@ -512,6 +547,9 @@ def moe_cases():
         ("f32", (4, 33, 64, 5, 2, 2), mb.f32, MM_F), ("f32_bcast", (6, 17, 96, 3, 1, 3), mb.f32, MM_F),
         ("f16", (4, 40, 64, 4, 2, 2), mb.f16, MM_F), ("q4_0", (3, 16, 64, 3, 1, 2), mb.q4_0, MM_Q),
         ("q8_0", (3, 16, 64, 3, 2, 2), mb.q8_0, MM_Q), ("one_token", (8, 64, 128, 1, 1, 2), mb.f32, MM_F),
+        ("bf16", (3, 9, 48, 2, 1, 2), mb.bf16, MM_BF16), ("q5_1", (3, 7, 96, 2, 2, 2), mb.q5_1, MM_Q),
+        ("q4_K", (3, 6, 256, 2, 1, 2), mb.q4_K, MM_Q), ("q6_K", (2, 5, 512, 2, 1, 2), mb.q6_K, MM_Q),
+        ("iq4_nl", (3, 5, 64, 2, 1, 2), mb.iq4_nl, MM_Q),
     ]:
         case(f"mul_mat_id/{label}", "MUL_MAT_ID", [In((e, n, k), wt), In((t, nb, k)), In((t, nu), mb.i32, f"perm:{e}")],
              mb.ops.mul_mat_id, mul_mat_id_ref, thr)
@@ -577,6 +615,130 @@ def ssm_conv_ref(sx, c):
     return out
 
 
+def interpolate_ref(a, shape, mode, align_corners=False):
+    """ggml_interpolate in float64, sample positions computed in f32 as ggml does."""
+    f = np.float32
+    a4 = a.reshape((1,) * (4 - a.ndim) + a.shape)
+    o4 = (1,) * (4 - len(shape)) + tuple(shape)
+    ne_in = a4.shape[::-1]  # ggml order
+    ne_out = o4[::-1]
+    sf = [f(ne_out[d]) / f(ne_in[d]) for d in range(4)]
+    off = f(0.5)
+    if align_corners:
+        off = f(0.0)
+        for d in (0, 1):
+            if ne_out[d] > 1 and ne_in[d] > 1:
+                sf[d] = f(ne_out[d] - 1) / f(ne_in[d] - 1)
+
+    def nearest(d):
+        return np.minimum((np.arange(ne_out[d], dtype=f) / sf[d]).astype(np.int64), ne_in[d] - 1)
+
+    planes = a4[np.ix_(nearest(3), nearest(2))]  # (o3, o2, n1, n0)
+    if mode == "nearest":
+        return planes[..., nearest(1), :][..., nearest(0)].reshape(shape)
+
+    def pos(d):
+        p = (np.arange(ne_out[d], dtype=f) + off) / sf[d] - off
+        return p, np.floor(p).astype(np.int64)
+
+    (py, y0), (px, x0) = pos(1), pos(0)
+
+    def tap(yi, xi):
+        return planes[..., np.clip(yi, 0, ne_in[1] - 1), :][..., np.clip(xi, 0, ne_in[0] - 1)]
+
+    if mode == "bilinear":
+        ya, xa = np.clip(y0, 0, ne_in[1] - 1), np.clip(x0, 0, ne_in[0] - 1)
+        dy = np.clip((py - ya.astype(f)).astype(np.float64), 0, 1)[:, None]
+        dx = np.clip((px - xa.astype(f)).astype(np.float64), 0, 1)[None, :]
+        out = (tap(ya, xa) * (1 - dx) * (1 - dy) + tap(ya, xa + 1) * dx * (1 - dy) + tap(ya + 1, xa) * (1 - dx) * dy
+               + tap(ya + 1, xa + 1) * dx * dy)
+        return out.reshape(shape)
+
+    def weights(t):
+        t = t.astype(np.float64)
+        A = -0.75
+        near = lambda x: ((A + 2) * x - (A + 3)) * x * x + 1  # noqa: E731
+        far = lambda x: ((A * x - 5 * A) * x + 8 * A) * x - 4 * A  # noqa: E731
+        return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+    wy, wx = weights(py - y0.astype(f)), weights(px - x0.astype(f))
+    out = 0.0
+    for u in range(4):
+        for v in range(4):
+            out = out + tap(y0 - 1 + u, x0 - 1 + v) * wy[u][:, None] * wx[v][None, :]
+    return out.reshape(shape)
+
+
+def ssm_scan_ref(s, x, dt, A, B, C, ids):
+    ns, nt, nh, nr = x.shape
+    nc = s.shape[-1]
+    g = np.arange(nh) // (nh // B.shape[2])
+    y = np.zeros(x.shape)
+    states = np.zeros((ns, nh, nr, nc))
+    for q in range(ns):
+        st = s[int(ids[q])].copy()
+        for t in range(nt):
+            d = dt[q, t]
+            dsp = np.where(d > 20, d, np.log1p(np.exp(np.minimum(d, 20.0))))
+            decay = np.exp(dsp[:, None] * A)[:, None, :]
+            st = st * decay + B[q, t][g][:, None, :] * (x[q, t] * dsp[:, None])[:, :, None]
+            y[q, t] = (st * C[q, t][g][:, None, :]).sum(-1)
+        states[q] = st
+    return np.concatenate([y.ravel(), states.ravel()])
+
+
+def rwkv_wkv6_ref(k, v, r, tf, td, state):
+    T, H, S = k.shape
+    n = state.shape[0]
+    per = T // n
+    y = np.zeros((T, H, S))
+    M = state.reshape(n, H, S, S).copy()
+    for q in range(n):
+        for t in range(q * per, (q + 1) * per):
+            kv = k[t][:, :, None] * v[t][:, None, :]
+            y[t] = (r[t][:, :, None] * (tf[:, :, None] * kv + M[q])).sum(1)
+            M[q] = M[q] * td[t][:, :, None] + kv
+    return np.concatenate([y.ravel(), M.ravel()]).reshape(T + S * n, H * S)
+
+
+def rwkv_wkv7_ref(r, w, k, v, a, b, state):
+    T, H, S = k.shape
+    n = state.shape[0]
+    per = T // n
+    y = np.zeros((T, H, S))
+    M = state.reshape(n, H, S, S).copy()
+    for q in range(n):
+        for t in range(q * per, (q + 1) * per):
+            sa = (M[q] * a[t][:, None, :]).sum(-1)
+            M[q] = M[q] * w[t][:, None, :] + v[t][:, :, None] * k[t][:, None, :] + sa[:, :, None] * b[t][:, None, :]
+            y[t] = (M[q] * r[t][:, None, :]).sum(-1)
+    return np.concatenate([y.ravel(), M.ravel()]).reshape(T + S * n, H * S)
+
+
+def ssm_cases():
+    # (n_rs, n_s, n_t, n_head, head_dim, d_state, n_group, Mamba-2's scalar A)
+    for label, (nrs, ns, nt, nh, nr, nc, ng, scalar) in [
+        ("mamba1", (2, 2, 5, 1, 24, 16, 1, False)), ("mamba2", (3, 2, 4, 4, 8, 16, 2, True)),
+        ("one_token", (1, 1, 1, 2, 5, 8, 1, True)), ("wide", (1, 1, 3, 2, 70, 4, 2, False)),
+    ]:
+        na = 1 if scalar else nc
+        case(f"ssm_scan/f32/{label}", "SSM_SCAN",
+             [In((nrs, nh, nr, nc)), In((ns, nt, nh, nr)), In((ns, nt, nh)), In((nh, na), gen="positive"),
+              In((ns, nt, ng, nc)), In((ns, nt, ng, nc)), In((ns,), mb.i32, f"perm:{nrs}")],
+             lambda s, x, dt, A, B, C, ids: mb.ops.ssm_scan(s, x, dt, mb.ops.neg(A), B, C, ids),
+             lambda s, x, dt, A, B, C, ids: ssm_scan_ref(s, x, dt, -A, B, C, ids), ROWS)
+    for label, (T, H, S, n) in [("one_seq", (4, 2, 16, 1)), ("two_seqs", (6, 3, 8, 2)), ("head64", (2, 1, 64, 1))]:
+        case(f"rwkv_wkv6/f32/{label}", "RWKV_WKV6",
+             [In((T, H, S)), In((T, H, S)), In((T, H, S)), In((H, S)), In((T, H, S), gen="uniform"),
+              In((n, S * S * H))], mb.ops.rwkv_wkv6, rwkv_wkv6_ref, ROWS)
+        case(f"rwkv_wkv7/f32/{label}", "RWKV_WKV7",
+             [In((T, H, S)), In((T, H, S), gen="uniform"), In((T, H, S)), In((T, H, S)), In((T, H, S), gen="uniform"),
+              In((T, H, S), gen="uniform"), In((n, S * S * H))],
+             lambda r, w, k, v, a, b, st: mb.ops.rwkv_wkv7(r, w, k, v, mb.ops.scale(a, 0.25), mb.ops.scale(b, 0.25),
+                                                           st),
+             lambda r, w, k, v, a, b, st: rwkv_wkv7_ref(r, w, k, v, a * 0.25, b * 0.25, st), ROWS)
+
+
 def spatial_cases():
     for label, (ic, oc, k, n, length), (s, p, d), wt in [
         ("s1", (3, 4, 5, 2, 11), (1, 0, 1), mb.f32), ("s2", (3, 4, 4, 1, 9), (2, 0, 1), mb.f32),
@@ -598,6 +760,26 @@ def spatial_cases():
     for label, shape, sf in [("x2", (2, 3, 5, 7), 2), ("x3", (1, 4, 6), 3), ("2d", (3, 5), 2)]:
         case(f"upscale/f32/{label}", "UPSCALE", [In(shape)], lambda a, sf=sf: mb.ops.upscale(a, sf),
              lambda a, sf=sf: np.repeat(np.repeat(a, sf, axis=-1), sf, axis=-2), EXACT)
+    for label, shape, mode, align in [("x2", (2, 3, 5, 7), "bilinear", False),
+                                      ("x2_align", (1, 2, 4, 6), "bilinear", True),
+                                      ("x3", (1, 4, 6), "bicubic", False), ("x2_align", (2, 5, 3), "bicubic", True)]:
+        out = shape[:-2] + (2 * shape[-2], 2 * shape[-1]) if label.startswith("x2") else shape[:-2] + (
+            3 * shape[-2], 3 * shape[-1])
+        sf = 2 if label.startswith("x2") else 3
+        case(f"upscale/{mode}/{label}", "UPSCALE", [In(shape)],
+             lambda a, sf=sf, m=mode, al=align: mb.ops.upscale(a, sf, m, al),
+             lambda a, o=out, m=mode, al=align: interpolate_ref(a, o, m, al), ROWS)
+    for label, shape, out, mode, align in [
+        ("nearest/odd", (2, 3, 5, 7), (3, 4, 8, 11), "nearest", False),
+        ("nearest/align", (2, 5, 7), (2, 9, 4), "nearest", True),
+        ("bilinear/down", (2, 3, 8, 9), (2, 3, 5, 4), "bilinear", False),
+        ("bilinear/align_odd", (1, 2, 4, 6), (2, 2, 7, 9), "bilinear", True),
+        ("bicubic/down", (1, 3, 9, 10), (1, 3, 4, 7), "bicubic", False),
+        ("bicubic/align_odd", (2, 5, 6), (2, 8, 13), "bicubic", True),
+    ]:
+        case(f"interpolate/{label}", "UPSCALE", [In(shape)],
+             lambda a, o=out, m=mode, al=align: mb.ops.interpolate(a, o, m, al),
+             lambda a, o=out, m=mode, al=align: interpolate_ref(a, o, m, al), EXACT if mode == "nearest" else ROWS)
     for label, (ns, di, dc, nt) in [("mamba", (2, 16, 4, 7)), ("one", (1, 8, 4, 1)), ("wide", (1, 64, 3, 33))]:
         case(f"ssm_conv/f32/{label}", "SSM_CONV", [In((ns, di, dc - 1 + nt)), In((di, dc))], mb.ops.ssm_conv,
              ssm_conv_ref, ROWS)
@@ -957,6 +1139,7 @@ arange_cases()
 moe_cases()
 acc_cases()
 spatial_cases()
+ssm_cases()
 group_norm_cases()
 timestep_cases()
 norm_cases()

@@ -34,6 +34,22 @@ int ggml_dim(int axis, int n_dims, const char* who) {
     return n_dims - 1 - axis;
 }
 
+// ggml's scale mode word from the Python names: nearest 0, bilinear 1, bicubic 2, | 256 align corners.
+int scale_mode(const char* who, const std::string& mode, bool align_corners) {
+    int m = 0;
+    if (mode == "nearest") {
+        m = 0;
+    } else if (mode == "bilinear") {
+        m = 1;
+    } else if (mode == "bicubic") {
+        m = 2;
+    } else {
+        fail<InvalidArgumentError>(who, "mode \"", mode, "\" is not supported; modes: \"nearest\", \"bilinear\", "
+                                   "\"bicubic\"");
+    }
+    return m | (align_corners ? 256 : 0);
+}
+
 T reshape_to(const T& a, py::object shape) {
     int64_t ne[kMaxDims];
     int n_dims;
@@ -135,6 +151,12 @@ void init_ops(py::module_& root) {
 
     m.def("leaky_relu", [](T a, float slope) { return handle(ops::leaky_relu(ptr(a), slope)); }, py::arg("a"),
           py::arg("negative_slope") = 0.01f, "x if x > 0 else negative_slope * x.");
+    m.def("xielu", [](T a, float alpha_n, float alpha_p, float beta, float eps) {
+        return handle(ops::xielu(ptr(a), alpha_n, alpha_p, beta, eps));
+    }, py::arg("a"), py::arg("alpha_n") = 0.8f, py::arg("alpha_p") = 0.8f, py::arg("beta") = 0.5f,
+       py::arg("eps") = -1e-6f,
+       "xIELU (ggml_xielu): with an = beta + softplus(alpha_n), ap = softplus(alpha_p): x > 0: ap x^2 + beta x, "
+       "else (expm1(min(x, eps)) - x) an + beta x.");
     // The Glu rows: NAME(a, swapped=False) over the halves of the last axis, NAME_split(a, b).
     const std::pair<const char*, Op> glus[] = {
 #define MB_OP(NAME, FAMILY, KIND, PY)
@@ -189,15 +211,35 @@ void init_ops(py::module_& root) {
         return handle(ops::pool_2d(ptr(a), op == "avg", k0, k1, s0, s1, p0, p1));
     }, py::arg("a"), py::arg("op"), py::arg("k0"), py::arg("k1"), py::arg("s0"), py::arg("s1"), py::arg("p0") = 0,
        py::arg("p1") = 0, "a (N,C,H,W): k0/s0/p0 along W, k1/s1/p1 along H; avg divides by k0*k1 (ggml).");
-    m.def("upscale", [](T a, int scale_factor, const std::string& mode) {
-        if (mode != "nearest") {
-            fail<InvalidArgumentError>("ops.upscale", "mode \"", mode, "\" is not supported; modes: \"nearest\"");
-        }
-        return handle(ops::upscale(ptr(a), scale_factor));
-    }, py::arg("a"), py::arg("scale_factor"), py::arg("mode") = "nearest",
-       "The last two axes scale_factor times larger, nearest neighbour.");
+    m.def("upscale", [](T a, int scale_factor, const std::string& mode, bool align_corners) {
+        return handle(ops::upscale(ptr(a), scale_factor, scale_mode("ops.upscale", mode, align_corners)));
+    }, py::arg("a"), py::arg("scale_factor"), py::arg("mode") = "nearest", py::arg("align_corners") = false,
+       "The last two axes scale_factor times larger; mode \"nearest\", \"bilinear\" or \"bicubic\" (ggml's).");
+    m.def("interpolate", [](T a, py::object shape, const std::string& mode, bool align_corners) {
+        int64_t ne[kMaxDims];
+        int n_dims;
+        shape_to_ne(shape, "ops.interpolate", ne, &n_dims);
+        return handle(ops::interpolate(ptr(a), ne, scale_mode("ops.interpolate", mode, align_corners)));
+    }, py::arg("a"), py::arg("shape"), py::arg("mode") = "nearest", py::arg("align_corners") = false,
+       "a resampled to a numpy-order shape (ggml_interpolate); bilinear and bicubic act on the last two axes.");
     m.def("ssm_conv", [](T sx, T c) { return handle(ops::ssm_conv(ptr(sx), ptr(c))); }, py::arg("sx"), py::arg("c"),
           "Mamba's conv: sx (n_s, d_inner, d_conv-1+n_t), c (d_inner, d_conv) -> (n_s, n_t, d_inner).");
+    m.def("ssm_scan", [](T s, T x, T dt, T A, T B, T C, T ids) {
+        return handle(ops::ssm_scan(ptr(s), ptr(x), ptr(dt), ptr(A), ptr(B), ptr(C), ptr(ids)));
+    }, py::arg("s"), py::arg("x"), py::arg("dt"), py::arg("A"), py::arg("B"), py::arg("C"), py::arg("ids"),
+       "Mamba's selective scan (ggml_ssm_scan), numpy order: s (n_rs, n_head, head_dim, d_state), x (n_s, n_t, "
+       "n_head, head_dim), dt (n_s, n_t, n_head), A (n_head, d_state or 1), B = C (n_s, n_t, n_group, d_state), "
+       "ids (n_s,) i32 -> 1-D f32: y (x's size), then the final state of each sequence.");
+    m.def("rwkv_wkv6", [](T k, T v, T r, T tf, T td, T state) {
+        return handle(ops::rwkv_wkv6(ptr(k), ptr(v), ptr(r), ptr(tf), ptr(td), ptr(state)));
+    }, py::arg("k"), py::arg("v"), py::arg("r"), py::arg("tf"), py::arg("td"), py::arg("state"),
+       "RWKV-6's WKV (ggml_rwkv_wkv6): k, v, r, td (T, H, S), tf (H, S), state (n_seqs, S*S*H) -> "
+       "(T + S*n_seqs, S*H): y rows, then the new states.");
+    m.def("rwkv_wkv7", [](T r, T w, T k, T v, T a, T b, T state) {
+        return handle(ops::rwkv_wkv7(ptr(r), ptr(w), ptr(k), ptr(v), ptr(a), ptr(b), ptr(state)));
+    }, py::arg("r"), py::arg("w"), py::arg("k"), py::arg("v"), py::arg("a"), py::arg("b"), py::arg("state"),
+       "RWKV-7's WKV (ggml_rwkv_wkv7): r, w, k, v, a, b (T, H, S), state (n_seqs, S*S*H) -> "
+       "(T + S*n_seqs, S*H): y rows, then the new states.");
     m.def("acc", [](T a, T b, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
         return handle(ops::acc(ptr(a), ptr(b), nb1, nb2, nb3, offset));
     }, py::arg("a"), py::arg("b"), py::arg("nb1"), py::arg("nb2"), py::arg("nb3"), py::arg("offset") = 0,

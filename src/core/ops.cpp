@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <sstream>
+#include <utility>
 
 #include "core/context.h"
 #include "core/errors.h"
@@ -170,16 +171,28 @@ Tensor* leaky_relu(Tensor* a, float negative_slope) {
     return t;
 }
 
+Tensor* xielu(Tensor* a, float alpha_n, float alpha_p, float beta, float eps) {
+    need(a, "xielu", "a");
+    // ggml's softplus: x > 20 ? x : log(1 + exp(x)), in f32.
+    auto softplus = [](float v) { return v > 20.0f ? v : std::log(1.0f + std::exp(v)); };
+    Tensor* t = like(a, Op::XIELU, {a});
+    t->set_param_f(0, beta + softplus(alpha_n));
+    t->set_param_f(1, softplus(alpha_p));
+    t->set_param_f(2, beta);
+    t->set_param_f(3, eps);
+    return t;
+}
+
 Tensor* glu(Op op, Tensor* a, Tensor* b, bool swapped, float alpha, float limit) {
     MB_REQUIRE(op_family(op) == OpFamily::Glu, "glu", std::string(op_name(op)) + " is not a gated linear unit");
     std::string who_s = std::string(op_info(op).py) + (b ? "_split" : "");
     const char* who = who_s.c_str();
     need(a, who, "a");
     same_context(who, {a, b});
-    MB_REQUIRE(a->type == Type::F32, who, "a must be f32, got " + desc(a));
+    MB_REQUIRE(a->type == Type::F32 || a->type == Type::F16, who, "a must be f32 or f16, got " + desc(a));
     int64_t ne[kMaxDims] = {a->ne[0], a->ne[1], a->ne[2], a->ne[3]};
     if (b) {
-        MB_REQUIRE(b->type == Type::F32, who, "b must be f32, got " + desc(b));
+        MB_REQUIRE(b->type == a->type, who, "b must have a's type, got a " + desc(a) + ", b " + desc(b));
         bool same = true;
         for (int i = 0; i < kMaxDims; ++i) same = same && a->ne[i] == b->ne[i];
         MB_REQUIRE(same, who, "a " + desc(a) + " and b " + desc(b) + " must have the same shape");
@@ -189,7 +202,7 @@ Tensor* glu(Op op, Tensor* a, Tensor* b, bool swapped, float alpha, float limit)
         ne[0] = a->ne[0] / 2;
     }
     MB_REQUIRE(op != Op::SWIGLU_OAI || limit > 0.0f, who, "limit must be > 0, got " + std::to_string(limit));
-    Tensor* t = b ? result(a, Type::F32, ne, a->n_dims, op, {a, b}) : result(a, Type::F32, ne, a->n_dims, op, {a});
+    Tensor* t = b ? result(a, a->type, ne, a->n_dims, op, {a, b}) : result(a, a->type, ne, a->n_dims, op, {a});
     t->op_params[0] = swapped && !b ? 1 : 0;
     t->set_param_f(1, alpha);
     t->set_param_f(2, limit);
@@ -602,12 +615,133 @@ Tensor* pool_2d(Tensor* a, bool avg, int k0, int k1, int s0, int s1, int p0, int
     return t;
 }
 
-Tensor* upscale(Tensor* a, int scale_factor) {
+Tensor* interpolate(Tensor* a, const int64_t ne[kMaxDims], int mode) {
+    const char* who = "interpolate";
+    need(a, who, "a");
+    MB_REQUIRE(a->type == Type::F32, who, "a must be f32, got " + desc(a));
+    const int base = mode & 0xFF;
+    MB_REQUIRE(mode >= 0 && base <= 2 && (mode & ~0x1FF) == 0, who,
+               "mode " + std::to_string(mode) +
+                   " is not nearest (0), bilinear (1) or bicubic (2), | 256 align corners");
+    std::string shape = "(";
+    for (int d = kMaxDims - 1; d >= 0; --d) shape += std::to_string(ne[d]) + (d ? ", " : ")");
+    for (int d = 0; d < kMaxDims; ++d) {
+        MB_REQUIRE(ne[d] >= 0, who, "the output shape " + shape + " has a negative size");
+    }
+    const bool out_empty = ne[0] * ne[1] * ne[2] * ne[3] == 0;
+    MB_REQUIRE(out_empty || !a->is_empty(), who, "an empty a " + desc(a) + " cannot fill the shape " + shape);
+    int n_dims = 1;
+    for (int d = 1; d < kMaxDims; ++d) {
+        if (ne[d] != 1) n_dims = d + 1;
+    }
+    Tensor* t = result(a, Type::F32, ne, std::max(n_dims, a->n_dims), Op::UPSCALE, {a});
+    t->op_params[0] = mode;
+    return t;
+}
+
+Tensor* upscale(Tensor* a, int scale_factor, int mode) {
     need(a, "upscale", "a");
-    MB_REQUIRE(a->type == Type::F32, "upscale", "a must be f32, got " + desc(a));
     MB_REQUIRE(scale_factor > 0, "upscale", "scale_factor must be > 0, got " + std::to_string(scale_factor));
     int64_t ne[kMaxDims] = {a->ne[0] * scale_factor, a->ne[1] * scale_factor, a->ne[2], a->ne[3]};
-    return result(a, Type::F32, ne, std::max(2, a->n_dims), Op::UPSCALE, {a});
+    Tensor* t = interpolate(a, ne, mode);
+    t->n_dims = std::max(2, a->n_dims);
+    return t;
+}
+
+namespace {
+
+bool packed_rows(const Tensor* t) {
+    return t->nb[0] == type_traits(t->type).type_size && t->nb[1] == size_t(t->ne[0]) * t->nb[0];
+}
+
+}  // namespace
+
+Tensor* ssm_scan(Tensor* s, Tensor* x, Tensor* dt, Tensor* A, Tensor* B, Tensor* C, Tensor* ids) {
+    const char* who = "ssm_scan";
+    need(s, who, "s");
+    need(x, who, "x");
+    need(dt, who, "dt");
+    need(A, who, "A");
+    need(B, who, "B");
+    need(C, who, "C");
+    need(ids, who, "ids");
+    same_context(who, {s, x, dt, A, B, C, ids});
+    const std::string shapes = "s " + desc(s) + ", x " + desc(x) + ", dt " + desc(dt) + ", A " + desc(A) + ", B " +
+                               desc(B) + ", C " + desc(C) + ", ids " + desc(ids);
+    for (const Tensor* t : {s, x, dt, A, B, C}) {
+        MB_REQUIRE(t->type == Type::F32, who, "s, x, dt, A, B and C must be f32 (" + shapes + ")");
+    }
+    MB_REQUIRE(ids->type == Type::I32, who, "ids must be i32 (" + shapes + ")");
+    MB_REQUIRE(s->is_contiguous() && dt->is_contiguous() && A->is_contiguous(), who,
+               "s, dt and A must be contiguous (" + shapes + ")");
+    MB_REQUIRE(packed_rows(x) && packed_rows(B) && packed_rows(C), who,
+               "x, B and C must have packed rows (" + shapes + ")");
+    const int64_t nc = s->ne[0], nr = x->ne[0], nh = x->ne[1], nt = x->ne[2], ns = x->ne[3];
+    const int64_t ng = B->ne[1];
+    bool ok = dt->ne[0] == nh && dt->ne[1] == nt && dt->ne[2] == ns && dt->ne[3] == 1;
+    ok = ok && s->ne[1] == nr && s->ne[2] == nh;
+    ok = ok && B->ne[0] == nc && B->ne[2] == nt && B->ne[3] == ns;
+    for (int d = 0; d < kMaxDims; ++d) ok = ok && B->ne[d] == C->ne[d];
+    ok = ok && ids->ne[0] == ns && ids->ne[1] == 1 && ids->ne[2] == 1 && ids->ne[3] == 1;
+    ok = ok && A->ne[1] == nh && A->ne[2] == 1 && A->ne[3] == 1 && (A->ne[0] == 1 || A->ne[0] == nc);
+    MB_REQUIRE(ok, who,
+               "shapes do not agree: want s [d_state, head_dim, n_head, *], x [head_dim, n_head, n_t, n_s], "
+               "dt [n_head, n_t, n_s], A [d_state or 1, n_head], B = C [d_state, n_group, n_t, n_s], ids [n_s] "
+               "(ggml order; " +
+                   shapes + ")");
+    MB_REQUIRE(ng > 0 && nh % ng == 0, who, "n_head must be a multiple of n_group (" + shapes + ")");
+    MB_REQUIRE(ns == 0 || s->ne[3] > 0, who, "s holds no state to start from (" + shapes + ")");
+    int64_t ne[kMaxDims] = {x->nelements() + nc * nr * nh * ns, 1, 1, 1};
+    return result(x, Type::F32, ne, 1, Op::SSM_SCAN, {s, x, dt, A, B, C, ids});
+}
+
+namespace {
+
+// The checks of RWKV_WKV6 and WKV7: every input f32 and contiguous, the token inputs [S, H, T], state
+// [S*S*H, n_seqs] with T a multiple of n_seqs. Returns the result [S*H, T + S*n_seqs].
+Tensor* rwkv_result(const char* who, Op op, std::initializer_list<std::pair<const char*, Tensor*>> tokens,
+                    Tensor* tf, Tensor* state, std::initializer_list<Tensor*> srcs) {
+    std::string shapes;
+    for (const auto& [name, t] : tokens) {
+        need(t, who, name);
+        shapes += std::string(shapes.empty() ? "" : ", ") + name + " " + desc(t);
+    }
+    if (tf) shapes += ", tf " + desc(tf);
+    need(state, who, "state");
+    shapes += ", state " + desc(state);
+    for (const Tensor* t : srcs) same_context(who, {*srcs.begin(), t});
+    const Tensor* k = tokens.begin()->second;
+    const int64_t S = k->ne[0], H = k->ne[1], T = k->ne[2];
+    for (const Tensor* t : srcs) {
+        MB_REQUIRE(t->type == Type::F32 && t->is_contiguous(), who,
+                   "every input must be contiguous f32 (" + shapes + ")");
+    }
+    for (const auto& [name, t] : tokens) {
+        (void)name;
+        MB_REQUIRE(t->ne[0] == S && t->ne[1] == H && t->ne[2] == T && t->ne[3] == 1, who,
+                   "the per-token inputs must all be [S, H, T] (ggml order; " + shapes + ")");
+    }
+    MB_REQUIRE(!tf || tf->nelements() == S * H, who, "tf must hold S*H values (" + shapes + ")");
+    const int64_t n_seqs = state->ne[1];
+    MB_REQUIRE(state->nelements() == S * S * H * n_seqs && state->ne[2] == 1 && state->ne[3] == 1, who,
+               "state must be [S*S*H, n_seqs] (ggml order; " + shapes + ")");
+    MB_REQUIRE(n_seqs > 0 && T % n_seqs == 0, who, "T must be a multiple of n_seqs > 0 (" + shapes + ")");
+    int64_t ne[kMaxDims] = {S * H, T + S * n_seqs, 1, 1};
+    Tensor* t = result(state, Type::F32, ne, 2, op, srcs);
+    return t;
+}
+
+}  // namespace
+
+Tensor* rwkv_wkv6(Tensor* k, Tensor* v, Tensor* r, Tensor* tf, Tensor* td, Tensor* state) {
+    need(tf, "rwkv_wkv6", "tf");
+    return rwkv_result("rwkv_wkv6", Op::RWKV_WKV6, {{"k", k}, {"v", v}, {"r", r}, {"td", td}}, tf, state,
+                       {k, v, r, tf, td, state});
+}
+
+Tensor* rwkv_wkv7(Tensor* r, Tensor* w, Tensor* k, Tensor* v, Tensor* a, Tensor* b, Tensor* state) {
+    return rwkv_result("rwkv_wkv7", Op::RWKV_WKV7, {{"k", k}, {"r", r}, {"w", w}, {"v", v}, {"a", a}, {"b", b}},
+                       nullptr, state, {r, w, k, v, a, b, state});
 }
 
 Tensor* ssm_conv(Tensor* sx, Tensor* c) {

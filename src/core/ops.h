@@ -27,6 +27,8 @@ Tensor* unary(Op op, Tensor* a);
 
 // x > 0 ? x : negative_slope * x; params f[0] = negative_slope.
 Tensor* leaky_relu(Tensor* a, float negative_slope);
+// XIELU (ggml_xielu): stores beta + softplus(alpha_n), softplus(alpha_p), beta, eps as params f[0..3].
+Tensor* xielu(Tensor* a, float alpha_n, float alpha_p, float beta, float eps);
 
 // Gated linear units (ggml_glu / ggml_glu_split): op one of the Glu rows (REGLU ... SWIGLU_OAI).
 // b null: a's ne[0] (even) splits in halves x | g (swapped: g | x) -> [ne0/2, ne1, ne2, ne3]; else
@@ -133,8 +135,18 @@ Tensor* conv_transpose_1d(Tensor* kernel, Tensor* data, int s0, int p0, int d0);
 // POOL_2D: a f32 [W, H, C, N] -> [(W + 2p0 - k0)/s0 + 1, (H + 2p1 - k1)/s1 + 1, C, N]; avg divides by
 // k0*k1 (padding counts as zeros), max takes the window's cells inside a.
 Tensor* pool_2d(Tensor* a, bool avg, int k0, int k1, int s0, int s1, int p0, int p1);
-// UPSCALE (nearest): a f32 -> [ne0*sf, ne1*sf, ne2, ne3].
-Tensor* upscale(Tensor* a, int scale_factor);
+// UPSCALE (ggml_interpolate): a f32 resampled to ne; mode MB_SCALE_NEAREST / BILINEAR / BICUBIC, optionally
+// | MB_SCALE_ALIGN_CORNERS (shaders/kargs.h). upscale: [ne0*sf, ne1*sf, ne2, ne3].
+Tensor* interpolate(Tensor* a, const int64_t ne[kMaxDims], int mode);
+Tensor* upscale(Tensor* a, int scale_factor, int mode = 0);
+// SSM_SCAN (ggml_ssm_scan, Mamba 1 and 2): s [d_state, head_dim, n_head, n_rs], x [head_dim, n_head, n_t,
+// n_s], dt [n_head, n_t, n_s], A [d_state or 1, n_head], B and C [d_state, n_group, n_t, n_s], ids i32 [n_s]
+// -> f32 [nelements(x) + d_state*head_dim*n_head*n_s]: y in x's shape, then the final state of each sequence.
+Tensor* ssm_scan(Tensor* s, Tensor* x, Tensor* dt, Tensor* A, Tensor* B, Tensor* C, Tensor* ids);
+// RWKV_WKV6: k, v, r, td [S, H, T], tf [S, H], state [S*S*H, n_seqs] -> f32 [S*H, T + S*n_seqs].
+Tensor* rwkv_wkv6(Tensor* k, Tensor* v, Tensor* r, Tensor* tf, Tensor* td, Tensor* state);
+// RWKV_WKV7: r, w, k, v, a, b [S, H, T], state [S*S*H, n_seqs] -> f32 [S*H, T + S*n_seqs].
+Tensor* rwkv_wkv7(Tensor* r, Tensor* w, Tensor* k, Tensor* v, Tensor* a, Tensor* b, Tensor* state);
 // SSM_CONV: sx f32 [d_conv - 1 + n_t, d_inner, n_s], c f32 [d_conv, d_inner] -> [d_inner, n_t, n_s].
 Tensor* ssm_conv(Tensor* sx, Tensor* c);
 

@@ -18,7 +18,7 @@ class Buffer;
 class Context;
 
 constexpr int kMaxDims = 4;
-constexpr int kMaxSrc = 4;
+constexpr int kMaxSrc = 8;
 constexpr int kMaxOpParams = 16;
 
 enum TensorFlags : uint32_t {

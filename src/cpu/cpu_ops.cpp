@@ -33,10 +33,13 @@ const CpuFamily kLayout{layout_supported, nullptr, nullptr, nullptr, compute_lay
 const CpuFamily kRope{rope_supported, nullptr, nullptr, nullptr, compute_rope};
 const CpuFamily kGlu{glu_supported, nullptr, nullptr, nullptr, compute_glu};
 const CpuFamily kAcc{acc_supported, nullptr, nullptr, nullptr, compute_acc};
-const CpuFamily kConvTranspose1d{conv_transpose_1d_supported, nullptr, nullptr, nullptr, compute_conv_transpose_1d};
+const CpuFamily kConvTranspose1d{conv_transpose_1d_supported, conv_transpose_1d_work_size, nullptr, nullptr,
+                                 compute_conv_transpose_1d};
 const CpuFamily kPool2d{pool_2d_supported, nullptr, nullptr, nullptr, compute_pool_2d};
 const CpuFamily kUpscale{upscale_supported, nullptr, nullptr, nullptr, compute_upscale};
 const CpuFamily kSsmConv{ssm_conv_supported, nullptr, nullptr, nullptr, compute_ssm_conv};
+const CpuFamily kSsmScan{ssm_scan_supported, nullptr, nullptr, nullptr, compute_ssm_scan};
+const CpuFamily kRwkvWkv{rwkv_wkv_supported, nullptr, nullptr, nullptr, compute_rwkv_wkv};
 const CpuFamily kMulMatId{mul_mat_id_supported, mul_mat_id_work_size, nullptr, mul_mat_threads, compute_mul_mat_id};
 const CpuFamily kAddId{add_id_supported, nullptr, nullptr, nullptr, compute_add_id};
 const CpuFamily kTimestepEmbedding{timestep_embedding_supported, nullptr, nullptr, nullptr, compute_timestep_embedding};
@@ -69,6 +72,8 @@ const CpuFamily* cpu_family(Op op) {
         case OpFamily::Pool2d: return &kPool2d;
         case OpFamily::Upscale: return &kUpscale;
         case OpFamily::SsmConv: return &kSsmConv;
+        case OpFamily::SsmScan: return &kSsmScan;
+        case OpFamily::RwkvWkv: return &kRwkvWkv;
         case OpFamily::MulMatId: return &kMulMatId;
         case OpFamily::AddId: return &kAddId;
         case OpFamily::TimestepEmbedding: return &kTimestepEmbedding;

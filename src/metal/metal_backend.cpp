@@ -210,6 +210,7 @@ void MetalBackend::synchronize() {
                                         : e[0] == 2 ? "SET_ROWS"
                                         : e[0] == 3 ? "MUL_MAT_ID"
                                         : e[0] == 4 ? "ADD_ID"
+                                        : e[0] == 5 ? "SSM_SCAN"
                                                     : "a kernel") + " met row index " +
                         std::to_string(e[1]) + ", outside the " + std::to_string(e[2]) +
                         " rows it indexes (that row was skipped)";

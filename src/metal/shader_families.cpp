@@ -37,6 +37,8 @@ const char* shader_family(Op op) {
         case OpFamily::Pool2d: return "pool_2d";
         case OpFamily::Upscale: return "upscale";
         case OpFamily::SsmConv: return "ssm_conv";
+        case OpFamily::SsmScan: return "ssm_scan";
+        case OpFamily::RwkvWkv: return "rwkv_wkv";
         case OpFamily::Acc: return "acc";
         case OpFamily::None: break;
     }

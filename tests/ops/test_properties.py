@@ -80,6 +80,7 @@ UNARY = {
     "sqrt": (np.sqrt, lambda v: v.min(initial=1) >= 0, False),
     "log": (np.log, lambda v: v.min(initial=1) > 1e-3, False),
     "exp": (np.exp, lambda v: v.max(initial=0) < 30, False),
+    "expm1": (np.expm1, lambda v: v.max(initial=0) < 30, False),
     "tanh": (np.tanh, None, False),
     "sigmoid": (lambda x: 1.0 / (1.0 + np.exp(-x)), None, False),
     "silu": (lambda x: x / (1.0 + np.exp(-x)), None, False),
@@ -522,6 +523,91 @@ def step_clamp(p: Planner):
                     lambda av, lo=lo, hi=hi: (np.clip(av, lo, hi), None)))
 
 
+def step_xielu(p: Planner):
+    a = p.pick(lambda t, v: is_f32(t, v) and finite(v) and np.abs(v).max(initial=0) < 1e6)
+    if a is None:
+        return
+    prm = p.draw(st.sampled_from([(0.8, 0.8, 0.5, -1e-6), (-0.3, 1.7, 0.25, -0.01)]))
+    p.add_step(Step(f"xielu{prm}", (a,), lambda x, prm=prm: mb.ops.xielu(x, *prm),
+                    lambda av, prm=prm: (op_cases.xielu_ref(av, *prm), np.abs(av) * (1 + np.abs(av)) + 1e-3),
+                    TRANSC))
+
+
+def step_interpolate(p: Planner):
+    """upscale / interpolate in every mode onto a drawn shape (up or down on each axis)."""
+    a = p.pick(lambda t, v: is_f32(t, v) and finite(v) and v.size > 0 and np.abs(v).max(initial=0) < 1e10)
+    if a is None:
+        return
+    shape = tuple(p.tensors[a].shape)
+    mode = p.draw(st.sampled_from(["nearest", "bilinear", "bicubic"]))
+    align = p.draw(st.booleans())
+    out = tuple(p.draw(st.integers(1, min(2 * d + 1, 48))) for d in shape)
+    while int(np.prod(out)) > MAX_ELEMENTS:
+        out = tuple(max(1, d // 2) for d in out)
+
+    def ref(av, out=out, mode=mode, align=align):
+        r = op_cases.interpolate_ref(av, out, mode, align)
+        return r, (None if mode == "nearest" else np.full(r.shape, np.abs(av).max(initial=0) + 1e-30))
+
+    p.add_step(Step(f"interpolate[{out},{mode},{align}]", (a,),
+                    lambda x, out=out, mode=mode, align=align: mb.ops.interpolate(x, out, mode, align), ref, ROWS))
+
+
+def _rms(r):
+    return np.full(np.shape(r), math.sqrt(float(np.mean(np.square(r)))) + 1e-30 if np.size(r) else 1.0)
+
+
+def step_ssm_scan(p: Planner):
+    """Mamba 1 (A per state) or 2 (A per head) on fresh inputs; the result feeds later steps."""
+    nrs, ns, nt = p.draw(st.integers(1, 3)), p.draw(st.integers(1, 2)), p.draw(st.integers(0, 5))
+    ng = p.draw(st.sampled_from([1, 2]))
+    nh = ng * p.draw(st.integers(1, 2))
+    nr, nc = p.draw(st.sampled_from([1, 5, 16, 33])), p.draw(st.sampled_from([1, 4, 16]))
+    na = p.draw(st.sampled_from([1, nc]))
+    ins = [p.add_input(mb.f32, sh, "clean") for sh in [(nrs, nh, nr, nc), (ns, nt, nh, nr), (ns, nt, nh)]]
+    ins.append(p.add_input(mb.f32, (nh, na), "positive"))
+    ins += [p.add_input(mb.f32, (ns, nt, ng, nc), "clean") for _ in range(2)]
+    ins.append(p.add_input(mb.i32, (ns,), nrs))
+
+    def ref(s, x, dt, A, B, C, ids):
+        r = op_cases.ssm_scan_ref(s, x, dt, -A, B, C, ids)
+        return r, _rms(r)
+
+    p.add_step(Step(f"ssm_scan[{nrs},{ns},{nt},{nh},{nr},{nc},{ng},{na}]", tuple(ins),
+                    lambda s, x, dt, A, B, C, ids: mb.ops.ssm_scan(s, x, dt, mb.ops.neg(A), B, C, ids), ref, ROWS))
+
+
+def step_rwkv(p: Planner):
+    name = p.draw(st.sampled_from(["rwkv_wkv6", "rwkv_wkv7"]))
+    n = p.draw(st.integers(1, 2))
+    T, H, S = n * p.draw(st.integers(1, 3)), p.draw(st.integers(1, 3)), p.draw(st.sampled_from([1, 4, 16, 33]))
+    tok = (T, H, S)
+    if name == "rwkv_wkv6":
+        shapes = [tok, tok, tok, (H, S), tok, (n, S * S * H)]
+        gens = ["clean"] * 6
+    else:
+        shapes = [tok] * 6 + [(n, S * S * H)]
+        gens = ["clean"] * 7
+    ins = tuple(p.add_input(mb.f32, sh, g) for sh, g in zip(shapes, gens))
+    # Decays in (0, 1) (w, td through a sigmoid); WKV7's a, b scaled down to keep the state bounded.
+    if name == "rwkv_wkv6":
+        def build(k, v, r, tf, td, st_):
+            return mb.ops.rwkv_wkv6(k, v, r, tf, mb.ops.sigmoid(td), st_)
+
+        def ref(k, v, r, tf, td, st_):
+            out = op_cases.rwkv_wkv6_ref(k, v, r, tf, 1 / (1 + np.exp(-td)), st_)
+            return out, _rms(out)
+    else:
+        def build(r, w, k, v, a, b, st_):
+            return mb.ops.rwkv_wkv7(r, mb.ops.sigmoid(w), k, v, mb.ops.scale(a, 0.1), mb.ops.scale(b, 0.1), st_)
+
+        def ref(r, w, k, v, a, b, st_):
+            out = op_cases.rwkv_wkv7_ref(r, 1 / (1 + np.exp(-w)), k, v, a * 0.1, b * 0.1, st_)
+            return out, _rms(out)
+
+    p.add_step(Step(f"{name}[{T},{H},{S},{n}]", ins, build, ref, ROWS))
+
+
 def step_layout(p: Planner):
     """concat, repeat and pad: data movement, exact."""
     a = p.pick(lambda t, v: t.type in (mb.f32, mb.f16))
@@ -630,7 +716,8 @@ def step_fusable(p: Planner):
 
 
 STEPS = [step_binary, step_unary, step_scale, step_norm, step_soft_max, step_reduce, step_mul_mat, step_get_rows,
-         step_view, step_view, step_copy, step_clamp, step_layout, step_rope, step_flash_attn, step_fusable]
+         step_view, step_view, step_copy, step_clamp, step_layout, step_rope, step_flash_attn, step_fusable,
+         step_xielu, step_interpolate, step_ssm_scan, step_rwkv]
 
 
 @st.composite

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/errors.h"
+#include "core/fp16.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/vec.h"
 
@@ -35,6 +36,14 @@ void run(const F& act, const ComputeParams& p, Tensor& dst) {
         const uint8_t* xr = vec::row_ptr(a, ix);
         const uint8_t* gr = vec::row_ptr(b, ix);
         uint8_t* yr = vec::row_ptr(dst, ix);
+        if (dst.type == Type::F16) {  // f16 in and out, computed in f32
+            for (int64_t i = 0; i < nc; ++i) {
+                const float x = fp16_to_fp32(*reinterpret_cast<const uint16_t*>(xr + (off0 + i) * a.nb[0]));
+                const float g = fp16_to_fp32(*reinterpret_cast<const uint16_t*>(gr + (off1 + i) * b.nb[0]));
+                *reinterpret_cast<uint16_t*>(yr + i * dst.nb[0]) = fp32_to_fp16(act(x, g));
+            }
+            continue;
+        }
         for (int64_t i = 0; i < nc; ++i) {
             const float x = *reinterpret_cast<const float*>(xr + (off0 + i) * a.nb[0]);
             const float g = *reinterpret_cast<const float*>(gr + (off1 + i) * b.nb[0]);
@@ -49,8 +58,8 @@ bool glu_supported(const Tensor& dst) {
     if (op_family(dst.op) != OpFamily::Glu) return false;
     const Tensor* a = dst.src[0];
     const Tensor* b = dst.src[1];
-    if (!a || a->type != Type::F32 || dst.type != Type::F32) return false;
-    if (b) return b->type == Type::F32 && vec::same_shape(*a, dst) && vec::same_shape(*b, dst);
+    if (!a || (a->type != Type::F32 && a->type != Type::F16) || dst.type != a->type) return false;
+    if (b) return b->type == a->type && vec::same_shape(*a, dst) && vec::same_shape(*b, dst);
     return a->ne[0] == 2 * dst.ne[0] && a->ne[1] == dst.ne[1] && a->ne[2] == dst.ne[2] && a->ne[3] == dst.ne[3];
 }
 

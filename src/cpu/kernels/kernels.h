@@ -54,6 +54,8 @@ bool conv_transpose_1d_supported(const Tensor& dst);  // CONV_TRANSPOSE_1D
 bool pool_2d_supported(const Tensor& dst);            // POOL_2D
 bool upscale_supported(const Tensor& dst);            // UPSCALE
 bool ssm_conv_supported(const Tensor& dst);           // SSM_CONV
+bool ssm_scan_supported(const Tensor& dst);           // SSM_SCAN
+bool rwkv_wkv_supported(const Tensor& dst);           // RWKV_WKV6 RWKV_WKV7
 bool acc_supported(const Tensor& dst);               // ACC
 bool glu_supported(const Tensor& dst);               // REGLU GEGLU SWIGLU GEGLU_ERF GEGLU_QUICK SWIGLU_OAI
 
@@ -85,10 +87,13 @@ void compute_conv_transpose_1d(const ComputeParams& p, Tensor& dst);
 void compute_pool_2d(const ComputeParams& p, Tensor& dst);
 void compute_upscale(const ComputeParams& p, Tensor& dst);
 void compute_ssm_conv(const ComputeParams& p, Tensor& dst);
+void compute_ssm_scan(const ComputeParams& p, Tensor& dst);
+void compute_rwkv_wkv(const ComputeParams& p, Tensor& dst);
 void compute_mul_mat_id(const ComputeParams& p, Tensor& dst);
 void compute_add_id(const ComputeParams& p, Tensor& dst);
 void compute_timestep_embedding(const ComputeParams& p, Tensor& dst);
 size_t mul_mat_id_work_size(const Tensor& dst, int nth);
+size_t conv_transpose_1d_work_size(const Tensor& dst, int nth);
 void compute_arange(const ComputeParams& p, Tensor& dst);
 void compute_argsort(const ComputeParams& p, Tensor& dst);
 

@@ -1,12 +1,14 @@
-// SCALE, CLAMP, LEAKY_RELU and the unary activations (the Unary rows of shaders/op_table.h): f32 in, f32 out, any
-// strides. Packed data is mapped eight lanes at a time with AVX2 where the host has it; the transcendental ones
-// go through vec.h's polynomial exp (tanh, sigmoid and both GELUs are rational functions of one exp).
+// SCALE, CLAMP, LEAKY_RELU, XIELU and the unary activations (the Unary rows of shaders/op_table.h): f32 in,
+// f32 out (or f16 in and out, computed in f32), any strides. Packed f32 data is mapped eight lanes at a time
+// with AVX2 where the host has it; the transcendental ones go through vec.h's polynomial exp (tanh, sigmoid
+// and both GELUs are rational functions of one exp).
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "core/errors.h"
+#include "core/fp16.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/vec.h"
 
@@ -165,6 +167,17 @@ float ceil_(float x, float) { return std::ceil(x); }
 float round_(float x, float) { return std::round(x); }
 float trunc_(float x, float) { return std::trunc(x); }
 float leaky_relu(float x, float slope) { return x > 0.0f ? x : x * slope; }
+float expm1_(float x, float) { return std::expm1(x); }
+
+// XIELU's four parameters (params f[0..3] as the builder stored them).
+struct FXielu {
+    float alpha_n, alpha_p, beta, eps;
+    static constexpr bool kVec = false;
+    float s(float x) const {
+        if (x > 0.0f) return alpha_p * x * x + beta * x;
+        return (std::expm1(std::fmin(x, eps)) - x) * alpha_n + beta * x;
+    }
+};
 
 template <class F>
 void map_portable(const F& f, const float* x, float* y, int64_t n) {
@@ -202,9 +215,32 @@ void map(const F& f, const float* x, float* y, int64_t n) {
     map_portable(f, x, y, n);
 }
 
+// f16 in and out (ggml's f16 unary ops): each row widened to f32, mapped, and rounded back.
+template <class F>
+void run_f16(const F& f, const ComputeParams& p, Tensor& dst) {
+    const Tensor& a = *dst.src[0];
+    const int64_t n = dst.ne[0];
+    int64_t r0, r1;
+    split_range(dst.nrows(), p.ith, p.nth, &r0, &r1);
+    std::vector<float> buf(static_cast<size_t>(n));
+    for (int64_t r = r0; r < r1; ++r) {
+        const vec::RowIndex ix = vec::row_index(dst, r);
+        const uint8_t* arow = vec::row_ptr(a, ix);
+        uint8_t* orow = vec::row_ptr(dst, ix);
+        for (int64_t i = 0; i < n; ++i) {
+            buf[size_t(i)] = fp16_to_fp32(*reinterpret_cast<const uint16_t*>(arow + i * a.nb[0]));
+        }
+        map(f, buf.data(), buf.data(), n);
+        for (int64_t i = 0; i < n; ++i) {
+            *reinterpret_cast<uint16_t*>(orow + i * dst.nb[0]) = fp32_to_fp16(buf[size_t(i)]);
+        }
+    }
+}
+
 template <class F>
 void run(const F& f, const ComputeParams& p, Tensor& dst) {
     const Tensor& a = *dst.src[0];
+    if (dst.type == Type::F16) return run_f16(f, p, dst);
     if (a.is_contiguous() && dst.is_contiguous()) {
         // One flat array: cut evenly, so a single long row still uses every thread.
         int64_t e0, e1;
@@ -244,7 +280,8 @@ void run(const F& f, const ComputeParams& p, Tensor& dst) {
 bool unary_supported(const Tensor& dst) {
     if (op_family(dst.op) != OpFamily::Unary) return false;
     const Tensor* a = dst.src[0];
-    return a != nullptr && a->type == Type::F32 && dst.type == Type::F32 && vec::same_shape(*a, dst);
+    return a != nullptr && (a->type == Type::F32 || a->type == Type::F16) && dst.type == a->type &&
+           vec::same_shape(*a, dst);
 }
 
 void compute_unary(const ComputeParams& p, Tensor& dst) {
@@ -278,6 +315,8 @@ void compute_unary(const ComputeParams& p, Tensor& dst) {
         case Op::ROUND: return run(FScalar{round_, 0.0f}, p, dst);
         case Op::TRUNC: return run(FScalar{trunc_, 0.0f}, p, dst);
         case Op::LEAKY_RELU: return run(FScalar{leaky_relu, dst.param_f(0)}, p, dst);
+        case Op::EXPM1: return run(FScalar{expm1_, 0.0f}, p, dst);
+        case Op::XIELU: return run(FXielu{dst.param_f(0), dst.param_f(1), dst.param_f(2), dst.param_f(3)}, p, dst);
         default: break;
     }
     fail<InvalidArgumentError>("compute_unary", "not a unary op: ", op_name(dst.op));

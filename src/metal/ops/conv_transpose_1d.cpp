@@ -1,6 +1,5 @@
 // CONV_TRANSPOSE_1D on the Metal device (shaders/conv_transpose_1d.metal): f32 with any strides, one threadgroup
 // per dst row (threads take the row's elements).
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -12,10 +11,7 @@ namespace mb::metal {
 
 bool supports_conv_transpose_1d(const RuntimeProps& props, const Tensor& node) {
     (void)props;
-    const Tensor* k = node.src[0];
-    const Tensor* x = node.src[1];
-    return node.op == Op::CONV_TRANSPOSE_1D && k && x && (k->type == Type::F32 || k->type == Type::F16) &&
-           x->type == Type::F32 && node.type == Type::F32 && fits_i32(*k) && fits_i32(*x) && fits_i32(node);
+    return plain_f32_supports(node, Op::CONV_TRANSPOSE_1D, 2, true);
 }
 
 size_t encode_conv_transpose_1d(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
@@ -40,16 +36,8 @@ size_t encode_conv_transpose_1d(OpEncoder& enc, const std::vector<Tensor*>& node
     args.nb0 = dst.nb[0];
     args.nb1 = dst.nb[1];
     args.nb2 = dst.nb[2];
-    const Pipeline& p =
-        enc.use(kern.type == Type::F16 ? "kernel_conv_transpose_1d_f16" : "kernel_conv_transpose_1d_f32", {});
-    enc.args(args);
-    enc.input(kern, 1);
-    enc.input(x, 2);
-    enc.output(dst, 3);
-    uint32_t nth = 32;
-    const uint32_t max_nth = std::min<uint32_t>(256, p.max_threads_per_threadgroup());
-    while (nth < dst.ne[0] && 2 * nth <= max_nth) nth *= 2;
-    enc.dispatch({uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), 1}, {nth, 1, 1});
+    encode_plain(enc, kern.type == Type::F16 ? "kernel_conv_transpose_1d_f16" : "kernel_conv_transpose_1d_f32", args,
+                 {&kern, &x}, dst, {uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), 1}, dst.ne[0]);
     return 1;
 }
 

@@ -30,8 +30,10 @@ bool supports_glu(const RuntimeProps& props, const Tensor& node) {
     (void)props;
     const Tensor* a = node.src[0];
     const Tensor* b = node.src[1];
-    if (glu_op(node.op) < 0 || !a || a->type != Type::F32 || node.type != Type::F32) return false;
-    if (b && b->type != Type::F32) return false;
+    if (glu_op(node.op) < 0 || !a || (a->type != Type::F32 && a->type != Type::F16) || node.type != a->type) {
+        return false;
+    }
+    if (b && b->type != a->type) return false;
     return fits_i32(*a) && fits_i32(node);
 }
 
@@ -52,7 +54,8 @@ size_t encode_glu(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
     }
     args.alpha = dst.param_f(1);
     args.limit = dst.param_f(2);
-    const Pipeline& p = enc.use("kernel_glu_f32", {FunctionConstant::int32(500, glu_op(dst.op))});
+    const Pipeline& p = enc.use(dst.type == Type::F16 ? "kernel_glu_f16" : "kernel_glu_f32",
+                                {FunctionConstant::int32(500, glu_op(dst.op))});
     enc.args(args);
     enc.input(src0, 1);
     enc.input(src1, 2);

@@ -35,11 +35,27 @@ const Family kConvTranspose1d{supports_conv_transpose_1d, encode_conv_transpose_
 const Family kPool2d{supports_pool_2d, encode_pool_2d, nullptr};
 const Family kUpscale{supports_upscale, encode_upscale, nullptr};
 const Family kSsmConv{supports_ssm_conv, encode_ssm_conv, nullptr};
+const Family kSsmScan{supports_ssm_scan, encode_ssm_scan, nullptr};
+const Family kRwkvWkv{supports_rwkv_wkv, encode_rwkv_wkv, nullptr};
 const Family kMulMatId{supports_mul_mat_id, encode_mul_mat_id, nullptr};
 const Family kAddId{supports_add_id, encode_add_id, nullptr};
 const Family kTimestepEmbedding{supports_timestep_embedding, encode_timestep_embedding, nullptr};
 const Family kArange{supports_arange, encode_arange, nullptr};
 const Family kArgsort{supports_argsort, encode_argsort, nullptr};
+
+}  // namespace
+
+bool plain_f32_supports(const Tensor& node, Op op, int n_src, bool f16_src0) {
+    if (node.op != op || node.type != Type::F32 || !fits_i32(node)) return false;
+    for (int i = 0; i < n_src; ++i) {
+        const Tensor* s = node.src[i];
+        if (!s || !fits_i32(*s)) return false;
+        if (s->type != Type::F32 && !(i == 0 && f16_src0 && s->type == Type::F16)) return false;
+    }
+    return true;
+}
+
+namespace {
 
 const Family* family_of(Op op) {
     switch (op_family(op)) {
@@ -61,6 +77,8 @@ const Family* family_of(Op op) {
         case OpFamily::Pool2d: return &kPool2d;
         case OpFamily::Upscale: return &kUpscale;
         case OpFamily::SsmConv: return &kSsmConv;
+        case OpFamily::SsmScan: return &kSsmScan;
+        case OpFamily::RwkvWkv: return &kRwkvWkv;
         case OpFamily::MulMatId: return &kMulMatId;
         case OpFamily::AddId: return &kAddId;
         case OpFamily::TimestepEmbedding: return &kTimestepEmbedding;

@@ -2,8 +2,10 @@
 // kernels do more) and how each is encoded. One family per ops/<family>.cpp and shaders/<family>.metal.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "core/tensor.h"
@@ -27,6 +29,28 @@ inline bool fits_i32(const Tensor& t) {
         if (t.ne[i] > INT32_MAX) return false;
     }
     return true;
+}
+
+// The plain f32 kernels (pool_2d, upscale, conv_transpose_1d, ssm_conv, ssm_scan, rwkv_wkv): whether node
+// is `op` with sources src[0..n_src) present and f32 (src[0] may be f16 where f16_src0), an f32 result,
+// and every size within the kernels' int32 indexing.
+bool plain_f32_supports(const Tensor& node, Op op, int n_src, bool f16_src0 = false);
+
+// Encodes one such kernel: selects `kernel`, binds args at 0, the inputs at 1, 2, ... in order and dst
+// after them, and dispatches `groups` threadgroups; threads per group: 32, doubled while fewer than
+// `row` (the elements each group walks) up to 256 and the pipeline's limit.
+template <typename Args>
+void encode_plain(OpEncoder& enc, const char* kernel, const Args& args, std::initializer_list<const Tensor*> inputs,
+                  const Tensor& dst, Size3 groups, int64_t row) {
+    const Pipeline& p = enc.use(kernel, {});
+    enc.args(args);
+    uint32_t index = 1;
+    for (const Tensor* t : inputs) enc.input(*t, index++);
+    enc.output(dst, index);
+    uint32_t nth = 32;
+    const uint32_t max_nth = std::min<uint32_t>(256, p.max_threads_per_threadgroup());
+    while (nth < row && 2 * nth <= max_nth) nth *= 2;
+    enc.dispatch(groups, {nth, 1, 1});
 }
 
 bool supports_op(const RuntimeProps& props, const Tensor& node);
@@ -103,6 +127,12 @@ size_t encode_upscale(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t 
 // SSM_CONV
 bool supports_ssm_conv(const RuntimeProps& props, const Tensor& node);
 size_t encode_ssm_conv(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// SSM_SCAN
+bool supports_ssm_scan(const RuntimeProps& props, const Tensor& node);
+size_t encode_ssm_scan(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// RWKV_WKV6 RWKV_WKV7
+bool supports_rwkv_wkv(const RuntimeProps& props, const Tensor& node);
+size_t encode_rwkv_wkv(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
 // ACC
 bool supports_acc(const RuntimeProps& props, const Tensor& node);
 size_t encode_acc(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);

@@ -1,6 +1,5 @@
 // POOL_2D on the Metal device (shaders/pool_2d.metal): f32 with any strides, one threadgroup per dst
 // row (threads take the row's elements).
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -12,9 +11,7 @@ namespace mb::metal {
 
 bool supports_pool_2d(const RuntimeProps& props, const Tensor& node) {
     (void)props;
-    const Tensor* a = node.src[0];
-    return node.op == Op::POOL_2D && a && a->type == Type::F32 && node.type == Type::F32 && fits_i32(*a) &&
-           fits_i32(node);
+    return plain_f32_supports(node, Op::POOL_2D, 1);
 }
 
 size_t encode_pool_2d(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
@@ -34,14 +31,8 @@ size_t encode_pool_2d(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t 
     args.p1 = dst.op_params[6];
     MB_SET_NB(args, nb0, a);
     MB_SET_NB(args, nb, dst);
-    const Pipeline& p = enc.use("kernel_pool_2d_f32", {});
-    enc.args(args);
-    enc.input(a, 1);
-    enc.output(dst, 2);
-    uint32_t nth = 32;
-    const uint32_t max_nth = std::min<uint32_t>(256, p.max_threads_per_threadgroup());
-    while (nth < dst.ne[0] && 2 * nth <= max_nth) nth *= 2;
-    enc.dispatch({uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), uint32_t(dst.ne[3])}, {nth, 1, 1});
+    encode_plain(enc, "kernel_pool_2d_f32", args, {&a}, dst,
+                 {uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), uint32_t(dst.ne[3])}, dst.ne[0]);
     return 1;
 }
 

@@ -1,6 +1,5 @@
 // SSM_CONV on the Metal device (shaders/ssm_conv.metal): f32 with any strides, one threadgroup per dst
 // row (threads take the row's elements).
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -12,10 +11,7 @@ namespace mb::metal {
 
 bool supports_ssm_conv(const RuntimeProps& props, const Tensor& node) {
     (void)props;
-    const Tensor* sx = node.src[0];
-    const Tensor* c = node.src[1];
-    return node.op == Op::SSM_CONV && sx && c && sx->type == Type::F32 && c->type == Type::F32 &&
-           node.type == Type::F32 && fits_i32(*sx) && fits_i32(node);
+    return plain_f32_supports(node, Op::SSM_CONV, 2);
 }
 
 size_t encode_ssm_conv(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
@@ -34,15 +30,8 @@ size_t encode_ssm_conv(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t
     args.nb0 = dst.nb[0];
     args.nb1 = dst.nb[1];
     args.nb2 = dst.nb[2];
-    const Pipeline& p = enc.use("kernel_ssm_conv_f32", {});
-    enc.args(args);
-    enc.input(sx, 1);
-    enc.input(c, 2);
-    enc.output(dst, 3);
-    uint32_t nth = 32;
-    const uint32_t max_nth = std::min<uint32_t>(256, p.max_threads_per_threadgroup());
-    while (nth < dst.ne[0] && 2 * nth <= max_nth) nth *= 2;
-    enc.dispatch({uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), 1}, {nth, 1, 1});
+    encode_plain(enc, "kernel_ssm_conv_f32", args, {&sx, &c}, dst, {uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), 1},
+                 dst.ne[0]);
     return 1;
 }
 

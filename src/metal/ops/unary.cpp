@@ -1,10 +1,12 @@
-// SCALE CLAMP and the unary activations on the Metal device (shaders/unary.metal): f32 in and out.
+// SCALE CLAMP and the unary activations on the Metal device (shaders/unary.metal): f32 in and out, or f16
+// in and out (computed in f32).
 // Contiguous: one thread per element, or per float4 when the count is a multiple of 4 and both ends
 // are 16-byte aligned. Other strides (views): one threadgroup per row.
 #include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "metal/ops/ops.h"
@@ -31,7 +33,9 @@ int unary_op(Op op) {
 bool supports_unary(const RuntimeProps& props, const Tensor& node) {
     (void)props;
     const Tensor* a = node.src[0];
-    if (unary_op(node.op) < 0 || !a || a->type != Type::F32 || node.type != Type::F32) return false;
+    if (unary_op(node.op) < 0 || !a || (a->type != Type::F32 && a->type != Type::F16) || node.type != a->type) {
+        return false;
+    }
     for (int d = 0; d < kMaxDims; ++d) {
         if (a->ne[d] != node.ne[d]) return false;
     }
@@ -49,17 +53,21 @@ size_t encode_unary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i)
     const int64_t n = dst.nelements();
     // One thread per element: the grid counts threads in 32 bits.
     const bool flat = src0.is_contiguous() && dst.is_contiguous() && n <= int64_t(UINT32_MAX);
-    const bool vec4 = flat && n % 4 == 0 && device_ref(src0).offset % 16 == 0 && device_ref(dst).offset % 16 == 0;
+    const size_t align = dst.type == Type::F16 ? 8 : 16;  // one float4 / half4
+    const bool vec4 = flat && n % 4 == 0 && device_ref(src0).offset % align == 0 && device_ref(dst).offset % align == 0;
     mb_kargs_unary args{};
     args.n = uint32_t(vec4 ? n / 4 : n);
-    if (op_info(dst.op).kind == OpKind::Ew) {  // SCALE, CLAMP, LEAKY_RELU: parameters f[0], f[1]
+    if (op_info(dst.op).kind == OpKind::Ew) {  // SCALE, CLAMP, LEAKY_RELU, XIELU: parameters f[0..3]
         args.p0 = dst.param_f(0);
         args.p1 = dst.param_f(1);
+        args.p2 = dst.param_f(2);
+        args.p3 = dst.param_f(3);
     }
     MB_SET_NE(args, ne0, src0);
     MB_SET_NB(args, nb0, src0);
     MB_SET_NB(args, nb, dst);
-    const char* name = flat ? (vec4 ? "kernel_unary_f32_4" : "kernel_unary_f32") : "kernel_unary_f32_rows";
+    const std::string name = std::string("kernel_unary_") + (dst.type == Type::F16 ? "f16" : "f32") +
+                             (flat ? (vec4 ? "_4" : "") : "_rows");
     const Pipeline& p = enc.use(name, {FunctionConstant::int32(200, unary_op(dst.op))});
     enc.args(args);
     enc.input(src0, 1);

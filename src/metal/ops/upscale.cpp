@@ -1,6 +1,5 @@
-// UPSCALE on the Metal device (shaders/upscale.metal): f32 with any strides, one threadgroup per dst
-// row (threads take the row's elements).
-#include <algorithm>
+// UPSCALE on the Metal device (shaders/upscale.metal): nearest, bilinear and bicubic (with or without
+// align corners), f32 with any strides, one threadgroup per dst row (threads take the row's elements).
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -12,9 +11,7 @@ namespace mb::metal {
 
 bool supports_upscale(const RuntimeProps& props, const Tensor& node) {
     (void)props;
-    const Tensor* a = node.src[0];
-    return node.op == Op::UPSCALE && a && a->type == Type::F32 && node.type == Type::F32 && fits_i32(*a) &&
-           fits_i32(node);
+    return plain_f32_supports(node, Op::UPSCALE, 1) && (node.op_params[0] & 0xFF) <= MB_SCALE_BICUBIC;
 }
 
 size_t encode_upscale(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
@@ -23,20 +20,26 @@ size_t encode_upscale(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t 
     const Tensor& a = *dst.src[0];
     mb_kargs_upscale args{};
     args.ne0 = int32_t(dst.ne[0]);
-    args.sf0 = float(dst.ne[0]) / float(a.ne[0]);
-    args.sf1 = float(dst.ne[1]) / float(a.ne[1]);
-    args.sf2 = float(dst.ne[2]) / float(a.ne[2]);
-    args.sf3 = float(dst.ne[3]) / float(a.ne[3]);
+    args.ne00 = int32_t(a.ne[0]);
+    args.ne01 = int32_t(a.ne[1]);
+    args.mode = dst.op_params[0] & 0xFF;
+    float sf[kMaxDims];
+    for (int d = 0; d < kMaxDims; ++d) sf[d] = float(dst.ne[d]) / float(a.ne[d]);
+    args.offset = 0.5f;
+    if (dst.op_params[0] & MB_SCALE_ALIGN_CORNERS) {
+        args.offset = 0.0f;
+        for (int d = 0; d < 2; ++d) {
+            if (dst.ne[d] > 1 && a.ne[d] > 1) sf[d] = float(dst.ne[d] - 1) / float(a.ne[d] - 1);
+        }
+    }
+    args.sf0 = sf[0];
+    args.sf1 = sf[1];
+    args.sf2 = sf[2];
+    args.sf3 = sf[3];
     MB_SET_NB(args, nb0, a);
     MB_SET_NB(args, nb, dst);
-    const Pipeline& p = enc.use("kernel_upscale_f32", {});
-    enc.args(args);
-    enc.input(a, 1);
-    enc.output(dst, 2);
-    uint32_t nth = 32;
-    const uint32_t max_nth = std::min<uint32_t>(256, p.max_threads_per_threadgroup());
-    while (nth < dst.ne[0] && 2 * nth <= max_nth) nth *= 2;
-    enc.dispatch({uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), uint32_t(dst.ne[3])}, {nth, 1, 1});
+    encode_plain(enc, "kernel_upscale_f32", args, {&a}, dst,
+                 {uint32_t(dst.ne[1]), uint32_t(dst.ne[2]), uint32_t(dst.ne[3])}, dst.ne[0]);
     return 1;
 }
 
