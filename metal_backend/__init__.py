@@ -6,6 +6,8 @@ kernels on the CPU so the Metal path is tested where no Mac exists.
 """
 from __future__ import annotations
 
+import os
+import warnings
 from typing import List, Optional
 
 from . import _core, ops
@@ -112,6 +114,18 @@ def from_dlpack(x: object, device: Optional[Device] = None, *, name: str = "") -
 
 
 _best_device = device
+
+
+def _check_cpu_isa_variable() -> None:
+    """MB_CPU_MAX_ISA caps the CPU's SIMD paths; native code ignores a value it does not know, so
+    such a value is named in a RuntimeWarning rather than ignored silently."""
+    value = os.environ.get("MB_CPU_MAX_ISA", "")
+    if value and value not in ("portable", "avx2", "avx512"):
+        warnings.warn(f"MB_CPU_MAX_ISA={value!r} is not 'portable', 'avx2' or 'avx512'; it is ignored and every "
+                      f"instruction set the CPU has is used", RuntimeWarning, stacklevel=2)
+
+
+_check_cpu_isa_variable()
 
 
 __all__ = [

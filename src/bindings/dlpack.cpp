@@ -156,18 +156,30 @@ std::pair<int32_t, int32_t> dlpack_device(const Tensor& t) {
     return {storage->host_ptr() ? kDLCPU : kDLMetal, 0};
 }
 
+// A (major, minor) or (device type, id) argument: a tuple of two ints. Another type raises TypeError,
+// another length or an int beyond 64 bits InvalidArgumentError, each naming the argument.
+std::pair<int64_t, int64_t> int_pair(py::handle v, const char* name, const char* what, const char* who) {
+    const std::string got = std::string(py::repr(v));
+    if (!PyTuple_Check(v.ptr())) {
+        throw py::type_error(std::string("[") + who + "] " + name + " must be None or a " + what + " tuple, got " + got);
+    }
+    if (PyTuple_GET_SIZE(v.ptr()) != 2) fail<InvalidArgumentError>(who, name, " must be a ", what, " tuple, got ", got);
+    int64_t out[2];
+    for (int i = 0; i < 2; ++i) {
+        PyObject* x = PyTuple_GET_ITEM(v.ptr(), i);
+        if (!PyLong_Check(x) || PyBool_Check(x)) {
+            throw py::type_error(std::string("[") + who + "] " + name + " must hold two integers, got " + got);
+        }
+        int overflow = 0;
+        out[i] = PyLong_AsLongLongAndOverflow(x, &overflow);
+        if (overflow) fail<InvalidArgumentError>(who, name, " holds an integer beyond 64 bits: ", got);
+    }
+    return {out[0], out[1]};
+}
+
 bool want_versioned(py::handle max_version, const char* who) {
     if (max_version.is_none()) return false;
-    if (!PyTuple_Check(max_version.ptr())) {
-        throw py::type_error(std::string("[") + who + "] max_version must be None or a (major, minor) tuple, got " +
-                             std::string(py::repr(max_version)));
-    }
-    auto v = py::reinterpret_borrow<py::tuple>(max_version);
-    if (v.size() != 2) {
-        fail<InvalidArgumentError>(who, "max_version must be a (major, minor) tuple, got ",
-                                   std::string(py::repr(max_version)));
-    }
-    return v[0].cast<int64_t>() >= 1;
+    return int_pair(max_version, "max_version", "(major, minor)", who).first >= 1;
 }
 
 py::object export_dlpack(const TensorHandle& th, py::handle stream, py::handle max_version, py::handle dl_device,
@@ -180,7 +192,7 @@ py::object export_dlpack(const TensorHandle& th, py::handle stream, py::handle m
     }
     const bool versioned = want_versioned(max_version, who);
     if (!dl_device.is_none()) {
-        auto dev = dl_device.cast<std::pair<int64_t, int64_t>>();
+        auto dev = int_pair(dl_device, "dl_device", "(device type, device id)", who);
         if (dev.first != kDLCPU || dev.second != 0) {
             fail<DLPackError>(who, "tensor ", t.describe(), " can be exported to (kDLCPU=1, 0) only, not dl_device=",
                               std::string(py::repr(dl_device)));
