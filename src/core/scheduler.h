@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/allocation.h"
 #include "core/backend.h"
 
 namespace mb {
@@ -60,6 +61,12 @@ private:
 
     std::vector<std::shared_ptr<Backend>> backends_;
     std::vector<std::shared_ptr<Buffer>> scratch_;  // per backend: intermediates of the running compute
+    struct CachedPlans {
+        std::weak_ptr<Context> context;
+        std::vector<std::pair<const Tensor*, uint32_t>> key;
+        std::vector<MemoryPlan> plans;  // per backend
+    };
+    std::vector<CachedPlans> plan_cache_;  // recent graphs' scratch plans, oldest first
     std::shared_ptr<Context> copies_ctx_;
     int n_splits_ = 0;
     int n_copies_ = 0;

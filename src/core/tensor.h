@@ -56,6 +56,9 @@ struct Tensor {
     int32_t host_binds = 0;
     int32_t host_readers = 0;
     int32_t host_writers = 0;
+    // The thread whose Scheduler compute is placing this (unplaced) node, or nullptr; read and
+    // written only under the scheduler's claims lock (core/scheduler.cpp).
+    const void* sched_claim = nullptr;
 
     std::string name;
     Context* ctx = nullptr;

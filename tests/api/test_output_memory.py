@@ -219,3 +219,27 @@ def test_graph_allocator_reuses_a_buffer_no_tensor_holds():
         np.testing.assert_allclose(y.get(), _ref(xv, s), rtol=1e-4, atol=1e-5)
         del g, y, graphs  # the graph's tensors go: its memory may serve the next one
     assert len(set(peaks)) == 1
+
+
+def test_one_scheduler_over_many_short_lived_graphs():
+    # New Contexts (whose tensors may reuse freed addresses) with other shapes and wiring each time:
+    # every compute plans its own memory, never a remembered plan of a graph that is gone.
+    sched = mb.Scheduler([_cpu()])
+    rng = np.random.default_rng(7)
+    for i in range(40):
+        n = int(rng.integers(1, 40))
+        depth = 1 + i % 4
+        ctx = mb.Context()
+        x = ctx.tensor(mb.f32, (n, 3 + i % 5), name="x")
+        mb.alloc_ctx_tensors(ctx, mb.device("CPU"))
+        xv = rng.standard_normal(x.shape).astype(np.float32)
+        x.set(xv)
+        y = _chain(ctx, x, 0.9, depth=depth)
+        side = mb.ops.scale(x, 2.0) if i % 2 else None
+        g = mb.Graph(y, side) if side is not None else mb.Graph(y)
+        assert sched.graph_compute(g) == mb.Status.SUCCESS
+        assert sched.graph_compute(g) == mb.Status.SUCCESS  # the remembered plan
+        np.testing.assert_allclose(y.get(), _ref(xv, 0.9, depth=depth), rtol=1e-4, atol=1e-5)
+        if side is not None:
+            np.testing.assert_allclose(side.get(), 2.0 * xv, rtol=1e-6)
+        del ctx, x, y, g, side
