@@ -161,7 +161,8 @@ std::pair<int32_t, int32_t> dlpack_device(const Tensor& t) {
 std::pair<int64_t, int64_t> int_pair(py::handle v, const char* name, const char* what, const char* who) {
     const std::string got = std::string(py::repr(v));
     if (!PyTuple_Check(v.ptr())) {
-        throw py::type_error(std::string("[") + who + "] " + name + " must be None or a " + what + " tuple, got " + got);
+        throw py::type_error(std::string("[") + who + "] " + name + " must be None or a " + what +
+                             " tuple, got " + got);
     }
     if (PyTuple_GET_SIZE(v.ptr()) != 2) fail<InvalidArgumentError>(who, name, " must be a ", what, " tuple, got ", got);
     int64_t out[2];
@@ -324,7 +325,8 @@ Type type_of(const DLDataType& d, const char* who) {
                       " has no tensor type; supported: float32, float16, bfloat16, int32");
 }
 
-TensorHandle import_dlpack(py::object obj, std::shared_ptr<Device> device, const std::string& name) {
+TensorHandle import_dlpack(py::object obj, std::shared_ptr<Device> device, const std::string& name,
+                           std::shared_ptr<Context> into) {
     static const char* who = "from_dlpack";
     if (!py::hasattr(obj, "__dlpack__")) {
         throw py::type_error(std::string("[") + who + "] expected an object with __dlpack__ "
@@ -428,7 +430,9 @@ TensorHandle import_dlpack(py::object obj, std::shared_ptr<Device> device, const
         buffer = device->buffer_from_host_ptr(data, span, span, owner);
     }
     owner.reset();  // the buffer's storage holds it now
-    auto ctx = std::make_shared<Context>();
+    // Into the caller's Context (so that several imports, and tensors made there, meet in one op),
+    // else a Context of its own.
+    auto ctx = into ? std::move(into) : std::make_shared<Context>();
     const std::string tname = name.empty() ? std::string("dlpack") : name;
     if (contiguous || empty) {
         // The array's own shape over the same bytes: a plain (non-view) tensor, the most useful to compute on.
@@ -481,7 +485,9 @@ void init_dlpack(py::module_& m) {
              "shared and mapped buffers: unified memory); (8, 0) = kDLMetal for device-private memory.");
 
     m.def("from_dlpack", &import_dlpack, py::arg("obj"), py::arg("device"), py::arg("name") = "",
-          "A tensor over `obj`'s memory without a copy (a mapped buffer of `device`), for any object with\n"
+          py::arg("ctx") = py::none(),
+          "A tensor over `obj`'s memory without a copy (a mapped buffer of `device`), in `ctx` (default: a new\n"
+          "Context), for any object with\n"
           "__dlpack__ in host memory: float32, float16, bfloat16 or int32, 1 to 4 dims, non-negative strides\n"
           "(a strided array becomes a view). Writes through either side are seen by the other; the tensor keeps\n"
           "the producer alive. Raises DLPackError for other dtypes, read-only or non-CPU producers.");

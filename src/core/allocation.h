@@ -17,7 +17,8 @@ class Graph;
 struct Tensor;
 
 // Allocates one buffer of `buft` holding every tensor of `ctx` that has no memory yet (views and the
-// intermediates a Scheduler has placed, kTensorScratch, excepted) and places them in it. Returns nullptr when there is nothing to place.
+// intermediates a Scheduler has placed, kTensorScratch, excepted) and places them in it. Returns
+// nullptr when there is nothing to place.
 std::shared_ptr<Buffer> alloc_ctx_tensors(Context& ctx, const std::shared_ptr<BufferType>& buft);
 
 // Places one tensor at `offset` in an existing buffer (ggml_backend_tensor_alloc), e.g. weights inside

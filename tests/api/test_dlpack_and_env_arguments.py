@@ -63,3 +63,24 @@ def test_unknown_cpu_isa_value_warns():
     for good in ("", "portable", "avx2", "avx512"):
         proc = _import_with(good)
         assert proc.returncode == 0 and "MB_CPU_MAX_ISA" not in proc.stderr, (good, proc.stderr)
+
+
+def test_imports_into_one_context_meet_in_one_op():
+    u = np.arange(6, dtype=np.float32).reshape(2, 3)
+    v = np.full((2, 3), 0.5, np.float32)
+    cpu = mb.device("CPU")
+    apart = [mb.from_dlpack(x, cpu) for x in (u, v)]
+    with pytest.raises(mb.InvalidArgumentError):
+        mb.ops.add(*apart)  # two Contexts, as before
+    ctx = mb.Context()
+    w = ctx.tensor(mb.f32, (2, 3), name="w")
+    mb.alloc_ctx_tensors(ctx, cpu)
+    w.set(np.ones((2, 3), np.float32))
+    a, b = (mb.from_dlpack(x, cpu, ctx=ctx) for x in (u, v))
+    y = mb.ops.add(mb.ops.mul(a, b), w)
+    assert mb.Scheduler([cpu.init_backend()]).graph_compute(mb.Graph(y)) == mb.Status.SUCCESS
+    np.testing.assert_array_equal(y.get(), u * v + 1)
+    strided = mb.from_dlpack(np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2], cpu, ctx=ctx)
+    np.testing.assert_array_equal(strided.get(), np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2])
+    with pytest.raises(TypeError, match="ctx"):
+        mb.from_dlpack(u, cpu, ctx="not a context")
