@@ -171,7 +171,7 @@ class WhisperCpp(Engine):
         from pywhispercpp.model import Model
 
         path = work / f"ggml-{ct2_dir.name}.bin"
-        convert(str(ct2_dir), str(path))
+        convert(str(ct2_dir), str(path), force=True)
         self.model = Model(str(path), n_threads=threads, redirect_whispercpp_logs_to=None, print_progress=False,
                            print_realtime=False, no_timestamps=True, language="en")
         self.note = "pywhispercpp, our converter's f16 .bin"

@@ -1,8 +1,9 @@
 """Long-form Whisper: accuracy, segment times and speed of ours against faster-whisper and whisper.cpp.
 
     python benchmarks/whisper_longform.py [--threads 2] [--models tiny.en base] [--repeats 1 5]
-        [--audio A.wav ...] [--settings greedy beam5] [--engines ours faster-whisper whisper.cpp]
-        [--work DIR] [--json OUT] [--spin-us US]
+        [--audio A.wav ...] [--settings greedy beam5]
+        [--engines ours faster-whisper ours-q8_0 ours-int8 faster-whisper-int8 whisper.cpp]
+        [--work DIR] [--json OUT] [--spin-us US] [--rounds N]
 
 The audio is an espeak-ng passage built by scripts/make_passage.py (25 sentences, about 132 s;
 needs espeak-ng and sox), once and repeated 5 times (about 11 minutes); its JSON lists where each
@@ -20,7 +21,12 @@ n-gram (a loop shows as a large number); for each sentence, the distance from it
 nearest segment start: median, maximum and the share within 1 s; the end-to-end wall time from
 samples to segments (model loading and file reading excluded, no warm-up: one run of long audio)
 and ours over faster-whisper's time in the same setting (below 1 is faster). On a shared machine
-the times are noisy; the ratio compares runs made minutes apart.
+the times are noisy; the ratios compare runs made minutes apart (use --rounds for best-of-N with the
+engines interleaved). Engines: ours (compute_type "float32"), ours-q8_0 (Whisper.load(..., quantize="q8_0"):
+q8_0 matrices, the encoder's products in f32 on dequantized weights), ours-int8 (Whisper.load(...,
+compute_type="int8"): q8_0 matrices, 8-bit activations), faster-whisper float32 and int8 (its
+compute_type), whisper.cpp on the converted f16 file. Ratio columns: time over faster-whisper
+float32's and over faster-whisper int8's in the same setting.
 """
 
 from __future__ import annotations
@@ -66,9 +72,12 @@ SETTINGS = {"greedy": 1, "beam5": 5}
 
 class Ours:
     name = "ours"
+    compute_type = "float32"
+    quantize = None
 
     def __init__(self, ct2: Path, work: Path, threads: int, spin_us: int | None = None):
-        self.model = Whisper.load(ct2, device="CPU", threads=threads)
+        self.model = Whisper.load(ct2, device="CPU", threads=threads, compute_type=self.compute_type,
+                                  quantize=self.quantize)
         if spin_us is not None:
             self.model.compute.backend.options["spin_us"] = spin_us
 
@@ -77,18 +86,42 @@ class Ours:
         return result.text, [s.start for s in result.segments if s.text.strip()]
 
 
+class OursInt8(Ours):
+    """Whisper.load(compute_type="int8"): q8_0 matrices, 8-bit activations in every product."""
+
+    name = "ours-int8"
+    compute_type = "int8"
+
+
+class OursQ8(Ours):
+    """Whisper.load(quantize="q8_0"): q8_0 matrices (byte dot products for few tokens), the
+    encoder's products on dequantized f32 weights."""
+
+    name = "ours-q8_0"
+    quantize = "q8_0"
+
+
 class FasterWhisper:
     name = "faster-whisper"
+    compute_type = "float32"
 
     def __init__(self, ct2: Path, work: Path, threads: int):
         from faster_whisper import WhisperModel
 
-        self.model = WhisperModel(str(ct2), device="cpu", cpu_threads=threads, num_workers=1)
+        self.model = WhisperModel(str(ct2), device="cpu", cpu_threads=threads, num_workers=1,
+                                  compute_type=self.compute_type)
 
     def transcribe(self, samples, beam):
         segments, _ = self.model.transcribe(samples, language="en", beam_size=beam, vad_filter=False)
         segments = list(segments)
         return "".join(s.text for s in segments).strip(), [s.start for s in segments if s.text.strip()]
+
+
+class FasterWhisperInt8(FasterWhisper):
+    """CTranslate2's int8 (its README's advice for CPUs): int8 weights and activations."""
+
+    name = "faster-whisper-int8"
+    compute_type = "int8"
 
 
 class WhisperCpp:
@@ -115,6 +148,8 @@ class WhisperCpp:
 
 
 ENGINES = {"ours": (Ours, None), "faster-whisper": (FasterWhisper, "faster_whisper"),
+           "ours-q8_0": (OursQ8, None), "ours-int8": (OursInt8, None),
+           "faster-whisper-int8": (FasterWhisperInt8, "faster_whisper"),
            "whisper.cpp": (WhisperCpp, "pywhispercpp")}
 
 
@@ -145,6 +180,8 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help="directory for the passages and converted models (default: temp)")
     parser.add_argument("--json", type=Path, help="also write every row as JSON here")
     parser.add_argument("--spin-us", type=int, help="ours: the CPU backend's spin_us option (default: its own)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="runs per engine, engines interleaved (A B A B ...); the best time counts")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -159,11 +196,11 @@ def run(args: argparse.Namespace, work: Path) -> list[dict]:
     audios = {f"x{r}": passage(work, r) for r in args.repeats}
     for path in args.audio:
         audios[path.stem] = (load_audio(path), json.loads(path.with_suffix(".json").read_text()))
-    print(f"threads {args.threads}; one run each, wall time, loading excluded; "
-          + "; ".join(f"{name}: {a.size / 16000:.1f} s, {len(ref['sentences'])} sentences"
-                      for name, (a, ref) in audios.items()), flush=True)
-    header = (f"{'model':7s} {'audio':6s} {'setting':7s} {'engine':14s} {'WER %':>6s} {'sub/del/ins':>11s} "
-              f"{'loop':>4s} {'start err med/max s':>19s} {'<1 s':>5s} {'time s':>7s} {'ours/fw':>7s}")
+    print(f"threads {args.threads}; best of {args.rounds} run(s) each, engines interleaved, wall time, loading "
+          "excluded; " + "; ".join(f"{name}: {a.size / 16000:.1f} s, {len(ref['sentences'])} sentences"
+                                   for name, (a, ref) in audios.items()), flush=True)
+    header = (f"{'model':7s} {'audio':6s} {'setting':7s} {'engine':19s} {'WER %':>6s} {'sub/del/ins':>11s} "
+              f"{'loop':>4s} {'start err med/max s':>19s} {'<1 s':>5s} {'time s':>7s} {'/fw':>5s} {'/fw-i8':>6s}")
     print(header, flush=True)
     rows = []
     for model_name in args.models:
@@ -172,23 +209,28 @@ def run(args: argparse.Namespace, work: Path) -> list[dict]:
             print(f"{model_name}: model package not installed, skipped", flush=True)
             continue
         engines = []
-        for name in [n for n in ENGINES if n in args.engines]:  # ours before faster-whisper
+        for name in [n for n in ENGINES if n in args.engines]:  # interleaved: ours, fw, ours-q8_0, ours-int8, fw-int8
             make, module = ENGINES[name]
             if module is not None and importlib.util.find_spec(module) is None:
                 print(f"{name}: package {module} not installed, skipped", flush=True)
                 continue
-            engines.append(make(ct2, work, args.threads, args.spin_us) if name == "ours"
+            engines.append(make(ct2, work, args.threads, args.spin_us) if name.startswith("ours")
                            else make(ct2, work, args.threads))
         for audio_name, (samples, reference) in audios.items():
             ref_text = " ".join(s["text"] for s in reference["sentences"])
             ref_starts = [s["start"] for s in reference["sentences"]]
             for setting in args.settings:
-                times = {}
+                times: dict[str, float] = {}
+                outputs: dict[str, tuple[str, list[float]]] = {}
+                for _ in range(max(1, args.rounds)):
+                    for engine in engines:
+                        start = time.perf_counter()
+                        outputs[engine.name] = engine.transcribe(samples, SETTINGS[setting])
+                        seconds = time.perf_counter() - start
+                        times[engine.name] = min(seconds, times.get(engine.name, math.inf))
                 for engine in engines:
-                    start = time.perf_counter()
-                    text, starts = engine.transcribe(samples, SETTINGS[setting])
-                    seconds = time.perf_counter() - start
-                    times[engine.name] = seconds
+                    text, starts = outputs[engine.name]
+                    seconds = times[engine.name]
                     errors = word_errors(ref_text, text)
                     dist = start_errors(ref_starts, starts)
                     row = dict(model=model_name, audio=audio_name, setting=setting, engine=engine.name,
@@ -197,16 +239,17 @@ def run(args: argparse.Namespace, work: Path) -> list[dict]:
                                start_median=statistics.median(dist), start_max=max(dist),
                                start_within_1s=sum(d <= 1.0 for d in dist) / len(dist), seconds=seconds,
                                segments=len(starts), text=text)
-                    fw = times.get("faster-whisper")
-                    ours = times.get("ours")
-                    row["ours_over_fw"] = ours / fw if fw and ours and engine.name == "faster-whisper" else None
+                    fw, fw8 = times.get("faster-whisper"), times.get("faster-whisper-int8")
+                    row["over_fw"] = seconds / fw if fw else None
+                    row["over_fw_int8"] = seconds / fw8 if fw8 else None
                     rows.append(row)
-                    ratio = "" if row["ours_over_fw"] is None else f"{row['ours_over_fw']:.2f}"
+                    ratio = "" if row["over_fw"] is None else f"{row['over_fw']:.2f}"
+                    ratio8 = "" if row["over_fw_int8"] is None else f"{row['over_fw_int8']:.2f}"
                     max_err = "inf" if math.isinf(row["start_max"]) else f"{row['start_max']:.2f}"
-                    print(f"{model_name:7s} {row['audio']:6s} {setting:7s} {engine.name:14s} {100 * errors.wer:6.1f} "
+                    print(f"{model_name:7s} {row['audio']:6s} {setting:7s} {engine.name:19s} {100 * errors.wer:6.1f} "
                           f"{errors.substitutions:>3d}/{errors.deletions:>3d}/{errors.insertions:>3d} "
                           f"{row['loop']:4d} {row['start_median']:9.2f}/{max_err:>9s} "
-                          f"{100 * row['start_within_1s']:4.0f}% {seconds:7.1f} {ratio:>7s}", flush=True)
+                          f"{100 * row['start_within_1s']:4.0f}% {seconds:7.1f} {ratio:>5s} {ratio8:>6s}", flush=True)
     return rows
 
 

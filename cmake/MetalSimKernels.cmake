@@ -4,8 +4,26 @@
 #
 #   mb_metalsim_kernels(<out-var> SHADERS <file.metal>... INCLUDE_DIRS <dir>... [DEPENDS <file>...])
 #
-# sets <out-var> to the generated sources, each carrying MB_KERNEL_FLAGS.
+# sets <out-var> to the generated sources, each carrying MB_KERNEL_FLAGS, and, with MB_SIM_RACECHECK, to
+# their racecheck build: each generated source compiled once more (MB_SIM_RACECHECK defined: the kernels in
+# namespace mbsim_racecheck) with the compiler's ThreadSanitizer instrumentation and line tables, whose
+# calls src/metal/sim/racecheck.cpp answers (no sanitizer runtime is linked). The normal build is untouched.
 set(MB_ROOT_DIR ${CMAKE_CURRENT_LIST_DIR}/..)
+
+option(MB_SIM_RACECHECK "Also build MetalSim's kernels for the racecheck backend option" ON)
+if(MB_SIM_RACECHECK)
+    # Compile only (no sanitizer runtime needs to be installed): does the compiler instrument?
+    include(CheckCXXSourceCompiles)
+    set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
+    set(CMAKE_REQUIRED_FLAGS -fsanitize=thread)
+    check_cxx_source_compiles("int f(int* p) { return *p; }" MB_HAVE_TSAN_INSTRUMENTATION)
+    unset(CMAKE_REQUIRED_FLAGS)
+    unset(CMAKE_TRY_COMPILE_TARGET_TYPE)
+    if(NOT MB_HAVE_TSAN_INSTRUMENTATION)
+        message(STATUS "MetalSim racecheck: the compiler has no -fsanitize=thread; racecheck=1 will be refused")
+        set(MB_SIM_RACECHECK OFF)
+    endif()
+endif()
 
 if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     set(MB_KERNEL_FLAGS -Wno-unknown-attributes -Xclang -ffloat16-excess-precision=none)
@@ -42,7 +60,22 @@ function(mb_metalsim_kernels out_var)
             COMMENT "MetalSim: generating ${shader_name}.cpp"
             VERBATIM)
         list(APPEND sources ${generated})
+        if(MB_SIM_RACECHECK)
+            set(wrapper ${CMAKE_CURRENT_BINARY_DIR}/metalsim/${shader_name}.racecheck.cpp)
+            file(CONFIGURE OUTPUT ${wrapper} CONTENT
+                 "// The racecheck build of ${shader_name} (cmake/MetalSimKernels.cmake).\n#define MB_SIM_RACECHECK 1\n#include \"${generated}\"\n")
+            set_source_files_properties(${wrapper} PROPERTIES OBJECT_DEPENDS ${generated})
+            list(APPEND racecheck_sources ${wrapper})
+        endif()
     endforeach()
     set_source_files_properties(${sources} PROPERTIES COMPILE_OPTIONS "${MB_KERNEL_FLAGS}")
+    if(MB_SIM_RACECHECK)
+        set(racecheck_flags ${MB_KERNEL_FLAGS} -fsanitize=thread -g1)
+        if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+            list(APPEND racecheck_flags --param=tsan-instrument-func-entry-exit=0)
+        endif()
+        set_source_files_properties(${racecheck_sources} PROPERTIES COMPILE_OPTIONS "${racecheck_flags}")
+        list(APPEND sources ${racecheck_sources})
+    endif()
     set(${out_var} ${sources} PARENT_SCOPE)
 endfunction()

@@ -8,12 +8,14 @@ import metal_backend as mb
 
 def compute_targets():
     """(device, backend params, id): every device, and MetalSim once more under the run-ahead schedule,
-    which exposes missing threadgroup barriers that lockstep hides."""
+    which exposes missing threadgroup barriers that lockstep hides, and once under racecheck (a data race
+    or a read of unwritten threadgroup memory in a kernel raises mb.DeviceError)."""
     out = []
     for d in mb.devices():
         out.append((d, "", d.name))
         if d.name == "MetalSim":
             out.append((d, "schedule=1", "MetalSim-runahead"))
+            out.append((d, "racecheck=1", "MetalSim-racecheck"))
     return out
 
 

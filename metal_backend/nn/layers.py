@@ -21,9 +21,10 @@ def named(t: mb.Tensor, name: Optional[str]) -> mb.Tensor:
 
 
 def linear(x: mb.Tensor, weight: mb.Tensor, bias: Optional[mb.Tensor] = None,
-           name: Optional[str] = None) -> mb.Tensor:
-    """x @ weight.T + bias: x (..., in), weight (out, in) in any stored type, bias (out,) -> (..., out)."""
-    y = named(ops.mul_mat(weight, x), name)
+           name: Optional[str] = None, compute_type: str = "float32") -> mb.Tensor:
+    """x @ weight.T + bias: x (..., in), weight (out, in) in any stored type, bias (out,) -> (..., out).
+    compute_type: mb.ops.mul_mat's ("int8" for quantized weights: 8-bit activations at any token count)."""
+    y = named(ops.mul_mat(weight, x, compute_type=compute_type), name)
     if bias is None:
         return y
     return named(ops.add(y, bias), f"{name}.bias" if name else None)

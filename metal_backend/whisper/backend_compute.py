@@ -135,11 +135,15 @@ class BackendWhisper:
     flash_attn_ext ("flash") or mul_mat + soft_max_ext ("matmul") for the encoder's attention;
     None picks "matmul" on CPU devices (measured faster there) and "flash" elsewhere.
     max_sequences is the number of sequences the self-attention cache holds at first (it grows
-    when a batch or reorder needs more).
+    when a batch or reorder needs more). int8_activations: the linear layers with quantized weights
+    quantize their activations to 8-bit blocks for every token count (mb.ops.mul_mat's
+    compute_type "int8"), so the encoder's products are byte dot products too; otherwise those
+    many-token products dequantize the weights and keep the activations in f32.
     """
 
     def __init__(self, model: WhisperModelData, device: mb.Device | str | None = None,
-                 threads: int | None = None, encoder_attention: str | None = None, max_sequences: int = 5):
+                 threads: int | None = None, encoder_attention: str | None = None, max_sequences: int = 5,
+                 int8_activations: bool = False):
         device = resolve_device(device)
         if encoder_attention is None:
             encoder_attention = "matmul" if device.type == mb.DeviceType.CPU else "flash"
@@ -151,6 +155,7 @@ class BackendWhisper:
             raise WhisperError(f"max_sequences must be a positive integer (got {max_sequences!r})")
         self.hp = hp = model.hparams
         self.encoder_attention = encoder_attention
+        self.int8_activations = bool(int8_activations)
         self.runner = Runner(device, threads=threads, spin_us=DECODER_SPIN_US)
         self.device = self.runner.device
         self.backend = self.runner.backend
@@ -311,7 +316,9 @@ class BackendWhisper:
     # ---------------------------------------------------------------- graph pieces
 
     def _linear(self, x: mb.Tensor, name: str) -> mb.Tensor:
-        return layers.linear(x, self.w[f"{name}.weight"], self.w[f"{name}.bias"], name)
+        weight = self.w[f"{name}.weight"]
+        int8 = self.int8_activations and weight.type.is_quantized
+        return layers.linear(x, weight, self.w[f"{name}.bias"], name, compute_type="int8" if int8 else "float32")
 
     def _layer_norm(self, x: mb.Tensor, name: str) -> mb.Tensor:
         return layers.layer_norm(x, self.w[f"{name}.weight"], self.w[f"{name}.bias"], _LN_EPS, name)
@@ -332,10 +339,9 @@ class BackendWhisper:
         return layers.head_view(x, self.n_head, self.head_dim, n, row_elems, offset_elems, batch, sequence_rows)
 
     def _mlp(self, x: mb.Tensor, prefix: str) -> mb.Tensor:
-        h = self._layer_norm(x, f"{prefix}.mlp_ln")
-        w = self.w
-        return layers.mlp(h, w[f"{prefix}.mlp.0.weight"], w[f"{prefix}.mlp.0.bias"], w[f"{prefix}.mlp.2.weight"],
-                          w[f"{prefix}.mlp.2.bias"], ops.gelu_erf, f"{prefix}.mlp", act_name="gelu")
+        # layers.mlp's graph (parts named .0, .gelu, .2), through _linear for the compute type.
+        h = self._linear(self._layer_norm(x, f"{prefix}.mlp_ln"), f"{prefix}.mlp.0")
+        return self._linear(layers.named(ops.gelu_erf(h), f"{prefix}.mlp.gelu"), f"{prefix}.mlp.2")
 
     @property
     def encoder_graph(self) -> mb.Graph:

@@ -26,7 +26,7 @@ import numpy as np
 
 from .compute import WhisperCompute
 from .errors import WhisperError
-from .logit_filters import LogitRules, log_softmax
+from .logit_filters import LogitRules, log_normalizers, log_softmax, top_k
 from .model_data import WhisperModelData
 from .options import DecodingOptions
 from .tokenizer import Tokenizer
@@ -145,7 +145,7 @@ class WindowDecoder:
         active = list(range(n))  # sequence of each cache row
         for _ in range(self.max_new_tokens):
             self.rules.apply(logits, [sequences[s] for s in active])
-            logprobs = log_softmax(logits)
+            top, log_total = log_normalizers(logits)
             if temperature == 0.0:
                 picks = np.argmax(logits, axis=-1)
             else:
@@ -153,9 +153,11 @@ class WindowDecoder:
                 # In float64: a temperature past float32's range (3.4e38) would become inf there
                 # and turn -inf logits into NaN, which argmax picks (token 0, "!").
                 picks = np.argmax(logits.astype(np.float64) / temperature + rng.gumbel(size=logits.shape), axis=-1)
+            # The log-softmax at the picks only (log_normalizers gives log_softmax's values).
+            logprobs = (logits[np.arange(len(active)), picks] - top[:, 0]) - log_total[:, 0]
             keep = []
             for row, (s, token) in enumerate(zip(active, picks)):
-                sums[s] += logprobs[row, token]
+                sums[s] += logprobs[row]
                 if token != self.special.eot:
                     sequences[s].append(int(token))
                     keep.append(row)
@@ -182,11 +184,15 @@ class WindowDecoder:
         eot = self.special.eot
         for _ in range(self.max_new_tokens):
             self.rules.apply(logits, [tokens for tokens, _ in beams])
-            logprobs = log_softmax(logits)
+            # Each row's beam_size + 1 best tokens (the logits rank a row as its log-softmax does)
+            # and the log-softmax at those tokens only.
+            top, log_total = log_normalizers(logits)
+            best = top_k(logits, beam_size + 1)
+            best_logprobs = (np.take_along_axis(logits, best, axis=-1) - top) - log_total
             candidates = []
             for row, (tokens, total) in enumerate(beams):
-                top = np.argpartition(-logprobs[row], beam_size)[:beam_size + 1]
-                candidates += [(total + logprobs[row, t], row, int(t)) for t in top if np.isfinite(logprobs[row, t])]
+                candidates += [(total + lp, row, int(t)) for t, lp in zip(best[row], best_logprobs[row])
+                               if np.isfinite(lp)]
             candidates.sort(key=lambda c: -c[0])
             new_beams: list[tuple[list[int], float]] = []
             sources: list[int] = []

@@ -34,6 +34,46 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted - np.log(total).astype(np.float32)
 
 
+def log_normalizers(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the max and the log of sum(exp(x - max)), both float32 (n, 1): log_softmax(x)[i, t]
+    is (x[i, t] - max[i]) - log_total[i], bit for bit, without the whole log-softmax in memory
+    (for callers that read a few entries of each row)."""
+    x = np.asarray(logits, dtype=np.float32)
+    top = x.max(axis=-1, keepdims=True)
+    shifted = x - top
+    np.exp(shifted, out=shifted)
+    total = shifted.sum(axis=-1, keepdims=True, dtype=np.float64)
+    return top, np.log(total).astype(np.float32)
+
+
+def top_k(logits: np.ndarray, k: int) -> np.ndarray:
+    """Indices (n, k) of k largest entries of each row, in no order (ties at the k-th value broken
+    either way, as np.argpartition does). Beam search asks for a few of ~52,000 logits: the k-th
+    largest of the rows' chunk maxima bounds the k-th largest entry from below, so one pass of
+    chunk maxima and one comparison leave a few candidates, partitioned in place of the whole row."""
+    x = np.asarray(logits, dtype=np.float32)
+    n, v = x.shape
+    chunk = 64
+    if not 0 < k <= v:
+        raise WhisperError(f"top_k of {k} from rows of {v}")
+    if v < 4 * chunk or k * 8 > v // chunk:
+        return np.argpartition(x, v - k, axis=-1)[:, v - k:]
+    full = v // chunk * chunk
+    maxima = x[:, :full].reshape(n, -1, chunk).max(axis=-1)
+    if full < v:
+        maxima = np.concatenate([maxima, x[:, full:].max(axis=-1, keepdims=True)], axis=1)
+    bound = np.partition(maxima, maxima.shape[1] - k, axis=-1)[:, maxima.shape[1] - k]
+    out = np.empty((n, k), dtype=np.intp)
+    for row in range(n):
+        # NaN never passes the comparison; a row holding one takes the whole-row partition.
+        candidates = np.flatnonzero(x[row] >= bound[row])
+        if candidates.size < k:
+            out[row] = np.argpartition(x[row], v - k)[v - k:]
+            continue
+        out[row] = candidates[np.argpartition(x[row, candidates], candidates.size - k)[candidates.size - k:]]
+    return out
+
+
 def logsumexp(x: np.ndarray) -> np.ndarray:
     """Row-wise log(sum(exp(x))); -inf for a row of -inf."""
     top = x.max(axis=-1, keepdims=True)
@@ -103,7 +143,8 @@ class LogitRules:
                 # The next segment may start where this one ended, later timestamps only move on.
                 bound = last_timestamp if last_was_timestamp and not penultimate_was_timestamp else last_timestamp + 1
                 logits[i, tb:bound] = -np.inf
-        logprobs = log_softmax(logits)
-        timestamp_mass = logsumexp(logprobs[:, tb:])
-        best_text = logprobs[:, :tb].max(axis=-1)
+        # In log-probability space both sides carry the same normalizer, so the raw logits compare
+        # the same way without a log-softmax of the whole vocabulary.
+        timestamp_mass = logsumexp(logits[:, tb:])
+        best_text = logits[:, :tb].max(axis=-1)
         logits[timestamp_mass > best_text, :tb] = -np.inf

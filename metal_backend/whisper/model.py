@@ -31,6 +31,7 @@ from .transcript import Transcript
 from .vad_options import VadOptions, batched_vad_options
 
 QUANTIZED_TYPES = ("q4_0", "q4_1", "q5_0", "q5_1", "q8_0")
+COMPUTE_TYPES = ("float32", "int8")
 
 
 class Whisper:
@@ -55,7 +56,8 @@ class Whisper:
 
     @classmethod
     def load(cls, path: str | os.PathLike, device: mb.Device | str | None = None, threads: int | None = None,
-             quantize: mb.Type | str | None = None, encoder_attention: str | None = None) -> "Whisper":
+             quantize: mb.Type | str | None = None, encoder_attention: str | None = None,
+             compute_type: str = "float32") -> "Whisper":
         """Loads a whisper.cpp ggml .bin file or a CTranslate2 model directory onto a device.
 
         device: a Device, a device name ("CPU", "Metal", "MetalSim") or None for the best real
@@ -63,13 +65,23 @@ class Whisper:
         quantized type (mb.q8_0 or "q8_0"; also q5_0, q4_0, q5_1, q4_1) for the linear-layer
         matrices and the token embedding, applied while loading float weights.
         encoder_attention: "flash" or "matmul" (see BackendWhisper; None picks per device).
+        compute_type (faster-whisper's spelling): "float32" (the default) computes with the weights
+        as stored, quantized ones dequantized to f32 wherever many tokens share them (the encoder);
+        "int8" quantizes float matrices to q8_0 (or to `quantize`) and quantizes the activations to
+        8-bit blocks in every product with quantized weights (ggml's and CTranslate2's int8
+        arithmetic on the CPU; other devices compute as with "float32").
         Raises WhisperError naming the path when the model is missing or unusable.
         """
         start = time.perf_counter()
+        if compute_type not in COMPUTE_TYPES:
+            raise WhisperError(f"unknown compute_type {compute_type!r}; expected one of {', '.join(COMPUTE_TYPES)}")
+        if compute_type == "int8" and quantize is None:
+            quantize = "q8_0"
         qtype = _quantized_type(quantize)
         hook = None if qtype is None else _quantize_hook(qtype)
         data = load_model_data(path, quantize=hook)
-        compute = BackendWhisper(data, device=device, threads=threads, encoder_attention=encoder_attention)
+        compute = BackendWhisper(data, device=device, threads=threads, encoder_attention=encoder_attention,
+                                 int8_activations=compute_type == "int8")
         return cls(data, compute, time.perf_counter() - start)
 
     @property

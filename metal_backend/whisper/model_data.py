@@ -18,6 +18,7 @@ from metal_backend.io.ggml_types import QuantizedTensor
 
 from .errors import WhisperError
 from .mel import N_FFT
+from .model_sizes import N_AUDIO_CTX, N_TEXT_CTX, model_size, published_alignment_heads
 
 Tensor = Union[np.ndarray, QuantizedTensor]
 
@@ -46,17 +47,6 @@ _MAX_HPARAMS = {
     "n_mels": 1 << 10,
 }
 
-# The published alignment heads ((decoder layer, head) pairs whose cross-attention follows the
-# speech in time) of the sizes whisper.cpp has presets for, keyed by (text layers, text state,
-# multilingual). ggml files do not store them; CTranslate2's config.json does.
-_ALIGNMENT_HEADS = {
-    (4, 384, False): ((1, 0), (2, 0), (2, 5), (3, 0), (3, 1), (3, 2), (3, 3), (3, 4)),  # tiny.en
-    (4, 384, True): ((2, 2), (3, 0), (3, 2), (3, 3), (3, 4), (3, 5)),  # tiny
-    (6, 512, False): ((3, 3), (4, 7), (5, 1), (5, 5), (5, 7)),  # base.en
-    (6, 512, True): ((3, 1), (4, 2), (4, 3), (4, 7), (5, 1), (5, 2), (5, 4), (5, 6)),  # base
-}
-
-
 @dataclass(frozen=True)
 class WhisperHParams:
     """Hyper-parameters, in the order whisper.cpp stores them."""
@@ -72,6 +62,17 @@ class WhisperHParams:
     n_text_layer: int
     n_mels: int
     ftype: int = 1
+
+    @classmethod
+    def for_size(cls, name: str, ftype: int = 1) -> "WhisperHParams":
+        """The hyper-parameters of a released size ("tiny.en" ... "large-v3-turbo", "distil-large-v3":
+        model_sizes.SIZES and ALIASES); WhisperError lists the known names for another."""
+        try:
+            s = model_size(name)
+        except KeyError as exc:
+            raise WhisperError(exc.args[0]) from None
+        return cls(s.n_vocab, N_AUDIO_CTX, s.n_state, s.n_head, s.n_audio_layer, N_TEXT_CTX, s.n_state,
+                   s.n_head, s.n_text_layer, s.n_mels, ftype)
 
     @property
     def is_multilingual(self) -> bool:
@@ -162,11 +163,12 @@ class SpecialTokens:
 
 
 def default_alignment_heads(hp: WhisperHParams) -> tuple[tuple[int, int], ...]:
-    """The alignment heads of a model whose file does not list them: the published ones for
-    tiny(.en) and base(.en), otherwise every head of the last half of the decoder layers (what
-    openai-whisper uses before a size's heads are known)."""
-    known = _ALIGNMENT_HEADS.get((hp.n_text_layer, hp.n_text_state, hp.is_multilingual))
-    if known is not None:
+    """The alignment heads of a model whose file does not list them: the published ones of the
+    released size it has the dimensions of (model_sizes; large-v2's for a large-v1/v2 file),
+    otherwise every head of the last half of the decoder layers (what openai-whisper uses before a
+    size's heads are known, and for the distilled models)."""
+    known = published_alignment_heads(hp)
+    if known:
         return known
     return tuple((layer, head) for layer in range(hp.n_text_layer // 2, hp.n_text_layer)
                  for head in range(hp.n_text_head))

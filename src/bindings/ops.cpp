@@ -224,8 +224,16 @@ void init_ops(py::module_& root) {
     }, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask") = py::none(), py::arg("scale") = 1.0f,
        py::arg("max_bias") = 0.0f, py::arg("softcap") = 0.0f,
        "Attention: q (B,H,n_q,D) f32, k/v (B,H_kv,n_kv,D), mask (.., n_q_padded, n_kv) f16 -> (B,n_q,H,Dv) f32.");
-    m.def("mul_mat", [](T a, T b) { return handle(ops::mul_mat(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"),
-          "b @ a.T over the last two axes, a broadcast over the leading ones -> f32.");
+    m.def("mul_mat", [](T a, T b, const std::string& compute_type) {
+        if (compute_type != "float32" && compute_type != "int8") {
+            fail<InvalidArgumentError>("ops.mul_mat", "compute_type must be \"float32\" or \"int8\", got \"",
+                                       compute_type, "\"");
+        }
+        return handle(ops::mul_mat(ptr(a), ptr(b), compute_type == "int8"));
+    }, py::arg("a"), py::arg("b"), py::arg("compute_type") = "float32",
+       "b @ a.T over the last two axes, a broadcast over the leading ones -> f32. compute_type \"int8\" "
+       "(quantized a only): on the CPU the activations are quantized to 8-bit blocks for every token count "
+       "(byte dot products in the many-token path too); \"float32\" keeps that path in f32.");
     m.def("dup", [](T a) { return handle(ops::dup(ptr(a))); }, py::arg("a"), "A contiguous copy.");
     m.def("cont", [](T a) { return handle(ops::cont(ptr(a))); }, py::arg("a"), "A contiguous copy of a view.");
     m.def("cpy", [](T a, T b) { return handle(ops::cpy(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"),

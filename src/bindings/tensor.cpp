@@ -155,6 +155,17 @@ std::vector<uint8_t> encode(const Tensor& t, py::handle data, const char* who) {
         if (n) std::memcpy(out.data(), a.data(), n * 4);
         return out;
     }
+    // An array already in the tensor's float type is its bytes: copied as they are (a model's f16
+    // weights would otherwise be widened to f32 and rounded back, element by element).
+    const bool same_f16 = t.type == Type::F16 && kind == 'f' && arr.itemsize() == 2;
+    const bool same_f32 = t.type == Type::F32 && kind == 'f' && arr.itemsize() == 4;
+    if ((same_f16 || same_f32) && (arr.flags() & py::array::c_style) && arr.dtype().byteorder() != '>') {
+        if (n) {
+            ReleasedGil nogil;
+            std::memcpy(out.data(), arr.data(), out.size());
+        }
+        return out;
+    }
     auto f = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(arr);
     if (n) {
         ReleasedGil nogil;

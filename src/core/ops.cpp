@@ -277,10 +277,12 @@ Tensor* flash_attn_ext(Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scal
     return t;
 }
 
-Tensor* mul_mat(Tensor* a, Tensor* b) {
+Tensor* mul_mat(Tensor* a, Tensor* b, bool int8_activations) {
     const char* who = "mul_mat";
     need(a, who, "a");
     need(b, who, "b");
+    MB_REQUIRE(!int8_activations || type_traits(a->type).is_quantized, who,
+            "int8 activations need quantized weights; a " + desc(a) + " is not quantized");
     same_context(who, {a, b});
     MB_REQUIRE(a->ne[0] == b->ne[0], who,
             "a " + desc(a) + " and b " + desc(b) + " must have the same inner (last) dimension");
@@ -289,7 +291,9 @@ Tensor* mul_mat(Tensor* a, Tensor* b) {
     int64_t ne[kMaxDims] = {a->ne[1], b->ne[1], b->ne[2], b->ne[3]};
     int n_dims = std::max(b->n_dims, a->n_dims == 2 ? 1 : a->n_dims);
     if (ne[1] != 1) n_dims = std::max(n_dims, 2);
-    return result(a, Type::F32, ne, n_dims, Op::MUL_MAT, {a, b});
+    Tensor* t = result(a, Type::F32, ne, n_dims, Op::MUL_MAT, {a, b});
+    t->op_params[kMulMatInt8Param] = int8_activations ? 1 : 0;
+    return t;
 }
 
 Tensor* dup(Tensor* a) {

@@ -58,7 +58,13 @@ Tensor* flash_attn_ext(Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scal
 
 // out[i, j] = sum_k a[j, k] * b[i, k] per matrix, broadcast on dims 2,3 (b.ne[2] % a.ne[2] == 0,
 // b.ne[3] % a.ne[3] == 0). a.ne[0] == b.ne[0]. Result f32 [a.ne[1], b.ne[1], b.ne[2], b.ne[3]].
-Tensor* mul_mat(Tensor* a, Tensor* b);
+// int8_activations (quantized a only, else InvalidArgument): on the CPU, the activations are quantized
+// to 8-bit blocks for every token count, so the many-token (GEMM) path also multiplies bytes against
+// the weight codes (ggml's CPU arithmetic); without it that path dequantizes the weights to f32 and
+// keeps the activations exact. Few tokens quantize the activations either way. Recorded in op
+// param kMulMatInt8Param; other devices compute as they always do.
+constexpr int kMulMatInt8Param = 1;
+Tensor* mul_mat(Tensor* a, Tensor* b, bool int8_activations = false);
 
 // DUP: contiguous copy, same type. CONT: contiguous copy of a view, same type (ne kept).
 // CPY: a's values converted into b's type and written into b (same element count); result views b.

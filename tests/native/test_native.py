@@ -9,6 +9,10 @@ What they cover that the Python suite reaches only through one thread count and 
 - `checked_runtime`: every dispatch and blit check of the Metal device's checked runtime.
 - `executor`: the MSL executor (a missing threadgroup_barrier that lockstep hides and run-ahead
   exposes, divergent barriers and simdgroup operations reported as errors, invalid dispatches refused).
+- `racecheck`: MetalSim's racecheck on the planted races of tests/kernels/races.metal (threadgroup
+  read-write race, missing barrier, unordered simdgroup lanes, two threadgroups writing the same device
+  bytes, an uninitialised threadgroup read, two concurrent dispatches touching the same bytes), each
+  caught with both threads and .metal lines named, and each race-free twin passing.
 - On an x86-64 host with an arm64 cross compiler and qemu-user (CI installs g++-aarch64-linux-gnu and
   qemu-user), the CPU tests are built again for arm64 (cmake/aarch64-linux-gnu.cmake) and run under
   qemu-aarch64: the NEON dot products and GEMM tile that Apple-silicon users run, checked on Linux.
@@ -40,7 +44,8 @@ HAVE_ARM64 = (sys.platform != "win32" and os.uname().machine in ("x86_64", "AMD6
               and shutil.which(CXX_ARM64) is not None and shutil.which("qemu-aarch64") is not None)
 
 # The fewest checks each binary must make: a run that silently skips its cases fails.
-MIN_CHECKS = {"mul_mat": 100_000, "kernels": 500, "types": 100_000, "checked_runtime": 50, "executor": 100}
+MIN_CHECKS = {"mul_mat": 100_000, "kernels": 500, "types": 100_000, "checked_runtime": 50, "executor": 100,
+             "racecheck": 100}
 
 
 def configure_and_build(build: Path, *args: str) -> Path:
@@ -83,7 +88,7 @@ def arm64_build(tmp_path_factory) -> Path:
 
 
 HOST_TESTS = ["mul_mat_simd", "mul_mat_portable", "kernels_simd", "kernels_portable", "types", "checked_runtime",
-              "executor"]
+              "executor", "racecheck"]
 
 
 @pytest.mark.parametrize("name", HOST_TESTS)
@@ -93,6 +98,13 @@ def test_native(host_build, name):
         assert "missing barrier: lockstep hides it, run-ahead exposes it" in log
         assert "divergent barriers and simdgroup operations are errors" in log
         assert "kernels needing simd reductions or matrices fail on a GPU without them" in log
+    if name == "racecheck":
+        for part in ("threadgroup read-write race", "missing barrier in a reduction",
+                     "lanes of a simdgroup ordered by simdgroup_barrier",
+                     "two threadgroups write the same device bytes",
+                     "initcheck: a threadgroup read no thread wrote",
+                     "two dispatches of a concurrent pass, no barrier between them"):
+            assert part in log, part
 
 
 def test_native_registers_every_test(host_build):

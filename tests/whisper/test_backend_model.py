@@ -216,6 +216,17 @@ def test_quantize_on_load_q8_0(tiny_en_dir, asset):
     assert normalize(model.transcribe(asset("jfk.wav")).text) == normalize(JFK_TEXT)
 
 
+def test_compute_type_int8(tiny_en_dir, asset):
+    # faster-whisper's spelling: q8_0 matrices and 8-bit activations in every product with them,
+    # the encoder's many-token products included.
+    model = Whisper.load(tiny_en_dir, threads=2, compute_type="int8")
+    assert model.compute.w["encoder.blocks.0.mlp.0.weight"].type == mb.q8_0
+    assert model.compute.int8_activations
+    linear = [n for n in model.compute.encoder_graph.nodes if n.name == "encoder.blocks.0.mlp.0"]
+    assert linear and linear[0].op_params[1] == 1
+    assert normalize(model.transcribe(asset("jfk.wav")).text) == normalize(JFK_TEXT)
+
+
 @pytest.mark.parametrize("qtype", ["q5_0", "q4_0"])
 def test_quantize_on_load_lower_bits_runs(tiny_en_dir, asset, qtype):
     # Fewer bits may change words; the graph must still run and produce text.
@@ -269,6 +280,8 @@ def test_bad_load_arguments(tiny_en_dir):
         Whisper.load(tiny_en_dir, quantize="f16")
     with pytest.raises(WhisperError, match="threads must be positive"):
         Whisper.load(tiny_en_dir, threads=0)
+    with pytest.raises(WhisperError, match="unknown compute_type 'int4'"):
+        Whisper.load(tiny_en_dir, compute_type="int4")
 
 
 def test_unreadable_audio(tiny_en_model, tmp_path):

@@ -19,6 +19,7 @@ from metal_backend.whisper import (
     initial_tokens,
     transcribe,
 )
+from metal_backend.whisper.logit_filters import log_normalizers, log_softmax, top_k
 
 EN = WhisperHParams(51864, 1500, 8, 2, 1, 448, 8, 2, 1, 80)
 MULTI = WhisperHParams(51865, 1500, 8, 2, 1, 448, 8, 2, 1, 80)
@@ -244,6 +245,45 @@ def test_timestamp_forced_when_their_summed_probability_wins():
     logits[TB + 30:TB + 130] = -5.0
     ok = _allowed(_rules(), [TB, 1000], logits)
     assert ok[1000]
+
+
+def test_log_normalizers_give_log_softmax_values_bit_for_bit():
+    # The decoders read the log-softmax at a few tokens per row through log_normalizers.
+    rng = np.random.default_rng(5)
+    logits = (rng.standard_normal((3, EN.n_vocab)) * 8).astype(np.float32)
+    logits[1, ::3] = -np.inf
+    top, log_total = log_normalizers(logits)
+    picks = rng.integers(0, EN.n_vocab, (3, 40))
+    at = (np.take_along_axis(logits, picks, axis=-1) - top) - log_total
+    assert at.dtype == np.float32
+    assert np.array_equal(at, np.take_along_axis(log_softmax(logits), picks, axis=-1))
+
+
+@pytest.mark.parametrize("k", [1, 2, 6, 17])
+def test_top_k_picks_the_largest_logits(k):
+    # Beam search's candidates: the k largest of each row, as a whole-row partition finds them.
+    rng = np.random.default_rng(k)
+    logits = (rng.standard_normal((4, EN.n_vocab)) * 5).astype(np.float32)
+    logits[0, ::3] = -np.inf  # suppressed tokens
+    logits[1, :] = -np.inf
+    logits[1, [7, 900, 51000] + list(range(100, 100 + k))] = 1.0  # ties and few finite values
+    logits[2, 5000:5000 + 2 * k] = 40.0  # the best all in one chunk
+    logits[3, 123] = np.nan
+    got = top_k(logits, k)
+    assert got.shape == (4, k)
+    for row in range(4):
+        values = np.sort(logits[row, got[row]])
+        finite = logits[row][~np.isnan(logits[row])]
+        expected = np.sort(finite)[finite.size - k:]
+        if row == 3:  # a NaN row: whatever argpartition gives, every pick a real index
+            assert len(set(got[row])) == k
+            continue
+        assert np.array_equal(values, expected), row
+        assert len(set(got[row])) == k
+    small = rng.standard_normal((2, 50)).astype(np.float32)
+    assert np.array_equal(np.sort(top_k(small, 3), axis=1), np.sort(np.argsort(small, axis=1)[:, -3:], axis=1))
+    with pytest.raises(WhisperError, match="top_k of 0"):
+        top_k(small, 0)
 
 
 def test_without_timestamps_suppresses_every_timestamp():

@@ -10,6 +10,11 @@
 //   once a panel is reused across many tokens. The work runs in phases, one per a matrix and block of
 //   weight rows: the threads pack the block together into one shared copy (half the packing work and
 //   half the cache footprint of a copy per thread), then share its jobs (blocks of tokens).
+// - int8 activations asked for (the node's kMulMatInt8Param, quantized weights only): the
+//   matrix-vector path for every token count, i.e. a GEMM in byte dot products: activations
+//   quantized to 8-bit blocks once, then tiles of 4 weight rows x 2 tokens (vec_dot_rows.cpp), the
+//   arithmetic ggml's CPU backend uses for quantized weights. Many tokens are cut into blocks of
+//   kInt8TokensPerJob, so a block's quantized activations stay in L2 while every weight row passes.
 // Threads take jobs from shared counters, which keeps every core busy when one of them is slowed by
 // something else on the machine. The matrix-vector path has no barrier (a slot never waits for one
 // that has not started, see kernels.h): the activation rows are claimed one by one and converted
@@ -23,6 +28,7 @@
 #include <new>
 
 #include "core/errors.h"
+#include "core/ops.h"
 #include "cpu/cache_sizes.h"
 #include "cpu/kernels/gemm_f32.h"
 #include "cpu/kernels/kernels.h"
@@ -40,6 +46,8 @@ namespace {
 // 143/165 us (gemm), even near 12; q4_0 at 16 tokens 249/188 us vs 224/278 us, gemm ahead from 24.
 constexpr int64_t kGemmMinTokensF32 = 12;
 constexpr int64_t kGemmMinTokensConverted = 24;
+// int8 activations: tokens per job (K = 1536 at 1.25 bytes per quantized element: 120 KiB).
+constexpr int64_t kInt8TokensPerJob = 64;
 // Cache blocking, measured for a 32 KiB L1 and 512 KiB L2 per core and scaled to the host's caches
 // (host_cache_sizes). A phase packs a block of weight rows over all of K (4 MiB there, shared, in
 // L3). Per k block, a weight panel (16 x kc floats, up to 24 KiB) stays in L1 while a job's packed
@@ -185,7 +193,8 @@ Plan make_plan(const Tensor& dst, int nth) {
     const Shape s = shape_of(dst);
     const int64_t n_bmat = s.n_amat * s.n_sub;
     Plan p;
-    p.gemm = s.n >= (a.type == Type::F32 ? kGemmMinTokensF32 : kGemmMinTokensConverted);
+    const bool int8 = dst.op_params[ops::kMulMatInt8Param] != 0 && type_traits(a.type).is_quantized;
+    p.gemm = !int8 && s.n >= (a.type == Type::F32 ? kGemmMinTokensF32 : kGemmMinTokensConverted);
     p.conv_type = p.gemm ? VecType::F32 : vec_type_for(a.type, b.type);
     p.convert_b = !b_usable_in_place(b, p.conv_type);
     p.conv_row_bytes = align_up(vec_row_bytes(p.conv_type, s.k));
@@ -228,12 +237,13 @@ Plan make_plan(const Tensor& dst, int nth) {
         const size_t tokens_bytes = align_up(sizeof(float) * size_t(round_up(p.tokens_per_job, kGemmMR) * p.kc));
         p.thread_bytes = p.tmp_bytes + tokens_bytes;
     } else {
-        p.tokens_per_job = s.n;
+        p.tokens_per_job = s.n > kInt8TokensPerJob ? kInt8TokensPerJob : s.n;  // only int8 gets past 24
+        p.n_tchunks = ceil_div(s.n, p.tokens_per_job);
         // Blocks of whole dot tiles; a block boundary inside a cache line of dst costs one line
         // shared between two threads, far less than uneven blocks would at 16 threads.
-        const int64_t per_mat = std::max<int64_t>(1, ceil_div(want_jobs, n_bmat));
+        const int64_t per_mat = std::max<int64_t>(1, ceil_div(want_jobs, n_bmat * p.n_tchunks));
         p.rows_per_job = round_up(ceil_div(s.m, per_mat), kVecDotRows);
-        p.jobs_per_phase = n_bmat * ceil_div(s.m, p.rows_per_job);
+        p.jobs_per_phase = n_bmat * p.n_tchunks * ceil_div(s.m, p.rows_per_job);
     }
 
     p.n_counters = p.gemm ? p.n_phases : 2 + nth;
@@ -275,18 +285,20 @@ Job decode_gemm(const Plan& p, const Shape& s, int64_t phase, int64_t job) {
     return j;
 }
 
-// Vec jobs run in (a matrix, row block, b matrix) order, so b matrices that share weights follow
-// each other while those rows are in cache.
+// Vec jobs run in (a matrix, row block, b matrix, token block) order, so b matrices that share
+// weights, and the token blocks of one b matrix, follow each other while those rows are in cache.
 Job decode_vec(const Plan& p, const Shape& s, int64_t job) {
     Job j{};
+    const int64_t tc = job % p.n_tchunks;
+    job /= p.n_tchunks;
     const int64_t sub = job % s.n_sub;
     job /= s.n_sub;
     const int64_t rblocks = ceil_div(s.m, p.rows_per_job);
     set_matrices(s, job / rblocks, sub, j);
     j.r0 = (job % rblocks) * p.rows_per_job;
     j.r1 = std::min(s.m, j.r0 + p.rows_per_job);
-    j.t0 = 0;
-    j.t1 = s.n;
+    j.t0 = tc * p.tokens_per_job;
+    j.t1 = std::min(s.n, j.t0 + p.tokens_per_job);
     return j;
 }
 

@@ -67,15 +67,18 @@ private:
     id<MTLComputePipelineState> state_;
 };
 
-// A compute pass. What it is given was checked above runtime.h (checked_runtime.h).
+// A compute pass. What it is given was checked above runtime.h (checked_runtime.h). `kernels`
+// receives the name of each kernel it dispatches (consecutive repeats once), so that a fault Metal
+// reports for this encoder names its kernels, as MetalSim's errors do.
 class MetalEncoder final : public ComputeEncoder {
 public:
-    MetalEncoder(id<MTLComputeCommandEncoder> enc, bool concurrent, GpuTimer* timer)
-        : enc_(enc), concurrent_(concurrent), timer_(timer) {}
+    MetalEncoder(id<MTLComputeCommandEncoder> enc, bool concurrent, GpuTimer* timer, std::vector<std::string>* kernels)
+        : enc_(enc), concurrent_(concurrent), timer_(timer), kernels_(kernels) {}
 
     void end() { [enc_ endEncoding]; }
     void set_pipeline(const Pipeline& p) override {
-        [enc_ setComputePipelineState:static_cast<const MetalPipeline&>(p).state()];
+        pipeline_ = static_cast<const MetalPipeline*>(&p);
+        [enc_ setComputePipelineState:pipeline_->state()];
     }
     void set_args(const void* data, size_t size) override {
         if (size > 0) [enc_ setBytes:data length:size atIndex:0];
@@ -87,6 +90,9 @@ public:
         [enc_ setThreadgroupMemoryLength:size atIndex:index];
     }
     void dispatch(Size3 groups, Size3 threads) override {
+        if (pipeline_ && (kernels_->empty() || kernels_->back() != pipeline_->name())) {
+            kernels_->push_back(pipeline_->name());
+        }
         if (timer_) timer_->before_dispatch(enc_);
         [enc_ dispatchThreadgroups:MTLSizeMake(groups.x, groups.y, groups.z)
              threadsPerThreadgroup:MTLSizeMake(threads.x, threads.y, threads.z)];
@@ -101,7 +107,35 @@ private:
     id<MTLComputeCommandEncoder> enc_;
     bool concurrent_;
     GpuTimer* timer_;  // null: not timed
+    std::vector<std::string>* kernels_;
+    const MetalPipeline* pipeline_ = nullptr;
 };
+
+// "metal_backend pass N": the label of the command buffer's N-th compute encoder.
+NSString* pass_label(size_t index) {
+    return [NSString stringWithFormat:@"metal_backend pass %zu", index];
+}
+
+// The pass index of a label pass_label() made; -1 for any other.
+long pass_index(NSString* label) {
+    const std::string s = utf8(label);
+    const std::string prefix = "metal_backend pass ";
+    if (s.compare(0, prefix.size(), prefix) != 0 || s.size() == prefix.size()) return -1;
+    long v = 0;
+    for (size_t i = prefix.size(); i < s.size(); ++i) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+std::string join_kernels(const std::vector<std::string>& names) {
+    constexpr size_t kMax = 8;
+    std::string out;
+    for (size_t i = 0; i < names.size() && i < kMax; ++i) out += (i ? ", " : "") + names[i];
+    if (names.size() > kMax) out += ", ... (" + std::to_string(names.size()) + " kernels)";
+    return out;
+}
 
 class MetalCommandBuffer final : public CommandBuffer {
 public:
@@ -118,7 +152,9 @@ public:
                                                                         : MTLDispatchTypeSerial];
         });
         if (!enc) fail<DeviceError>("Metal::compute", "the command buffer gave no compute encoder");
-        encoder_ = std::make_unique<MetalEncoder>(enc, concurrent, timer_.get());
+        pass_kernels_.emplace_back();
+        pooled([&] { enc.label = pass_label(pass_kernels_.size() - 1); });
+        encoder_ = std::make_unique<MetalEncoder>(enc, concurrent, timer_.get(), &pass_kernels_.back());
         return *encoder_;
     }
 
@@ -160,9 +196,35 @@ public:
         }
     }
 
+    // Metal's reason, then the kernels of the compute pass that faulted (from the encoder execution
+    // status the command buffer was created to report), or of every pass when Metal names none.
     std::string error() const override {
         std::string e;
-        if (committed_ && cb_.status == MTLCommandBufferStatusError) pooled([&] { e = describe(cb_.error); });
+        if (!committed_ || cb_.status != MTLCommandBufferStatusError) return e;
+        pooled([&] {
+            NSError* error = cb_.error;
+            e = describe(error);
+            std::string faulted;
+            id infos = error ? error.userInfo[MTLCommandBufferEncoderInfoErrorKey] : nil;
+            if ([infos isKindOfClass:[NSArray class]]) {
+                for (id<MTLCommandBufferEncoderInfo> info in (NSArray*)infos) {
+                    if (info.errorState != MTLCommandEncoderErrorStateFaulted) continue;
+                    const long pass = pass_index(info.label);
+                    if (pass < 0 || static_cast<size_t>(pass) >= pass_kernels_.size()) continue;
+                    faulted += std::string(faulted.empty() ? "" : "; ") + "compute pass " + std::to_string(pass) +
+                               " faulted, which ran " + join_kernels(pass_kernels_[static_cast<size_t>(pass)]);
+                }
+            }
+            if (!faulted.empty()) {
+                e += " (" + faulted + ")";
+            } else {
+                std::vector<std::string> all;
+                for (const auto& p : pass_kernels_) all.insert(all.end(), p.begin(), p.end());
+                if (!all.empty()) {
+                    e += " (Metal named no faulted pass; the command buffer ran " + join_kernels(all) + ")";
+                }
+            }
+        });
         return e;
     }
 
@@ -190,6 +252,7 @@ private:
     id<MTLCounterSet> timestamps_;
     std::unique_ptr<GpuTimer> timer_;
     std::unique_ptr<MetalEncoder> encoder_;
+    std::vector<std::vector<std::string>> pass_kernels_;  // by compute pass: the kernels it dispatched
     bool committed_ = false;
 };
 
@@ -289,8 +352,14 @@ public:
 
     std::unique_ptr<CommandBuffer> command_buffer(const OptionValues&) override {
         id<MTLCommandBuffer> cb = nil;
-        // Retained references: Metal keeps every bound buffer alive until the work completes.
-        pooled([&] { cb = [queue_ commandBuffer]; });
+        // Retained references: Metal keeps every bound buffer alive until the work completes. Encoder
+        // execution status: a failed command buffer's error says which encoder faulted (error()).
+        pooled([&] {
+            MTLCommandBufferDescriptor* desc = [[MTLCommandBufferDescriptor alloc] init];
+            desc.retainedReferences = YES;
+            desc.errorOptions = MTLCommandBufferErrorOptionEncoderExecutionStatus;
+            cb = [queue_ commandBufferWithDescriptor:desc];
+        });
         if (!cb) fail<DeviceError>("Metal::command_buffer", "the queue gave no command buffer");
         return std::make_unique<MetalCommandBuffer>(cb, device_, timestamps_);
     }

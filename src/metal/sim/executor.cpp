@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "metal/sim/fiber.h"
+#include "metal/sim/racecheck.h"
 
 #if defined(MB_SIM_ASAN)
 #include <sanitizer/asan_interface.h>
@@ -61,6 +62,12 @@ struct Registry {
 };
 
 Registry& registry() {
+    static Registry r;
+    return r;
+}
+
+// The racecheck build of the same kernels (src/metal/sim/racecheck.h).
+Registry& racecheck_registry() {
     static Registry r;
     return r;
 }
@@ -107,6 +114,7 @@ struct Job {
     size_t tg_offset[abi::kMaxThreadgroupSlots] = {};
     size_t tg_size[abi::kMaxThreadgroupSlots] = {};
     size_t tg_total = 0;  // bytes of the arena, canaries included
+    bool racecheck = false;
 
     std::atomic<uint64_t> next_group{0};
     std::atomic<uint64_t> first_failure{UINT64_MAX};
@@ -214,7 +222,13 @@ public:
             job.record_failure(0, message_prefix(job) + "host failure: " + e.what());
         }
         abi::tls_lane = nullptr;
+        race::tls_tracker = nullptr;
+        if (rc_on_) rc_->end_dispatch();
+        rc_on_ = false;
     }
+
+    // The racecheck state of the last dispatch this worker ran (null when it never ran one).
+    race::Tracker* tracker() { return rc_.get(); }
 
     // --- called by kernels through the abi:: functions, with the caller's LaneInfo
 
@@ -262,6 +276,7 @@ public:
         L->line = line;
         if (++barrier_arrived_ == n_) {
             barrier_arrived_ = 0;
+            if (rc_on_) rc_->barrier();
             for (uint32_t i = 0; i < n_; ++i) make_ready(i);
         }
         block(L);
@@ -292,9 +307,22 @@ private:
         }
         group_.tptg = abi::U3{d.threads.x, d.threads.y, d.threads.z};
         group_.tgpg = abi::U3{d.grid.x, d.grid.y, d.grid.z};
-        const bool fibers = kernel_->group == nullptr;
+        // Under racecheck every kernel runs on fibers: the Tracker tells threads apart by the fiber.
+        const bool fibers = kernel_->group == nullptr || job.racecheck;
         if (fibers) prepare_stacks(job.stack_size, n_);
         no_simd_reduction_ = d.no_simd_reduction;
+        rc_on_ = job.racecheck;
+        if (rc_on_) {
+            if (!rc_) rc_ = std::make_unique<race::Tracker>();
+            std::vector<race::Tracker::Range> device;
+            for (size_t i = 1; i < d.buffers.size(); ++i) {
+                const auto lo = reinterpret_cast<uintptr_t>(d.buffers[i].ptr);
+                if (lo && d.buffers[i].size) device.push_back({lo, lo + d.buffers[i].size});
+            }
+            rc_->begin_dispatch(arena_, job.tg_total, job.tg_offset, job.tg_size, abi::kMaxThreadgroupSlots,
+                                std::move(device), d.footprint);
+            race::tls_tracker = rc_.get();
+        }
 
         for (;;) {
             const uint64_t g = job.next_group.fetch_add(1, std::memory_order_relaxed);
@@ -304,11 +332,13 @@ private:
                                    static_cast<uint32_t>(g / d.grid.x / d.grid.y)};
             prepare_arena(job);
             error_.clear();
+            if (rc_on_) rc_->begin_group(static_cast<uint32_t>(g));
             if (fibers) {
                 run_fibers(job.schedule == Schedule::RunAhead, (g & 1) != 0);
             } else {
                 run_loop();
             }
+            if (rc_on_ && rc_->race_pending()) error_ = rc_->take_report();
             if (error_.empty() && fibers && d.no_simd_matrix) {
                 for (uint32_t s = 0; s < n_sg_; ++s) {
                     if (sgs_[s].lane0_matrix_ops) {
@@ -485,6 +515,7 @@ private:
                 N->state = LaneState::Running;
                 cur_ = N;
                 abi::tls_lane = &N->info;
+                if (rc_on_) rc_->set_thread(N->ids.tiitg);
                 continue;
             }
             free_stacks_.push_back(L->stack);
@@ -502,6 +533,7 @@ private:
         to->state = LaneState::Running;
         cur_ = to;
         abi::tls_lane = &to->info;
+        if (rc_on_) rc_->set_thread(to->ids.tiitg);
         fiber_switch(from, to->ctx, dying);
     }
 
@@ -531,6 +563,7 @@ private:
         while (m) {
             const uint32_t b = static_cast<uint32_t>(__builtin_ctz(m));
             m &= m - 1;
+            if (rc_on_) rc_->simd_done(s * kSimd + b);
             make_ready(s * kSimd + b);
         }
     }
@@ -603,6 +636,8 @@ private:
     std::string loop_error_;
 
     alignas(64) unsigned char arena_[kMaxThreadgroupMemory + abi::kMaxThreadgroupSlots * kCanary];
+    std::unique_ptr<race::Tracker> rc_;  // created by the first racecheck dispatch
+    bool rc_on_ = false;                 // the current dispatch runs under racecheck
 };
 
 // ---------------------------------------------------------------- host threads
@@ -640,6 +675,15 @@ public:
     }
 
     std::mutex& dispatch_mutex() { return dispatch_mutex_; }
+
+    // Caller holds dispatch_mutex(): the workers' racecheck state after a dispatch.
+    std::vector<race::Tracker*> trackers() {
+        std::vector<race::Tracker*> out;
+        for (auto& w : workers_) {
+            if (w->tracker()) out.push_back(w->tracker());
+        }
+        return out;
+    }
 
     // Caller holds dispatch_mutex().
     void run(Job& job, int n_threads) {
@@ -896,8 +940,8 @@ void apply_constants(const Dispatch& d) {
 
 namespace abi {
 
-void register_kernels(const KernelInfo* kernels, size_t n) {
-    Registry& r = registry();
+void register_kernels(const KernelInfo* kernels, size_t n, bool racecheck) {
+    Registry& r = racecheck ? racecheck_registry() : registry();
     for (size_t i = 0; i < n; ++i) {
         if (!r.by_name.emplace(kernels[i].name, &kernels[i]).second) r.duplicates.insert(kernels[i].name);
     }
@@ -956,6 +1000,31 @@ const KernelInfo* find_kernel(std::string_view name) {
     return it == r.by_name.end() ? nullptr : it->second;
 }
 
+const KernelInfo* find_racecheck_kernel(std::string_view name) {
+    const Registry& r = racecheck_registry();
+    auto it = r.by_name.find(name);
+    return it == r.by_name.end() ? nullptr : it->second;
+}
+
+bool racecheck_built() { return !racecheck_registry().by_name.empty(); }
+
+std::string check_concurrent(const char* kernel_a, const race::Footprint& a, const uint32_t grid_a[3],
+                             const char* kernel_b, const race::Footprint& b, const uint32_t grid_b[3]) {
+    race::Footprint::Conflict c;
+    if (!race::Footprint::conflict(a, b, &c)) return {};
+    auto who = [](const char* kernel, const uint32_t grid[3], const race::Site& s, bool writes) {
+        return std::string(kernel) + " (threadgroup " + race::group_name(s.group, grid) + " thread " +
+               std::to_string(s.tid) + (writes ? " writes" : " reads") + " at " + race::source_line(s.pc) + ")";
+    };
+    char addr[32];
+    std::snprintf(addr, sizeof addr, "%#llx", static_cast<unsigned long long>(c.addr));
+    const bool a_writes = c.a_writes;
+    const bool b_writes = c.a_writes ? c.other_writes : true;
+    return "[mb::sim::run] racecheck: two dispatches of a concurrent pass with no memory barrier between them "
+           "touch device address " + std::string(addr) + ": " + who(kernel_a, grid_a, c.a, a_writes) + " and " +
+           who(kernel_b, grid_b, c.b, b_writes) + " (the first access of each to that 64-byte line)";
+}
+
 std::vector<std::string> kernel_names() {
     std::vector<std::string> names;
     for (const auto& kv : registry().by_name) names.emplace_back(kv.first);
@@ -963,12 +1032,46 @@ std::vector<std::string> kernel_names() {
     return names;
 }
 
-Result run(const Dispatch& dispatch, Schedule schedule, int n_threads) {
+namespace {
+
+// "buffer(2) byte 64" for a device address of a dispatch.
+std::string buffer_place(uintptr_t addr, const void* ctx) {
+    const Dispatch& d = *static_cast<const Dispatch*>(ctx);
+    int best = -1;
+    for (size_t i = 1; i < d.buffers.size(); ++i) {
+        const auto lo = reinterpret_cast<uintptr_t>(d.buffers[i].ptr);
+        if (lo && addr >= lo && addr < lo + d.buffers[i].size &&
+            (best < 0 || lo > reinterpret_cast<uintptr_t>(d.buffers[best].ptr))) {
+            best = static_cast<int>(i);
+        }
+    }
+    if (best < 0) return "device memory";
+    return "buffer(" + std::to_string(best) + ") byte " +
+           std::to_string(addr - reinterpret_cast<uintptr_t>(d.buffers[best].ptr));
+}
+
+}  // namespace
+
+Result run(const Dispatch& dispatch_in, Schedule schedule, int n_threads) {
     try {
+        Dispatch racecheck_dispatch;
+        const bool racecheck = dispatch_in.racecheck;
+        if (racecheck && dispatch_in.kernel) {
+            const KernelInfo* twin = find_racecheck_kernel(dispatch_in.kernel->name);
+            if (!twin) {
+                return failure(dispatch_in.kernel,
+                               "racecheck: this build has no racecheck build of the kernel (built without "
+                               "-fsanitize=thread support: MB_SIM_RACECHECK is off)");
+            }
+            racecheck_dispatch = dispatch_in;
+            racecheck_dispatch.kernel = twin;
+        }
+        const Dispatch& dispatch = racecheck ? racecheck_dispatch : dispatch_in;
         Job job;
         job.dispatch = &dispatch;
         job.kernel = dispatch.kernel;
         job.schedule = schedule;
+        job.racecheck = racecheck;
         Result r = prepare(dispatch, job);
         if (!r.ok || job.n_groups == 0) return r;
         if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -978,10 +1081,25 @@ Result run(const Dispatch& dispatch, Schedule schedule, int n_threads) {
         const auto start = std::chrono::steady_clock::now();
         pool.run(job, n_threads);
         const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+        if (racecheck) {
+            std::vector<race::DeviceWrite> writes;
+            for (race::Tracker* t : pool.trackers()) {
+                writes.insert(writes.end(), t->device_writes().begin(), t->device_writes().end());
+                t->device_writes().clear();
+                if (dispatch.footprint) dispatch.footprint->merge(t->footprint());
+                t->footprint() = race::Footprint();
+            }
+            if (job.error_group != UINT64_MAX) return Result{false, job.error, ns};
+            const uint32_t grid[3] = {dispatch.grid.x, dispatch.grid.y, dispatch.grid.z};
+            std::string e = race::check_device_writes(
+                writes, grid, "[mb::sim::run] " + std::string(dispatch_in.kernel->name) + ": ", &buffer_place,
+                &dispatch);
+            if (!e.empty()) return Result{false, e, ns};
+        }
         if (job.error_group != UINT64_MAX) return Result{false, job.error, ns};
         return Result{true, std::string(), ns};
     } catch (const std::exception& e) {
-        return failure(dispatch.kernel, std::string("host failure: ") + e.what());
+        return failure(dispatch_in.kernel, std::string("host failure: ") + e.what());
     }
 }
 

@@ -19,6 +19,10 @@
 
 namespace mb::sim {
 
+namespace race {
+class Footprint;
+}
+
 using abi::KernelInfo;
 using FunctionConstantType = abi::FcType;
 
@@ -74,6 +78,12 @@ struct Dispatch {
     // as Apple's compiler refuses such a pipeline there.
     bool no_simd_reduction = false;  // simd_sum/product/min/max/and/or/xor and the prefix sums
     bool no_simd_matrix = false;     // simdgroup_matrix operations
+    // Runs the racecheck build of the kernel (src/metal/sim/racecheck.h): a threadgroup-memory race,
+    // a read of threadgroup memory no thread wrote, or two threadgroups writing the same device bytes
+    // fails the dispatch with a message naming both threads and their .metal lines.
+    bool racecheck = false;
+    // With racecheck: receives the device bytes the dispatch read and wrote (a concurrent pass's check).
+    race::Footprint* footprint = nullptr;
 };
 
 struct Result {
@@ -87,6 +97,14 @@ struct Result {
 // Kernels of every linked generated source, by host name; nullptr when unknown.
 const KernelInfo* find_kernel(std::string_view name);
 std::vector<std::string> kernel_names();
+// The racecheck build of a kernel, by host name; nullptr when the module was built without it.
+const KernelInfo* find_racecheck_kernel(std::string_view name);
+bool racecheck_built();
+
+// Two dispatches of one concurrent pass (no barrier between them), by kernel name and footprint: a
+// message naming both when one writes a byte the other reads or writes, else "".
+std::string check_concurrent(const char* kernel_a, const race::Footprint& a, const uint32_t grid_a[3],
+                             const char* kernel_b, const race::Footprint& b, const uint32_t grid_b[3]);
 
 // Runs the dispatch on up to n_threads host threads (<= 0: hardware concurrency) and
 // returns when it is complete. Never throws: invalid dispatches, divergent barriers and

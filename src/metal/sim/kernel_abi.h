@@ -70,8 +70,9 @@ struct KernelInfo {
     uint32_t n_required;
 };
 
-// Called once per generated source file, from a static initialiser.
-void register_kernels(const KernelInfo* kernels, size_t n);
+// Called once per generated source file, from a static initialiser. `racecheck`: the racecheck build
+// of the file (its memory accesses instrumented, src/metal/sim/racecheck.h), kept apart by name.
+void register_kernels(const KernelInfo* kernels, size_t n, bool racecheck);
 
 // --- synchronisation, called by the shim on behalf of the running GPU thread ---
 

@@ -80,6 +80,14 @@
 #define MB_SIM_ARG(...) const __VA_ARGS__&
 #endif
 
+// The namespace the shim and the kernels live in: the global one, or mbsim_racecheck in the racecheck
+// build (tools/metalsim/metal_sim_gen.py, src/metal/sim/racecheck.h).
+#if defined(MB_SIM_RACECHECK)
+#define MB_SIM_TOP ::mbsim_racecheck
+#else
+#define MB_SIM_TOP
+#endif
+
 // ---------------------------------------------------------------- scalar types
 
 typedef _Float16 half;
@@ -1433,7 +1441,7 @@ inline void simdgroup_multiply(simdgroup_matrix<TD, N, M>& d, const simdgroup_ma
 #undef MB_SIM_SITE
 
 // Types are reachable as metal::float4 as well.
-#define MB_SIM_ALIAS(name) using ::name##2; using ::name##3; using ::name##4;
+#define MB_SIM_ALIAS(name) using MB_SIM_TOP::name##2; using MB_SIM_TOP::name##3; using MB_SIM_TOP::name##4;
 MB_SIM_ALIAS(bool)
 MB_SIM_ALIAS(char)
 MB_SIM_ALIAS(uchar)

@@ -22,6 +22,7 @@
 #include "core/errors.h"
 #include "cpu/host_info.h"
 #include "metal/sim/executor.h"
+#include "metal/sim/racecheck.h"
 
 namespace mb::metal {
 
@@ -100,6 +101,7 @@ struct Command {
 struct Work {
     std::vector<Command> commands;
     int schedule = 0;
+    bool racecheck = false;  // backend option racecheck (src/metal/sim/racecheck.h)
     std::mutex mutex;
     std::condition_variable done_cv;
     CommandStatus status = CommandStatus::NotCommitted;
@@ -151,8 +153,9 @@ private:
 
 class SimCommandBuffer final : public CommandBuffer {
 public:
-    SimCommandBuffer(SimRuntime& rt, int schedule) : rt_(rt), work_(std::make_shared<Work>()) {
+    SimCommandBuffer(SimRuntime& rt, int schedule, bool racecheck) : rt_(rt), work_(std::make_shared<Work>()) {
         work_->schedule = schedule;
+        work_->racecheck = racecheck;
     }
     ComputeEncoder& compute(bool concurrent) override {
         // A new pass: dispatches of the previous pass are complete before this one starts.
@@ -379,11 +382,21 @@ public:
     }
 
     // The executor's schedule: 0 runs the threads of a threadgroup in lockstep, 1 lets one simdgroup
-    // run ahead to each barrier (exposes missing barriers that lockstep hides).
-    std::vector<RuntimeOption> options() const override { return {{"schedule", 0, 0, 1}}; }
+    // run ahead to each barrier (exposes missing barriers that lockstep hides). racecheck 1: the
+    // racecheck build of the kernels, a data race or uninitialised threadgroup read fails the command
+    // buffer (src/metal/sim/racecheck.h).
+    std::vector<RuntimeOption> options() const override { return {{"schedule", 0, 0, 1}, {"racecheck", 0, 0, 1}}; }
     std::unique_ptr<CommandBuffer> command_buffer(const OptionValues& options) override {
         auto it = options.find("schedule");
-        return std::make_unique<SimCommandBuffer>(*this, it == options.end() ? 0 : int(it->second));
+        auto rc = options.find("racecheck");
+        const bool racecheck = rc != options.end() && rc->second != 0;
+        if (racecheck && !sim::racecheck_built()) {
+            fail<UnsupportedOpError>("MetalSim::racecheck",
+                                     "this build of metal_backend has no racecheck build of the kernels (its "
+                                     "compiler lacks -fsanitize=thread, or it was configured with "
+                                     "-DMB_SIM_RACECHECK=OFF)");
+        }
+        return std::make_unique<SimCommandBuffer>(*this, it == options.end() ? 0 : int(it->second), racecheck);
     }
 
     void capture_begin() override {
@@ -439,9 +452,23 @@ private:
             size_t j = i;
             while (j < cmds.size() && cmds[j].kind == Command::Kind::Dispatch && cmds[j].concurrent) ++j;
             if (j > i) {
+                // Under racecheck, each dispatch's footprint: one that writes what another touches races.
+                std::vector<sim::race::Footprint> prints(work.racecheck && j - i > 1 ? j - i : 0);
                 for (size_t k = j; k-- > i;) {
-                    std::string e = run_dispatch(cmds[k], work, ordinal + (k - i));
+                    std::string e =
+                        run_dispatch(cmds[k], work, ordinal + (k - i), prints.empty() ? nullptr : &prints[k - i]);
                     if (!e.empty()) return e;
+                }
+                for (size_t a = 0; a < prints.size(); ++a) {
+                    for (size_t b = a + 1; b < prints.size(); ++b) {
+                        const Command& ca = cmds[i + a];
+                        const Command& cb = cmds[i + b];
+                        const uint32_t ga[3] = {ca.groups.x, ca.groups.y, ca.groups.z};
+                        const uint32_t gb[3] = {cb.groups.x, cb.groups.y, cb.groups.z};
+                        std::string e = sim::check_concurrent(ca.pipeline->name().c_str(), prints[a], ga,
+                                                              cb.pipeline->name().c_str(), prints[b], gb);
+                        if (!e.empty()) return e;
+                    }
                 }
                 ordinal += j - i;
                 i = j;
@@ -466,7 +493,7 @@ private:
         return {};
     }
 
-    std::string run_dispatch(const Command& c, Work& work, size_t ordinal) {
+    std::string run_dispatch(const Command& c, Work& work, size_t ordinal, sim::race::Footprint* footprint = nullptr) {
         {
             std::lock_guard<std::mutex> lock(family_mutex_);
             if (faults_.count(c.pipeline->name())) {
@@ -490,6 +517,8 @@ private:
         d.constants = c.pipeline->constants();
         d.no_simd_reduction = !props_.has_simdgroup_reduction;
         d.no_simd_matrix = !props_.has_simdgroup_mm;
+        d.racecheck = work.racecheck;
+        d.footprint = footprint;
         sim::Result r = sim::run(d, work.schedule == 1 ? sim::Schedule::RunAhead : sim::Schedule::Lockstep,
                                  host_core_count());
         if (work.timed) work.dispatch_ns[ordinal] = r.run_ns;

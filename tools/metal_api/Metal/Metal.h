@@ -31,6 +31,8 @@
 #endif
 // CoreFoundation's CFTimeInterval (CFDate.h), which Metal.h brings in on Apple; GNUstep has none.
 typedef double CFTimeInterval;
+// Foundation's NSErrorUserInfoKey (NSError.h) on Apple; GNUstep's Foundation has none.
+typedef NSString* NSErrorUserInfoKey;
 
 NS_ASSUME_NONNULL_BEGIN
 
@@ -266,8 +268,47 @@ API_AVAILABLE(macos(10.15), ios(14.0))
 
 // doc: MTLCommandEncoder
 @protocol MTLCommandEncoder <NSObject>
+// doc: MTLCommandEncoder/label
+@property (nullable, copy, atomic) NSString *label;
 // doc: MTLCommandEncoder/endEncoding()
 - (void)endEncoding;
+@end
+
+// doc: MTLCommandBufferErrorOption
+typedef NS_OPTIONS(NSUInteger, MTLCommandBufferErrorOption) {
+    MTLCommandBufferErrorOptionNone = 0,
+    MTLCommandBufferErrorOptionEncoderExecutionStatus = 1 << 0,
+} API_AVAILABLE(macos(11.0), ios(14.0));
+
+// doc: MTLCommandEncoderErrorState
+typedef NS_ENUM(NSInteger, MTLCommandEncoderErrorState) {
+    MTLCommandEncoderErrorStateUnknown = 0,
+    MTLCommandEncoderErrorStateCompleted = 1,
+    MTLCommandEncoderErrorStateAffected = 2,
+    MTLCommandEncoderErrorStatePending = 3,
+    MTLCommandEncoderErrorStateFaulted = 4,
+} API_AVAILABLE(macos(11.0), ios(14.0));
+
+// doc: MTLCommandBufferEncoderInfoErrorKey
+extern NSErrorUserInfoKey const MTLCommandBufferEncoderInfoErrorKey API_AVAILABLE(macos(11.0), ios(14.0));
+
+// doc: MTLCommandBufferEncoderInfo
+@protocol MTLCommandBufferEncoderInfo <NSObject>
+// doc: MTLCommandBufferEncoderInfo/label
+@property (readonly, nonatomic) NSString *label;
+// doc: MTLCommandBufferEncoderInfo/debugSignposts
+@property (readonly, nonatomic) NSArray<NSString *> *debugSignposts;
+// doc: MTLCommandBufferEncoderInfo/errorState
+@property (readonly, nonatomic) MTLCommandEncoderErrorState errorState;
+@end
+
+// doc: MTLCommandBufferDescriptor
+API_AVAILABLE(macos(11.0), ios(14.0))
+@interface MTLCommandBufferDescriptor : NSObject <NSCopying>
+// doc: MTLCommandBufferDescriptor/retainedReferences
+@property (readwrite, nonatomic) BOOL retainedReferences;
+// doc: MTLCommandBufferDescriptor/errorOptions
+@property (readwrite, nonatomic) MTLCommandBufferErrorOption errorOptions;
 @end
 
 // doc: MTLComputeCommandEncoder
@@ -328,6 +369,9 @@ API_AVAILABLE(macos(10.15), ios(14.0))
 @protocol MTLCommandQueue <NSObject>
 // doc: MTLCommandQueue/makeCommandBuffer()
 - (nullable id<MTLCommandBuffer>)commandBuffer;
+// doc: MTLCommandQueue/makeCommandBuffer(descriptor:)
+- (nullable id<MTLCommandBuffer>)commandBufferWithDescriptor:(MTLCommandBufferDescriptor *)descriptor
+    API_AVAILABLE(macos(11.0), ios(14.0));
 #if defined(__MAC_OS_X_VERSION_MAX_ALLOWED) && __MAC_OS_X_VERSION_MAX_ALLOWED >= 150000
 // doc: MTLCommandQueue/addResidencySet(_:)
 - (void)addResidencySet:(id<MTLResidencySet>)residencySet API_AVAILABLE(macos(15.0));

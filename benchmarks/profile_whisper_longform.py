@@ -1,0 +1,151 @@
+"""Where the time of a long-form transcription goes: encoder, decoder steps, host work per token.
+
+    python benchmarks/profile_whisper_longform.py [--model tiny.en|base|PATH] [--audio WAV]
+        [--threads 2] [--beam 1|5] [--quantize q8_0] [--compute-type float32|int8] [--repeat 1]
+
+Transcribes the audio (default: tests/assets/audio/passage.wav, 127 s) once with our CPU backend
+and times each part of the run by wrapping the functions that do it:
+
+- mel: the log-mel spectrogram;
+- encoder: BackendWhisper.encode (inputs set, graph computed, outputs kept on the device);
+- decoder graph: the decoder graph's compute (the arithmetic of every decoder step);
+- decoder in/out: the rest of decode_batch (argument checks, the token/position/mask inputs set,
+  the logits read back);
+- cache reorder: BackendWhisper.reorder (beam search's and best-of's cache copies);
+- logit rules: LogitRules.apply (suppression, timestamp rules);
+- host rest: everything else (log-softmax, picks, beam bookkeeping, seeking, text).
+
+A "token" is one decoder step of one window (a batch of beams counts once). Prints ms per token and
+each part's share of the wall time. Measurements on a loaded machine are rough; print `uptime`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+from metal_backend.whisper import Whisper, backend_compute, load_audio, logit_filters  # noqa: E402
+from metal_backend.whisper import transcribe as transcribe_module  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+
+
+def _model_path(name: str, work: Path) -> Path:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_bench_whisper", HERE / "whisper.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if name in ("tiny.en", "base"):
+        path = module.model_dir(name, work)
+        if path is None:
+            raise SystemExit(f"{name}: model package not installed")
+        return path
+    return Path(name)
+
+
+class Timers:
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self._stack: list[list[float]] = []  # per active timer: time spent in nested timers
+
+    def wrap(self, owner, attr: str, part: str):
+        original = getattr(owner, attr)
+        timers = self
+
+        def wrapped(*args, **kwargs):
+            timers._stack.append([0.0])
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent = time.perf_counter() - start
+                nested = timers._stack.pop()[0]
+                timers.seconds[part] = timers.seconds.get(part, 0.0) + spent - nested
+                timers.calls[part] = timers.calls.get(part, 0) + 1
+                if timers._stack:
+                    timers._stack[-1][0] += spent
+
+        setattr(owner, attr, wrapped)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="tiny.en")
+    parser.add_argument("--audio", type=Path, default=HERE.parent / "tests" / "assets" / "audio" / "passage.wav")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--beam", type=int, default=1)
+    parser.add_argument("--quantize", default=None)
+    parser.add_argument("--compute-type", default=None)
+    parser.add_argument("--repeat", type=int, default=1, help="the audio concatenated this many times")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/mb_profile_work"))
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+
+    import numpy as np
+
+    kwargs = {}
+    if args.quantize:
+        kwargs["quantize"] = args.quantize
+    if args.compute_type:
+        kwargs["compute_type"] = args.compute_type
+    model = Whisper.load(_model_path(args.model, args.work), device="CPU", threads=args.threads, **kwargs)
+    samples = np.tile(load_audio(args.audio), args.repeat)
+
+    timers = Timers()
+    bw = backend_compute.BackendWhisper
+    if hasattr(transcribe_module, "log_mel_spectrogram"):
+        timers.wrap(transcribe_module, "log_mel_spectrogram", "mel")
+    timers.wrap(bw, "encode", "encoder (host)")
+    timers.wrap(bw, "reorder", "cache reorder (host)")
+    timers.wrap(logit_filters.LogitRules, "apply", "logit rules")
+    runner = model.compute.runner
+    original_compute = runner.compute
+    graph_parts = {"encoder": "encoder graph", "decoder": "decoder graph", "reorder": "cache reorder graph"}
+
+    def compute(graph, what="graph", scheduler=None):
+        part = next((v for k, v in graph_parts.items() if k in what), "other graphs")
+        timers._stack.append([0.0])
+        start = time.perf_counter()
+        try:
+            return original_compute(graph, what, scheduler)
+        finally:
+            spent = time.perf_counter() - start
+            timers._stack.pop()
+            timers.seconds[part] = timers.seconds.get(part, 0.0) + spent
+            if timers._stack:
+                timers._stack[-1][0] += spent
+
+    runner.compute = compute
+    steps = {"n": 0}
+    original_decode = bw.decode_batch
+
+    def counting(self, features, tokens, offset):
+        steps["n"] += 1
+        return original_decode(self, features, tokens, offset)
+
+    bw.decode_batch = counting
+    timers.wrap(bw, "decode_batch", "decoder in/out")
+
+    start = time.perf_counter()
+    result = model.transcribe(samples, language="en", beam_size=None if args.beam == 1 else args.beam)
+    wall = time.perf_counter() - start
+    parts = dict(timers.seconds)
+    parts["host rest"] = wall - sum(parts.values())
+    n = steps["n"]
+    print(f"model {args.model}, beam {args.beam}, threads {args.threads}, {samples.size / 16000:.0f} s audio, "
+          f"{n} decoder steps, wall {wall:.2f} s, {1000 * wall / max(n, 1):.2f} ms per step")
+    for part, seconds in sorted(parts.items(), key=lambda kv: -kv[1]):
+        per_step = 1000 * seconds / max(n, 1)
+        print(f"  {part:20s} {seconds:7.2f} s  {per_step:6.2f} ms/step  {100 * seconds / wall:5.1f} %")
+    print(f"text: {result.text[:100]}...")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
