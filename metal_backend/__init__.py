@@ -6,6 +6,8 @@ kernels on the CPU so the Metal path is tested where no Mac exists.
 """
 from __future__ import annotations
 
+import os
+import warnings
 from typing import List, Optional
 
 from . import _core, ops
@@ -106,19 +108,35 @@ def device(name: Optional[str] = None) -> Device:
     raise InvalidArgumentError(f"[metal_backend.device] unknown device {name!r}; known devices: {known}")
 
 
-def from_dlpack(x: object, device: Optional[Device] = None, *, name: str = "") -> Tensor:
+def from_dlpack(x: object, device: Optional[Device] = None, *, name: str = "",
+                ctx: Optional[Context] = None) -> Tensor:
     """A tensor over the memory of `x` (anything with ``__dlpack__`` in host memory), without a copy.
 
     The memory becomes a mapped buffer of `device` (default: :func:`device`'s best real device), so
     writes through either side are seen by the other, and the tensor keeps `x`'s memory alive. float32,
     float16, bfloat16 and int32 arrays of 1 to 4 dimensions with non-negative strides are accepted; a
     strided array becomes a view. Other dtypes, read-only arrays and non-CPU memory raise
-    :class:`DLPackError` (a ``BufferError``).
+    :class:`DLPackError` (a ``BufferError``). The tensor belongs to `ctx` when given (so that several
+    imports, and tensors made in `ctx`, can be sources of one op), else to a Context of its own.
     """
-    return _core.from_dlpack(x, device if device is not None else _best_device(), name)
+    if ctx is not None and not isinstance(ctx, Context):
+        raise TypeError(f"from_dlpack: ctx must be a metal_backend Context or None (got {type(ctx).__name__})")
+    return _core.from_dlpack(x, device if device is not None else _best_device(), name, ctx)
 
 
 _best_device = device
+
+
+def _check_cpu_isa_variable() -> None:
+    """MB_CPU_MAX_ISA caps the CPU's SIMD paths; native code ignores a value it does not know, so
+    such a value is named in a RuntimeWarning rather than ignored silently."""
+    value = os.environ.get("MB_CPU_MAX_ISA", "")
+    if value and value not in ("portable", "avx2", "avx512"):
+        warnings.warn(f"MB_CPU_MAX_ISA={value!r} is not 'portable', 'avx2' or 'avx512'; it is ignored and every "
+                      f"instruction set the CPU has is used", RuntimeWarning, stacklevel=2)
+
+
+_check_cpu_isa_variable()
 
 
 __all__ = [

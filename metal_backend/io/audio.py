@@ -305,8 +305,13 @@ def read_audio(path: str | os.PathLike) -> tuple[np.ndarray, int]:
     """Reads any supported audio file: (float32 samples of shape (frames, channels), sample rate).
 
     WAV is read by read_wav(); every other format by libsndfile (the audio extra). Raises
-    InputError naming the file when it is missing, unreadable, or in a format neither reads.
+    InputError naming the file when it is missing, unreadable, or in a format neither reads. A
+    bytes path is decoded as the file system's (os.fsdecode); any other non-path raises InputError.
     """
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"an audio path must be a str, bytes or os.PathLike (got {type(path).__name__})")
     path = Path(path)
     try:
         with open(path, "rb") as f:

@@ -317,10 +317,10 @@ def main(argv: list[str] | None = None) -> int:
         transcribed = True
         if args.json:
             documents.append(result_json(audio, result, model_path, device))
-        elif args.output_format is None:
-            print(result.text, flush=True)
-    if args.json and documents:
-        print(json.dumps(documents[0] if len(files) == 1 else documents, indent=2, ensure_ascii=False))
+        elif args.output_format is None and not _emit(result.text):
+            return 1
+    if args.json and documents and not _emit_json(documents[0] if len(files) == 1 else documents):
+        return 1
     if args.profile and transcribed:
         try:
             # The encoder graph's inputs still hold the last window encoded.
@@ -344,9 +344,38 @@ def _main_stream(args: argparse.Namespace, options: DecodingOptions, model_path:
     except (WhisperError, mb.MetalBackendError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    if args.json:
-        print(json.dumps(result_json(args.stream, result, model_path, model.device.name), indent=2, ensure_ascii=False))
+    if args.json and not _emit_json(result_json(args.stream, result, model_path, model.device.name)):
+        return 1
     return 0
+
+
+def _emit(text: str, ascii_text: str | None = None) -> bool:
+    """Writes text and a newline to stdout. A stdout that cannot encode it gets ascii_text (default:
+    text with backslash escapes); a closed or failing stdout returns False with an error on stderr,
+    so the transcript is not lost with exit status 0."""
+    out = sys.stdout
+    if out is None:  # started with file descriptor 1 closed
+        print("error: stdout is closed: the transcript cannot be written", file=sys.stderr)
+        return False
+    try:
+        try:
+            out.write(text + "\n")
+        except UnicodeEncodeError:
+            if ascii_text is None:
+                encoding = out.encoding or "ascii"
+                ascii_text = text.encode(encoding, "backslashreplace").decode(encoding)
+            out.write(ascii_text + "\n")
+        out.flush()
+    except (OSError, ValueError) as exc:  # a closed pipe, a full disk, a closed file object
+        print(f"error: cannot write the transcript to stdout ({exc})", file=sys.stderr)
+        return False
+    return True
+
+
+def _emit_json(document: Any) -> bool:
+    """_emit for a JSON document: on a stdout that cannot encode it, the same document with ASCII
+    escapes (still valid JSON, the same values)."""
+    return _emit(json.dumps(document, indent=2, ensure_ascii=False), json.dumps(document, indent=2))
 
 
 def _distinct_stems(files: list[str], output_dir: str) -> tuple[list[str], int]:

@@ -204,11 +204,10 @@ class BackendWhisper:
 
         self.encoder_scheduler = self.runner.scheduler()
         self.decoder_scheduler = self.runner.scheduler()
-        # Built on first use: mb.alloc_ctx_tensors places every unallocated tensor of the Context, so
-        # a graph whose nodes the scheduler has not placed yet would be swept into the next buffer
-        # made for new tensors (_allocate_windows) and left pointing into it when that is freed.
+        # Built on first use: mb.alloc_ctx_tensors places every unallocated tensor of the Context, so a
+        # graph built long before its first compute would have its nodes swept into the next buffer
+        # made for new tensors (harmless once that buffer is freed: the scheduler places them again).
         self._encoder: tuple[mb.Graph, mb.Tensor] | None = None
-        self._encoder_computed = False
         self._windows: _WindowBatch | None = None
         self._window = 0
         self._n_past = -1
@@ -473,7 +472,6 @@ class BackendWhisper:
             raise WhisperError(f"mel has shape {mel.shape}, expected {expected}")
         self.mel.set(mel[None])
         self.runner.compute(self.encoder_graph, "BackendWhisper encoder", self.encoder_scheduler)
-        self._encoder_computed = True
         self._window += 1
         self._n_past = -1
         return BackendAudioFeatures(self._window)
@@ -572,10 +570,7 @@ class BackendWhisper:
         return BackendAudioFeatures(self._window)
 
     def _new_buffer(self) -> mb.Buffer:
-        """A zeroed buffer holding the tensors made since the last one. An encoder graph built but
-        never computed is dropped first (rebuilt on use): see __init__."""
-        if not getattr(self, "_encoder_computed", True):
-            self._encoder = None
+        """A zeroed buffer holding the tensors made since the last one."""
         buffer = mb.alloc_ctx_tensors(self.ctx, self.device.buffer_type)
         buffer.clear(0)
         return buffer

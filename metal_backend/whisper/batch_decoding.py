@@ -95,6 +95,7 @@ class BatchDecoder(WindowDecoder):
             if temperature == 0.0:
                 picks = np.argmax(logits, axis=-1)
             else:
+                # In float64, as WindowDecoder._sample: past float32's range the temperature would be inf.
                 picks = np.argmax(logits.astype(np.float64) / temperature + rng.gumbel(size=logits.shape), axis=-1)
             feed = []
             for i, r in enumerate(rows):

@@ -70,18 +70,118 @@ def log_mel_spectrogram(audio: np.ndarray, n_mels: int = 80, padding: int = 0,
     splitting long audio into 30 s windows. `filters` overrides the computed
     mel bank (a model file may carry its own). Samples that are not float,
     not 1-D, empty or not finite raise WhisperError (audio.check_samples).
+    The whole of LogMel's frames: equal, value for value, to any of its windows.
     """
-    audio = check_samples(audio)
-    if padding:
-        audio = np.concatenate([audio, np.zeros(padding, np.float32)])
-    if audio.size == 0:
-        raise WhisperError("audio is empty")
-    if filters is None:
-        filters = mel_filters(n_mels)
-    elif filters.shape != (n_mels, N_FFT // 2 + 1):
-        raise WhisperError(f"mel filters have shape {filters.shape}, expected {(n_mels, N_FFT // 2 + 1)}")
+    mel = LogMel(audio, n_mels, padding, filters)
+    return mel.frames(0, mel.n_frames)
 
-    return _normalised(_log10_mel(audio, filters, audio.size // HOP_LENGTH))
+
+class LogMel:
+    """The log-mel spectrogram of audio followed by `padding` zero samples, computed by windows.
+
+    Memory is bounded in the audio's length: frames(start, stop) computes only the chunks of
+    chunk_frames frames that cover the range (the last few are kept for the next call); the
+    (max - 8) floor, which needs every frame, comes from one pass made at construction that
+    keeps only the maximum. Frame i is the periodic-Hann window of samples 160 i - 200 ..
+    160 i + 199 of the audio and its padding, mirrored (numpy's "reflect") past either end, so
+    every window equals the same columns of the whole-file spectrogram (log_mel_spectrogram).
+    Arguments and errors as log_mel_spectrogram.
+    """
+
+    def __init__(self, audio: np.ndarray, n_mels: int = 80, padding: int = 0,
+                 filters: np.ndarray | None = None, chunk_frames: int = N_FRAMES):
+        audio = check_samples(audio)
+        if isinstance(padding, bool) or not isinstance(padding, (int, np.integer)) or padding < 0:
+            raise WhisperError(f"padding must be a non-negative number of samples (got {padding!r})")
+        if isinstance(chunk_frames, bool) or not isinstance(chunk_frames, (int, np.integer)) or chunk_frames <= 0:
+            raise WhisperError(f"chunk_frames must be a positive integer (got {chunk_frames!r})")
+        if audio.size + padding == 0:
+            raise WhisperError("audio is empty")
+        if filters is None:
+            filters = mel_filters(n_mels)
+        elif filters.shape != (n_mels, N_FFT // 2 + 1):
+            raise WhisperError(f"mel filters have shape {filters.shape}, expected {(n_mels, N_FFT // 2 + 1)}")
+        self._audio = audio
+        self._length = audio.size + int(padding)  # samples, padding included
+        self._filters = filters.astype(np.float64)
+        self._window = _periodic_hann(N_FFT)
+        self.n_mels = n_mels
+        self.chunk_frames = int(chunk_frames)
+        # Centred framing gives 1 + length // hop frames; whisper drops the last one.
+        self.n_frames = self._length // HOP_LENGTH
+        self._chunks: dict[int, np.ndarray] = {}
+        peak = max((float(self._log_chunk(k).max()) for k in range(self._n_chunks())), default=-10.0)
+        self._floor = peak - 8.0
+        self._chunks.clear()
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n_mels, n_frames), as the whole-file spectrogram's."""
+        return (self.n_mels, self.n_frames)
+
+    def frames(self, start: int, stop: int) -> np.ndarray:
+        """Frames start..stop-1 (clipped to the spectrogram), float32 (n_mels, count), C-contiguous."""
+        start, stop = max(0, int(start)), min(int(stop), self.n_frames)
+        if stop <= start:
+            return np.zeros((self.n_mels, 0), np.float32)
+        first, last = start // self.chunk_frames, (stop - 1) // self.chunk_frames
+        parts = [self._log_chunk(k) for k in range(first, last + 1)]
+        log_spec = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+        offset = first * self.chunk_frames
+        log_spec = log_spec[:, start - offset:stop - offset]
+        log_spec = np.maximum(log_spec, self._floor)
+        return np.ascontiguousarray(((log_spec + 4.0) / 4.0).astype(np.float32))
+
+    def _n_chunks(self) -> int:
+        return -(-self.n_frames // self.chunk_frames)
+
+    def _log_chunk(self, k: int) -> np.ndarray:
+        """log10 of the mel power of chunk k's frames, float64 (n_mels, frames of the chunk)."""
+        cached = self._chunks.get(k)
+        if cached is not None:
+            return cached
+        first = k * self.chunk_frames
+        count = min(self.chunk_frames, self.n_frames - first)
+        # The padded signal's samples first*hop .. (first + count - 1)*hop + n_fft - 1; padded sample j
+        # is sample j - n_fft/2 of the audio and its zero padding, mirrored past both ends.
+        half = N_FFT // 2
+        index = np.arange(first * HOP_LENGTH, (first + count - 1) * HOP_LENGTH + N_FFT) - half
+        n = self._length
+        if n > 1:
+            period = 2 * (n - 1)
+            index = np.abs(index) % period
+            index = np.where(index >= n, period - index, index)
+        else:
+            index = np.zeros_like(index)
+        segment = np.zeros(index.size, np.float64)
+        inside = index < self._audio.size
+        segment[inside] = self._audio[index[inside]]
+        frames = np.lib.stride_tricks.sliding_window_view(segment, N_FFT)[::HOP_LENGTH][:count]
+        power = np.abs(np.fft.rfft(frames * self._window, axis=-1)) ** 2
+        log_spec = np.log10(np.maximum(self._filters @ power.T, 1e-10))
+        if len(self._chunks) >= 3:
+            self._chunks.pop(next(iter(self._chunks)))
+        self._chunks[k] = log_spec
+        return log_spec
+
+
+
+class MelArray:
+    """Frames computed already (window_log_mel's window) behind LogMel's interface: n_frames,
+    shape and frames(start, stop), so a transcription loop reads either the same way."""
+
+    def __init__(self, frames: np.ndarray):
+        self._frames = frames
+        self.n_mels, self.n_frames = frames.shape
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n_mels, self.n_frames)
+
+    def frames(self, start: int, stop: int) -> np.ndarray:
+        """Frames start..stop-1 (clipped), float32 (n_mels, count), C-contiguous."""
+        start, stop = max(0, int(start)), min(int(stop), self.n_frames)
+        return np.ascontiguousarray(self._frames[:, start:max(start, stop)])
 
 
 def window_log_mel(audio: np.ndarray, n_mels: int = 80, filters: np.ndarray | None = None) -> np.ndarray:
@@ -141,13 +241,13 @@ def pad_or_trim(mel: np.ndarray, n_frames: int = N_FRAMES) -> np.ndarray:
 def mel_windows(audio: np.ndarray, n_mels: int = 80, filters: np.ndarray | None = None) -> list[np.ndarray]:
     """Splits audio into consecutive 30 s log-mel windows of (n_mels, 3000), float32.
 
-    The spectrogram is computed once over the whole audio followed by 30 s of
-    silence, as openai-whisper's transcribe does, so the (max - 8) floor is
-    shared by all windows and a short final window is padded with the
-    spectrogram of silence rather than with zeros.
+    The spectrogram is that of the whole audio followed by 30 s of silence, as
+    openai-whisper's transcribe computes it, so the (max - 8) floor is shared by
+    all windows and a short final window is padded with the spectrogram of
+    silence rather than with zeros; it is computed window by window (LogMel).
     """
-    mel = log_mel_spectrogram(audio, n_mels, padding=N_SAMPLES, filters=filters)
-    content_frames = mel.shape[-1] - N_FRAMES
+    mel = LogMel(audio, n_mels, padding=N_SAMPLES, filters=filters)
+    content_frames = mel.n_frames - N_FRAMES
     # Audio shorter than one hop still gets one window.
     starts = range(0, max(content_frames, 1), N_FRAMES)
-    return [np.ascontiguousarray(pad_or_trim(mel[:, s:s + N_FRAMES])) for s in starts]
+    return [pad_or_trim(mel.frames(s, s + N_FRAMES)) for s in starts]

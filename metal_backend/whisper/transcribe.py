@@ -1,7 +1,8 @@
 """Transcription of a whole recording: the long-form loop of openai-whisper and faster-whisper.
 
-The log-mel spectrogram of the whole audio (followed by 30 s of silence) is computed once; a
-window of 30 s starts at `seek` (a mel frame, 10 ms each). Each window is decoded with
+The log-mel spectrogram is that of the whole audio followed by 30 s of silence, computed window by
+window as the loop reaches it (mel.LogMel: memory bounded in the audio's length); a window of
+30 s starts at `seek` (a mel frame, 10 ms each). Each window is decoded with
 temperature fallback (decode again at the next temperature while the text's gzip compression
 ratio is above compression_ratio_threshold or its average log-probability below
 logprob_threshold; of all failed attempts the best one is kept). A window whose no-speech
@@ -42,7 +43,7 @@ from .decoding import DecodingResult, WindowDecoder, resolve_language
 from .errors import WhisperError
 from .language import detect_language
 from .logit_filters import TIME_PRECISION
-from .mel import HOP_LENGTH, N_FRAMES, N_SAMPLES, log_mel_spectrogram, pad_or_trim, window_log_mel
+from .mel import HOP_LENGTH, N_FRAMES, N_SAMPLES, LogMel, MelArray, pad_or_trim, window_log_mel
 from .model_data import WhisperModelData
 from .options import DecodingOptions
 from .tokenizer import Tokenizer
@@ -80,7 +81,7 @@ def transcribe(compute: WhisperCompute, model: WhisperModelData, audio: str | os
     t0 = time.perf_counter()
     samples = audio_samples(audio)
     t1 = time.perf_counter()
-    mel = log_mel_spectrogram(samples, model.hparams.n_mels, padding=N_FRAMES * HOP_LENGTH, filters=model.mel_filters)
+    mel = LogMel(samples, model.hparams.n_mels, padding=N_FRAMES * HOP_LENGTH, filters=model.mel_filters)
     t2 = time.perf_counter()
     timings.update(load_audio=t1 - t0, mel=t2 - t1, encode=0.0, decode=0.0)
     loop = _Loop(compute, model, options, mel, samples, timings, progress)
@@ -110,7 +111,7 @@ def transcribe_window(compute: WhisperCompute, model: WhisperModelData, audio: n
     if samples.size > N_SAMPLES:
         raise WhisperError(f"transcribe_window takes at most {N_SAMPLES} samples (30 s; got {samples.size}); "
                            f"use transcribe() for longer audio")
-    mel = window_log_mel(samples, model.hparams.n_mels, filters=model.mel_filters)
+    mel = MelArray(window_log_mel(samples, model.hparams.n_mels, filters=model.mel_filters))
     t1 = time.perf_counter()
     timings = {"load_audio": 0.0, "mel": t1 - t0, "encode": 0.0, "decode": 0.0}
     loop = _Loop(compute, model, options, mel, samples, timings, None)
@@ -135,13 +136,13 @@ def is_silence(result: DecodingResult, options: DecodingOptions) -> bool:
 class _Loop:
     """The state of one transcription: where the next window starts, the prompt, the segments."""
 
-    def __init__(self, compute: WhisperCompute, model: WhisperModelData, options: DecodingOptions, mel: np.ndarray,
-                 samples: np.ndarray, timings: dict[str, float], progress: Progress | None):
+    def __init__(self, compute: WhisperCompute, model: WhisperModelData, options: DecodingOptions,
+                 mel: LogMel | MelArray, samples: np.ndarray, timings: dict[str, float], progress: Progress | None):
         self.compute = compute
         self.model = model
         self.options = options
         self.mel = mel
-        self.content_frames = mel.shape[-1] - N_FRAMES
+        self.content_frames = mel.n_frames - N_FRAMES
         self.samples = samples
         self.duration = samples.size / SAMPLE_RATE
         self.timings = timings
@@ -168,8 +169,10 @@ class _Loop:
                 seek += segment_size
                 self._report(seek)
                 continue
-            window = np.ascontiguousarray(pad_or_trim(self.mel[:, seek:seek + N_FRAMES]))
+            t_mel = time.perf_counter()
+            window = np.ascontiguousarray(pad_or_trim(self.mel.frames(seek, seek + N_FRAMES)))
             t_enc = time.perf_counter()
+            self.timings["mel"] += t_enc - t_mel
             features = self.compute.encode(window)
             t_dec = time.perf_counter()
             self.timings["encode"] += t_dec - t_enc
@@ -210,7 +213,7 @@ class _Loop:
         prompt: list[int] = []
         if self.options.initial_prompt:
             prompt = self.tokenizer.encode(" " + self.options.initial_prompt.strip())
-        window = np.ascontiguousarray(pad_or_trim(self.mel[:, :N_FRAMES]))
+        window = np.ascontiguousarray(pad_or_trim(self.mel.frames(0, N_FRAMES)))
         t_enc = time.perf_counter()
         features = self.compute.encode(window)
         t_dec = time.perf_counter()

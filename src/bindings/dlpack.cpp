@@ -156,18 +156,31 @@ std::pair<int32_t, int32_t> dlpack_device(const Tensor& t) {
     return {storage->host_ptr() ? kDLCPU : kDLMetal, 0};
 }
 
+// A (major, minor) or (device type, id) argument: a tuple of two ints. Another type raises TypeError,
+// another length or an int beyond 64 bits InvalidArgumentError, each naming the argument.
+std::pair<int64_t, int64_t> int_pair(py::handle v, const char* name, const char* what, const char* who) {
+    const std::string got = std::string(py::repr(v));
+    if (!PyTuple_Check(v.ptr())) {
+        throw py::type_error(std::string("[") + who + "] " + name + " must be None or a " + what +
+                             " tuple, got " + got);
+    }
+    if (PyTuple_GET_SIZE(v.ptr()) != 2) fail<InvalidArgumentError>(who, name, " must be a ", what, " tuple, got ", got);
+    int64_t out[2];
+    for (int i = 0; i < 2; ++i) {
+        PyObject* x = PyTuple_GET_ITEM(v.ptr(), i);
+        if (!PyLong_Check(x) || PyBool_Check(x)) {
+            throw py::type_error(std::string("[") + who + "] " + name + " must hold two integers, got " + got);
+        }
+        int overflow = 0;
+        out[i] = PyLong_AsLongLongAndOverflow(x, &overflow);
+        if (overflow) fail<InvalidArgumentError>(who, name, " holds an integer beyond 64 bits: ", got);
+    }
+    return {out[0], out[1]};
+}
+
 bool want_versioned(py::handle max_version, const char* who) {
     if (max_version.is_none()) return false;
-    if (!PyTuple_Check(max_version.ptr())) {
-        throw py::type_error(std::string("[") + who + "] max_version must be None or a (major, minor) tuple, got " +
-                             std::string(py::repr(max_version)));
-    }
-    auto v = py::reinterpret_borrow<py::tuple>(max_version);
-    if (v.size() != 2) {
-        fail<InvalidArgumentError>(who, "max_version must be a (major, minor) tuple, got ",
-                                   std::string(py::repr(max_version)));
-    }
-    return v[0].cast<int64_t>() >= 1;
+    return int_pair(max_version, "max_version", "(major, minor)", who).first >= 1;
 }
 
 py::object export_dlpack(const TensorHandle& th, py::handle stream, py::handle max_version, py::handle dl_device,
@@ -180,7 +193,7 @@ py::object export_dlpack(const TensorHandle& th, py::handle stream, py::handle m
     }
     const bool versioned = want_versioned(max_version, who);
     if (!dl_device.is_none()) {
-        auto dev = dl_device.cast<std::pair<int64_t, int64_t>>();
+        auto dev = int_pair(dl_device, "dl_device", "(device type, device id)", who);
         if (dev.first != kDLCPU || dev.second != 0) {
             fail<DLPackError>(who, "tensor ", t.describe(), " can be exported to (kDLCPU=1, 0) only, not dl_device=",
                               std::string(py::repr(dl_device)));
@@ -312,7 +325,8 @@ Type type_of(const DLDataType& d, const char* who) {
                       " has no tensor type; supported: float32, float16, bfloat16, int32");
 }
 
-TensorHandle import_dlpack(py::object obj, std::shared_ptr<Device> device, const std::string& name) {
+TensorHandle import_dlpack(py::object obj, std::shared_ptr<Device> device, const std::string& name,
+                           std::shared_ptr<Context> into) {
     static const char* who = "from_dlpack";
     if (!py::hasattr(obj, "__dlpack__")) {
         throw py::type_error(std::string("[") + who + "] expected an object with __dlpack__ "
@@ -416,7 +430,9 @@ TensorHandle import_dlpack(py::object obj, std::shared_ptr<Device> device, const
         buffer = device->buffer_from_host_ptr(data, span, span, owner);
     }
     owner.reset();  // the buffer's storage holds it now
-    auto ctx = std::make_shared<Context>();
+    // Into the caller's Context (so that several imports, and tensors made there, meet in one op),
+    // else a Context of its own.
+    auto ctx = into ? std::move(into) : std::make_shared<Context>();
     const std::string tname = name.empty() ? std::string("dlpack") : name;
     if (contiguous || empty) {
         // The array's own shape over the same bytes: a plain (non-view) tensor, the most useful to compute on.
@@ -469,7 +485,9 @@ void init_dlpack(py::module_& m) {
              "shared and mapped buffers: unified memory); (8, 0) = kDLMetal for device-private memory.");
 
     m.def("from_dlpack", &import_dlpack, py::arg("obj"), py::arg("device"), py::arg("name") = "",
-          "A tensor over `obj`'s memory without a copy (a mapped buffer of `device`), for any object with\n"
+          py::arg("ctx") = py::none(),
+          "A tensor over `obj`'s memory without a copy (a mapped buffer of `device`), in `ctx` (default: a new\n"
+          "Context), for any object with\n"
           "__dlpack__ in host memory: float32, float16, bfloat16 or int32, 1 to 4 dims, non-negative strides\n"
           "(a strided array becomes a view). Writes through either side are seen by the other; the tensor keeps\n"
           "the producer alive. Raises DLPackError for other dtypes, read-only or non-CPU producers.");

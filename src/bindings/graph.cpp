@@ -92,7 +92,8 @@ void init_graph(py::module_& m) {
 
     py::class_<GraphAllocator>(m, "GraphAllocator",
                                "Places a graph's unallocated tensors in one buffer, reusing memory of tensors no\n"
-                               "longer needed; inputs, leafs and outputs are never overwritten.")
+                               "longer needed within the graph; inputs, leafs and outputs are never overwritten, and\n"
+                               "a later alloc_graph never reuses memory a tensor of an earlier graph still holds.")
         .def(py::init([](py::handle target) {
             return std::make_unique<GraphAllocator>(buffer_type_of(target, "GraphAllocator"));
         }), py::arg("target"), "target: a Backend, Device or BufferType.")
@@ -130,7 +131,10 @@ void init_graph(py::module_& m) {
         .def("graph_compute", [](Scheduler& s, Graph& g) {
             ReleasedGil nogil;
             return s.graph_compute(g);
-        }, py::arg("graph"), "Allocates intermediates, copies across backends, computes split by split, waits.")
+        }, py::arg("graph"),
+           "Places the graph's unplaced nodes, copies across backends, computes split by split, waits. Outputs\n"
+           "(and tensors flagged is_output) get memory of their own, valid until the graph is computed again;\n"
+           "other nodes are scratch for this compute only (unplaced after).")
         .def_property_readonly("n_splits", &Scheduler::n_splits, "Splits of the last compute.")
         .def_property_readonly("n_copies", &Scheduler::n_copies, "Tensors copied across backends in the last compute.");
 

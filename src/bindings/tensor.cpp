@@ -79,7 +79,7 @@ py::dtype np_dtype(Type type) {
 
 Buffer& buffer_of(const Tensor& t, const char* who) {
     const auto& buf = t.data_buffer();
-    if (!buf) fail<InvalidArgumentError>(who, "tensor ", t.describe(), " is not allocated");
+    if (!buf) fail<InvalidArgumentError>(who, "tensor ", t.describe(), " ", unallocated(t));
     return *buf;
 }
 

@@ -85,7 +85,7 @@ std::shared_ptr<Buffer> alloc_ctx_tensors(Context& ctx, const std::shared_ptr<Bu
     std::vector<std::pair<Tensor*, size_t>> placed;
     size_t total = 0;
     for (const auto& t : ctx.tensors()) {
-        if (!needs_memory(*t)) continue;
+        if (!needs_memory(*t) || (t->flags & kTensorScratch)) continue;
         placed.push_back({t.get(), total});
         total += align_up(std::max<size_t>(buft->alloc_size(*t), 1), buft->alignment());
     }
@@ -113,7 +113,8 @@ void place_tensor(Tensor& t, const std::shared_ptr<Buffer>& buffer, size_t offse
     t.offset = offset;
 }
 
-size_t GraphAllocator::alloc_graph(Graph& graph) {
+MemoryPlan plan_graph_memory(const Graph& graph, const BufferType& buft,
+                             const std::function<bool(const Tensor&)>& select) {
     std::unordered_map<Tensor*, int> uses;
     for (Tensor* node : graph.nodes()) {
         if (op_is_view(node->op)) continue;  // a view reads nothing; its consumers read its root
@@ -128,14 +129,15 @@ size_t GraphAllocator::alloc_graph(Graph& graph) {
         if (t->flags & (kTensorInput | kTensorOutput)) keep[&t->root()] = true;
     }
 
-    Arena arena(buft_->alignment());
+    Arena arena(buft.alignment());
     std::unordered_map<Tensor*, size_t> offsets;
-    size_t unshared = 0;
+    MemoryPlan plan;
     auto place = [&](Tensor* t) {
-        if (!needs_memory(*t) || offsets.count(t)) return;
-        size_t size = buft_->alloc_size(*t);
+        if (!needs_memory(*t) || offsets.count(t) || (select && !select(*t))) return;
+        size_t size = buft.alloc_size(*t);
         offsets[t] = arena.alloc(size);
-        unshared += align_up(std::max<size_t>(size, 1), buft_->alignment());
+        plan.offsets.push_back({t, offsets[t]});
+        plan.unshared += align_up(std::max<size_t>(size, 1), buft.alignment());
     };
     for (Tensor* leaf : graph.leafs()) place(leaf);
     for (Tensor* node : graph.nodes()) {
@@ -148,15 +150,22 @@ size_t GraphAllocator::alloc_graph(Graph& graph) {
             auto u = uses.find(r);
             if (u == uses.end() || --u->second > 0 || keep.count(r)) continue;
             auto o = offsets.find(r);
-            if (o != offsets.end()) arena.release(o->second, buft_->alloc_size(*r));
+            if (o != offsets.end()) arena.release(o->second, buft.alloc_size(*r));
         }
     }
+    plan.peak = arena.peak();
+    return plan;
+}
 
-    peak_ = arena.peak();
-    unshared_ = unshared;
-    if (offsets.empty()) return 0;
-    if (!buffer_ || buffer_->is_freed() || buffer_->size() < peak_) buffer_ = buft_->alloc(peak_);
-    for (auto& [t, offset] : offsets) {
+size_t GraphAllocator::alloc_graph(Graph& graph) {
+    MemoryPlan plan = plan_graph_memory(graph, *buft_);
+    peak_ = plan.peak;
+    unshared_ = plan.unshared;
+    if (plan.offsets.empty()) return 0;
+    // The previous buffer is reused only when no tensor (nor any other holder) is left in it.
+    const bool reusable = buffer_ && buffer_.use_count() == 1 && !buffer_->is_freed() && buffer_->size() >= peak_;
+    if (!reusable) buffer_ = buft_->alloc(peak_);
+    for (auto& [t, offset] : plan.offsets) {
         t->buffer = buffer_;
         t->offset = offset;
     }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -15,8 +16,9 @@ class Context;
 class Graph;
 struct Tensor;
 
-// Allocates one buffer of `buft` holding every tensor of `ctx` that has no memory yet (views excepted)
-// and places them in it. Returns nullptr when there is nothing to place.
+// Allocates one buffer of `buft` holding every tensor of `ctx` that has no memory yet (views and the
+// intermediates a Scheduler has placed, kTensorScratch, excepted) and places them in it. Returns
+// nullptr when there is nothing to place.
 std::shared_ptr<Buffer> alloc_ctx_tensors(Context& ctx, const std::shared_ptr<BufferType>& buft);
 
 // Places one tensor at `offset` in an existing buffer (ggml_backend_tensor_alloc), e.g. weights inside
@@ -24,9 +26,21 @@ std::shared_ptr<Buffer> alloc_ctx_tensors(Context& ctx, const std::shared_ptr<Bu
 // OutOfRangeError when the tensor (with its op scratch) does not fit.
 void place_tensor(Tensor& t, const std::shared_ptr<Buffer>& buffer, size_t offset);
 
-// ggml_gallocr: places a graph's unplaced tensors in one buffer. Leafs, graph outputs and tensors
-// flagged input/output keep their memory for the whole graph; every other tensor's memory is reused
-// after its last consumer has run. The buffer is kept and grown across graphs.
+// Where the unplaced tensors of a graph go in one arena: within the graph, a tensor's memory is reused
+// after its last consumer has run, except for leafs, graph outputs and tensors flagged input/output,
+// which keep theirs. Only tensors `select` accepts are planned (all when it is empty).
+struct MemoryPlan {
+    std::vector<std::pair<Tensor*, size_t>> offsets;
+    size_t peak = 0;      // bytes the plan needs
+    size_t unshared = 0;  // bytes without reuse
+};
+MemoryPlan plan_graph_memory(const Graph& graph, const BufferType& buft,
+                             const std::function<bool(const Tensor&)>& select = {});
+
+// ggml_gallocr: places a graph's unplaced tensors in one buffer, reusing memory within the graph
+// (plan_graph_memory). The buffer belongs to the tensors placed in it: a later alloc_graph never
+// reuses memory that a tensor of an earlier graph still occupies (it takes a new buffer unless no
+// tensor is left in the previous one), so an earlier graph's outputs stay valid.
 class GraphAllocator {
 public:
     explicit GraphAllocator(std::shared_ptr<BufferType> buft) : buft_(std::move(buft)) {}

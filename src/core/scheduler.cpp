@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,11 +62,82 @@ private:
     std::vector<Saved> saved_;
 };
 
+// The unplaced nodes each running Scheduler compute (or plan) is placing are marked with its thread
+// (Tensor::sched_claim): a node is placed by one compute at a time, the others wait, and a compute's
+// intermediates go back (unplaced) before its claim does.
+std::mutex claims_mutex;
+std::condition_variable claims_changed;
+
+const void* this_thread_token() {
+    thread_local char token;
+    return &token;
+}
+
+class GraphClaim {
+public:
+    // Waits until no other compute holds a node of the graph, then holds the unplaced ones. A node
+    // held by a compute on this thread (an abort callback computing) raises DeviceError, unless the
+    // claim only reads placements (plan), which that compute does not change while it is paused.
+    GraphClaim(const Graph& graph, const char* who, bool reading) {
+        const void* me = this_thread_token();
+        std::unique_lock<std::mutex> lock(claims_mutex);
+        for (;;) {
+            bool busy = false;
+            for (Tensor* n : graph.nodes()) {
+                const void* owner = n->root().sched_claim;
+                if (!owner || (reading && owner == me)) continue;
+                if (owner == me) {
+                    fail<DeviceError>(who, "node ", n->describe(), " is being computed by a Scheduler compute on "
+                                      "this thread (an abort callback); compute it after that compute returns");
+                }
+                busy = true;
+                break;
+            }
+            if (!busy) break;
+            claims_changed.wait(lock);
+        }
+        for (Tensor* n : graph.nodes()) {
+            Tensor& r = n->root();
+            if (r.op == Op::NONE || r.sched_claim) continue;  // a view of a leaf, or held already
+            if (r.buffer && r.buffer->is_freed()) {
+                if (reading) continue;
+                r.buffer.reset();  // its memory is gone: the compute places it again
+                r.offset = 0;
+            }
+            if (!r.buffer) {
+                r.sched_claim = me;
+                held_.push_back(&r);
+            }
+        }
+        std::sort(held_.begin(), held_.end());
+    }
+    ~GraphClaim() {
+        std::lock_guard<std::mutex> lock(claims_mutex);
+        for (Tensor* t : scratch_) {
+            t->buffer.reset();
+            t->offset = 0;
+        }
+        for (Tensor* t : held_) t->sched_claim = nullptr;
+        claims_changed.notify_all();
+    }
+    GraphClaim(const GraphClaim&) = delete;
+    GraphClaim& operator=(const GraphClaim&) = delete;
+
+    bool holds(const Tensor* t) const {
+        return std::binary_search(held_.begin(), held_.end(), t, std::less<const Tensor*>());
+    }
+    void add_scratch(Tensor* t) { scratch_.push_back(t); }
+
+private:
+    std::vector<Tensor*> held_;  // sorted
+    std::vector<Tensor*> scratch_;
+};
+
 }  // namespace
 
 void read_packed(const Tensor& t, void* dst) {
     const auto& buf = t.data_buffer();
-    if (!buf) fail<InvalidArgumentError>("read_packed", "tensor ", t.describe(), " is not allocated");
+    if (!buf) fail<InvalidArgumentError>("read_packed", "tensor ", t.describe(), " ", unallocated(t));
     const size_t row = row_size(t.type, t.ne[0]);
     if (t.is_contiguous()) {
         buf->get(dst, t.data_offset(), t.nbytes());
@@ -102,8 +175,8 @@ Scheduler::Scheduler(std::vector<std::shared_ptr<Backend>> backends) : backends_
         if (!b) fail<InvalidArgumentError>("Scheduler", "backend is None");
         if (!seen.insert(b.get()).second)
             fail<InvalidArgumentError>("Scheduler", "backend '", b->name(), "' is listed twice");
-        allocators_.push_back(std::make_unique<GraphAllocator>(b->device()->default_buffer_type()));
     }
+    scratch_.resize(backends_.size());
 }
 
 Scheduler::~Scheduler() = default;
@@ -116,6 +189,11 @@ int Scheduler::backend_of_buffer(const Tensor& t) const {
 }
 
 std::vector<Placement> Scheduler::plan(const Graph& graph) const {
+    GraphClaim claim(graph, "Scheduler::plan", /*reading=*/true);
+    return plan_nodes(graph);
+}
+
+std::vector<Placement> Scheduler::plan_nodes(const Graph& graph) const {
     std::vector<Placement> out;
     std::unordered_map<const Tensor*, int> where;
     for (Tensor* node : graph.nodes()) {
@@ -179,13 +257,15 @@ Status Scheduler::graph_compute(Graph& graph) {
         fail<DeviceError>("Scheduler::graph_compute", "called from inside a compute of the same scheduler (a backend's "
                           "abort callback); it cannot compute again until that compute returns");
     }
+    // Claimed before this scheduler's turn: a compute waiting for the nodes holds no turn meanwhile.
+    GraphClaim claim(graph, "Scheduler::graph_compute", /*reading=*/false);
     std::lock_guard<std::mutex> lock(compute_mutex_);
     struct Owner {
         std::atomic<std::thread::id>& id;
         explicit Owner(std::atomic<std::thread::id>& i) : id(i) { id.store(std::this_thread::get_id()); }
         ~Owner() { id.store(std::thread::id()); }
     } owner(computing_thread_);
-    std::vector<Placement> placements = plan(graph);
+    std::vector<Placement> placements = plan_nodes(graph);
     for (Tensor* leaf : graph.leafs()) {
         if (!leaf->is_allocated()) {
             fail<InvalidArgumentError>("Scheduler::graph_compute", "input ", leaf->describe(),
@@ -207,10 +287,81 @@ Status Scheduler::graph_compute(Graph& graph) {
         }
         if (outputs.count(p.node)) part_outputs[p.backend].push_back(p.node);
     }
+    // Outputs (and nodes flagged input/output) keep memory of their own; the rest is scratch.
+    auto kept = [&](const Tensor& t) { return outputs.count(&t) || (t.flags & (kTensorInput | kTensorOutput)); };
+    for (const Tensor* t : graph.outputs()) outputs.insert(&t->root());
     for (size_t b = 0; b < backends_.size(); ++b) {
-        if (part_nodes[b].empty()) continue;
-        Graph part(part_nodes[b], {}, part_outputs[b]);
-        allocators_[b]->alloc_graph(part);
+        const auto& buft = backends_[b]->device()->default_buffer_type();
+        std::vector<Tensor*> own;
+        for (Tensor* n : part_nodes[b]) {
+            if (!n->is_view() && claim.holds(n) && kept(*n)) own.push_back(n);
+        }
+        if (own.empty()) continue;
+        size_t total = 0;
+        std::vector<size_t> offsets;
+        for (Tensor* t : own) {
+            offsets.push_back(total);
+            total += (std::max<size_t>(buft->alloc_size(*t), 1) + buft->alignment() - 1) / buft->alignment() *
+                     buft->alignment();
+        }
+        auto buffer = buft->alloc(total);
+        for (size_t k = 0; k < own.size(); ++k) {
+            own[k]->buffer = buffer;
+            own[k]->offset = offsets[k];
+            own[k]->flags &= ~kTensorScratch;
+        }
+    }
+    // The scratch plans, per backend: the last ones made for this graph when nothing they depend on
+    // changed (which nodes run where, which need scratch, the input/output flags, the outputs).
+    // Tensors never change shape or sources, and the key's node addresses stay theirs while the
+    // graph's Context lives.
+    std::vector<std::pair<const Tensor*, uint32_t>> key;
+    key.reserve(placements.size() + graph.outputs().size());
+    for (const auto& p : placements) {
+        const bool scratch = !p.node->is_view() && !p.node->buffer && claim.holds(p.node);
+        key.push_back({p.node, uint32_t(p.backend) << 3 | (scratch ? 4u : 0u) | (p.node->flags & 3u)});
+    }
+    for (const Tensor* t : graph.outputs()) key.push_back({t, ~0u});
+    Context* ctx = graph.context();
+    const std::vector<MemoryPlan>* plans = nullptr;
+    for (auto it = plan_cache_.begin(); it != plan_cache_.end() && !plans; ++it) {
+        auto live = it->context.lock();
+        if (live && live.get() == ctx && it->key == key) plans = &it->plans;
+    }
+    if (!plans) {
+        std::vector<MemoryPlan> made(backends_.size());
+        for (size_t b = 0; b < backends_.size(); ++b) {
+            if (part_nodes[b].empty()) continue;
+            Graph part(part_nodes[b], {}, part_outputs[b]);
+            made[b] = plan_graph_memory(part, *backends_[b]->device()->default_buffer_type(), [&](const Tensor& t) {
+                auto w = where.find(&t);
+                return w != where.end() && w->second == static_cast<int>(b) && claim.holds(&t);
+            });
+        }
+        // Entries of Contexts that are gone go first; at most 16 graphs are remembered.
+        plan_cache_.erase(std::remove_if(plan_cache_.begin(), plan_cache_.end(),
+                                         [](const CachedPlans& c) { return c.context.expired(); }),
+                          plan_cache_.end());
+        if (plan_cache_.size() >= 16) plan_cache_.erase(plan_cache_.begin());
+        std::weak_ptr<Context> weak;
+        if (ctx) weak = ctx->weak_from_this();
+        plan_cache_.push_back({weak, std::move(key), std::move(made)});
+        plans = &plan_cache_.back().plans;
+    }
+    for (size_t b = 0; b < backends_.size(); ++b) {
+        const MemoryPlan& scratch = (*plans)[b];
+        if (scratch.offsets.empty()) continue;
+        auto& buffer = scratch_[b];
+        if (!buffer || buffer->is_freed() || buffer->size() < scratch.peak) {
+            buffer.reset();  // the old scratch goes before the new one is made
+            buffer = backends_[b]->device()->default_buffer_type()->alloc(scratch.peak);
+        }
+        for (const auto& [t, offset] : scratch.offsets) {
+            t->buffer = buffer;
+            t->offset = offset;
+            t->flags |= kTensorScratch;
+            claim.add_scratch(t);
+        }
     }
 
     // The last placement reading each tensor's memory.

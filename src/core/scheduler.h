@@ -11,13 +11,14 @@
 #include <thread>
 #include <vector>
 
+#include "core/allocation.h"
 #include "core/backend.h"
 
 namespace mb {
 
+class Buffer;
 class Context;
 class Graph;
-class GraphAllocator;
 struct Tensor;
 
 struct Placement {
@@ -36,10 +37,18 @@ public:
 
     // Where each node of the graph runs and why. Throws UnsupportedOpError for a node no backend can run.
     std::vector<Placement> plan(const Graph& graph) const;
-    // Places unallocated intermediates in per-backend buffers, copies inputs across backends, and
-    // computes split by split. Returns ABORTED if a backend's abort callback stopped it. Computes from
-    // several threads take turns; one from inside a running compute of this scheduler (a backend's
-    // abort callback) raises DeviceError instead of waiting for itself.
+    // Places the graph's unplaced nodes, copies inputs across backends, and computes split by split.
+    // Returns ABORTED if a backend's abort callback stopped it.
+    //
+    // Memory: the graph's outputs (and nodes flagged input/output) without memory get a buffer of
+    // their own on their first compute, held by those tensors: they stay valid until the next compute
+    // of a graph that writes them, whatever else any scheduler computes. Every other unplaced node
+    // is an intermediate: placed in this scheduler's scratch memory (one buffer per backend, reused
+    // by every compute) for this compute only, and unplaced when it ends (kTensorScratch), so that a
+    // later read raises instead of returning another compute's values. A node left in a freed buffer
+    // is placed again. Computes from several threads take turns; computes of graphs sharing unplaced
+    // nodes take turns across schedulers too. One from inside a running compute of this scheduler (a
+    // backend's abort callback) raises DeviceError instead of waiting for itself.
     Status graph_compute(Graph& graph);
 
     // Number of splits (runs of consecutive nodes on one backend) and input copies of the last compute.
@@ -48,9 +57,16 @@ public:
 
 private:
     int backend_of_buffer(const Tensor& t) const;
+    std::vector<Placement> plan_nodes(const Graph& graph) const;
 
     std::vector<std::shared_ptr<Backend>> backends_;
-    std::vector<std::unique_ptr<GraphAllocator>> allocators_;
+    std::vector<std::shared_ptr<Buffer>> scratch_;  // per backend: intermediates of the running compute
+    struct CachedPlans {
+        std::weak_ptr<Context> context;
+        std::vector<std::pair<const Tensor*, uint32_t>> key;
+        std::vector<MemoryPlan> plans;  // per backend
+    };
+    std::vector<CachedPlans> plan_cache_;  // recent graphs' scratch plans, oldest first
     std::shared_ptr<Context> copies_ctx_;
     int n_splits_ = 0;
     int n_copies_ = 0;

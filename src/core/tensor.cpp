@@ -65,9 +65,16 @@ void contiguous_strides(Type t, const int64_t ne[kMaxDims], size_t nb[kMaxDims])
     for (int i = 2; i < kMaxDims; ++i) nb[i] = nb[i - 1] * static_cast<size_t>(ne[i - 1]);
 }
 
+std::string unallocated(const Tensor& t) {
+    if (!(t.root().flags & kTensorScratch)) return "is not allocated";
+    return "is not allocated: it is an intermediate of a Scheduler compute, whose memory went back to the "
+           "scheduler when that compute ended; to read it, make it a graph output (mb.Graph(..., t)) or set "
+           "is_output before computing; for a backend's own compute, place it with a GraphAllocator";
+}
+
 void* tensor_host_data(const Tensor& t, const char* who) {
     const auto& buf = t.data_buffer();
-    if (!buf) fail<InvalidArgumentError>(who, "tensor ", t.describe(), " is not allocated");
+    if (!buf) fail<InvalidArgumentError>(who, "tensor ", t.describe(), " ", unallocated(t));
     return static_cast<uint8_t*>(buf->host_ptr(who)) + t.data_offset();
 }
 

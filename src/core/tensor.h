@@ -24,6 +24,9 @@ constexpr int kMaxOpParams = 16;
 enum TensorFlags : uint32_t {
     kTensorInput = 1u << 0,   // set by the user before compute; allocators never reuse its memory
     kTensorOutput = 1u << 1,  // read by the user after compute; allocators never reuse its memory
+    // A Scheduler's intermediate: placed in the scheduler's scratch memory for each compute and
+    // unplaced when it ends (alloc_ctx_tensors leaves it to the scheduler).
+    kTensorScratch = 1u << 2,
 };
 
 struct Tensor {
@@ -53,6 +56,9 @@ struct Tensor {
     int32_t host_binds = 0;
     int32_t host_readers = 0;
     int32_t host_writers = 0;
+    // The thread whose Scheduler compute is placing this (unplaced) node, or nullptr; read and
+    // written only under the scheduler's claims lock (core/scheduler.cpp).
+    const void* sched_claim = nullptr;
 
     std::string name;
     Context* ctx = nullptr;
@@ -86,6 +92,10 @@ struct Tensor {
 
 // Contiguous strides for `ne` of type `t` (nb[0] = element/block size).
 void contiguous_strides(Type t, const int64_t ne[kMaxDims], size_t nb[kMaxDims]);
+
+// Why an unallocated tensor has no memory, for error messages: "is not allocated", with what to do
+// when it is a Scheduler's intermediate.
+std::string unallocated(const Tensor& t);
 
 // Host address of the tensor's first byte. Throws InvalidArgumentError when the tensor is not
 // allocated, its buffer was freed, or the host cannot address it.
