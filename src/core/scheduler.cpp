@@ -42,6 +42,52 @@ std::string list_srcs(const Tensor& node) {
     return out;
 }
 
+// A node that writes into memory its split's backend cannot use (a CPY or SET_ROWS into a view of
+// GPU memory when the GPU cannot run it) computes into a staging tensor in the backend's memory:
+// the node is pointed at it, with its current bytes copied in (ops that write part of it keep the
+// rest), and write_back() copies the result into the node's own memory. The node's own layout is
+// restored whatever happens.
+class Staged {
+public:
+    Staged(Tensor* node, Context& ctx, Backend& backend) : node_(node) {
+        std::vector<uint8_t> bytes(node->nbytes());
+        read_packed(*node, bytes.data());
+        stage_ = ctx.new_tensor(node->type, node->ne, node->n_dims, node->name + " (staged)");
+        alloc_ctx_tensors(ctx, backend.device()->default_buffer_type());
+        write_packed(*stage_, bytes.data());
+        view_src_ = node->view_src;
+        view_offs_ = node->view_offs;
+        std::copy(std::begin(node->nb), std::end(node->nb), nb_);
+        node->view_src = stage_;
+        node->view_offs = 0;
+        std::copy(std::begin(stage_->nb), std::end(stage_->nb), node->nb);
+    }
+    Staged(const Staged&) = delete;
+    Staged& operator=(const Staged&) = delete;
+    ~Staged() { restore(); }
+
+    void write_back() {
+        std::vector<uint8_t> bytes(stage_->nbytes());
+        read_packed(*stage_, bytes.data());
+        restore();
+        write_packed(*node_, bytes.data());
+    }
+
+private:
+    void restore() {
+        if (node_->view_src != stage_) return;
+        node_->view_src = view_src_;
+        node_->view_offs = view_offs_;
+        std::copy(std::begin(nb_), std::end(nb_), node_->nb);
+    }
+
+    Tensor* node_;
+    Tensor* stage_ = nullptr;
+    Tensor* view_src_ = nullptr;
+    size_t view_offs_ = 0;
+    size_t nb_[kMaxDims] = {};
+};
+
 // Restores the sources a split redirected to copies, whatever happens during its compute.
 class SourceSwap {
 public:
@@ -133,39 +179,41 @@ private:
     std::vector<Tensor*> scratch_;
 };
 
+// Calls move(byte offset in t's memory, byte offset in the packed block, bytes) for each run of
+// t's elements that is contiguous in memory: the whole tensor, its rows, or single elements
+// (transposed views), in the packed order.
+template <typename Move>
+void walk_packed(const Tensor& t, Move move) {
+    const size_t base = t.data_offset();
+    if (t.is_contiguous()) {
+        move(base, 0, t.nbytes());
+        return;
+    }
+    const bool rows = t.rows_contiguous();
+    const size_t run = rows ? row_size(t.type, t.ne[0]) : type_traits(t.type).type_size;
+    const int64_t per_row = rows ? 1 : t.ne[0];
+    size_t packed = 0;
+    for (int64_t i3 = 0; i3 < t.ne[3]; ++i3)
+        for (int64_t i2 = 0; i2 < t.ne[2]; ++i2)
+            for (int64_t i1 = 0; i1 < t.ne[1]; ++i1)
+                for (int64_t i0 = 0; i0 < per_row; ++i0, packed += run)
+                    move(base + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3], packed, run);
+}
+
 }  // namespace
 
 void read_packed(const Tensor& t, void* dst) {
     const auto& buf = t.data_buffer();
     if (!buf) fail<InvalidArgumentError>("read_packed", "tensor ", t.describe(), " ", unallocated(t));
-    const size_t row = row_size(t.type, t.ne[0]);
-    if (t.is_contiguous()) {
-        buf->get(dst, t.data_offset(), t.nbytes());
-        return;
-    }
-    if (!t.rows_contiguous()) {
-        // Element by element: rare (transposed views); still correct for every plain type.
-        const size_t es = type_traits(t.type).type_size;
-        auto* out = static_cast<uint8_t*>(dst);
-        for (int64_t i3 = 0; i3 < t.ne[3]; ++i3)
-            for (int64_t i2 = 0; i2 < t.ne[2]; ++i2)
-                for (int64_t i1 = 0; i1 < t.ne[1]; ++i1)
-                    for (int64_t i0 = 0; i0 < t.ne[0]; ++i0, out += es)
-                        buf->get(out, t.data_offset() + i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3], es);
-        return;
-    }
     auto* out = static_cast<uint8_t*>(dst);
-    for (int64_t i3 = 0; i3 < t.ne[3]; ++i3)
-        for (int64_t i2 = 0; i2 < t.ne[2]; ++i2)
-            for (int64_t i1 = 0; i1 < t.ne[1]; ++i1, out += row)
-                buf->get(out, t.data_offset() + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3], row);
+    walk_packed(t, [&](size_t at, size_t packed, size_t n) { buf->get(out + packed, at, n); });
 }
 
 void write_packed(Tensor& t, const void* src) {
     const auto& buf = t.data_buffer();
-    if (!buf) fail<InvalidArgumentError>("write_packed", "tensor ", t.describe(), " is not allocated");
-    if (!t.is_contiguous()) fail<InvalidArgumentError>("write_packed", "tensor ", t.describe(), " is not contiguous");
-    buf->set(src, t.data_offset(), t.nbytes());
+    if (!buf) fail<InvalidArgumentError>("write_packed", "tensor ", t.describe(), " ", unallocated(t));
+    const auto* in = static_cast<const uint8_t*>(src);
+    walk_packed(t, [&](size_t at, size_t packed, size_t n) { buf->set(in + packed, at, n); });
 }
 
 Scheduler::Scheduler(std::vector<std::shared_ptr<Backend>> backends) : backends_(std::move(backends)) {
@@ -211,10 +259,20 @@ std::vector<Placement> Scheduler::plan_nodes(const Graph& graph) const {
                     p.reason = "writes into its '" + node->data_buffer()->buffer_type()->name() + "' memory";
                 }
             }
+            // Else the first backend that can run it computes into a staging copy of that memory,
+            // which is written back when its split ends (graph_compute's Staged).
+            for (size_t i = 0; i < backends_.size() && p.backend < 0; ++i) {
+                if (backends_[i]->device()->supports_op(*node)) {
+                    p.backend = static_cast<int>(i);
+                    p.reason = "fallback: computed in " + backends_[i]->device()->name() +
+                               " memory and copied back into its '" + node->data_buffer()->buffer_type()->name() +
+                               "' memory";
+                }
+            }
             if (p.backend < 0) {
-                fail<UnsupportedOpError>("Scheduler::plan", "no backend that can use the '",
+                fail<UnsupportedOpError>("Scheduler::plan", "no backend can run ", op_name(node->op), " into the '",
                                          node->data_buffer()->buffer_type()->name(), "' memory of ", node->describe(),
-                                         " can run ", op_name(node->op), " from (", list_srcs(*node), ")");
+                                         " from (", list_srcs(*node), ")");
             }
         } else {
             // Prefer the backend whose memory holds the weights (src0), unless an earlier backend
@@ -383,7 +441,8 @@ Status Scheduler::graph_compute(Graph& graph) {
         std::vector<Tensor*> nodes;
         SourceSwap swap;
         std::unordered_map<const Tensor*, Tensor*> copies;
-        for (; i < placements.size() && placements[i].backend == b; ++i) {
+        std::unique_ptr<Staged> staged;
+        for (; i < placements.size() && placements[i].backend == b && !staged; ++i) {
             Tensor* node = placements[i].node;
             if (op_is_view(node->op)) continue;
             for (int s = 0; s < kMaxSrc; ++s) {
@@ -400,6 +459,8 @@ Status Scheduler::graph_compute(Graph& graph) {
                 }
                 swap.redirect(node, s, copy);
             }
+            // Its split ends with it: later nodes read its memory after the write-back.
+            if (!memory_usable(backend, *node)) staged = std::make_unique<Staged>(node, *copies_ctx_, backend);
             nodes.push_back(node);
         }
         if (nodes.empty()) continue;
@@ -413,6 +474,7 @@ Status Scheduler::graph_compute(Graph& graph) {
         Graph split(nodes, {}, split_outputs);
         Status st = backend.graph_compute(split);
         if (st != Status::SUCCESS) return st;
+        if (staged) staged->write_back();
     }
     return Status::SUCCESS;
 }
