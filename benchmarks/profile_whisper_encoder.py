@@ -35,7 +35,7 @@ def main() -> int:
     compute = model.compute
     hp = compute.hp
     compute.encode(mel_windows(load_audio(args.audio), n_mels=hp.n_mels)[0])
-    prof = compute.backend.profile(compute.encoder_graph)
+    prof = compute.profile_encoder()
     print(prof.summary(top=args.top))
     if args.trace:
         prof.to_chrome_trace(args.trace)

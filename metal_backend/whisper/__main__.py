@@ -324,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile and transcribed:
         try:
             # The encoder graph's inputs still hold the last window encoded.
-            profile = model.compute.backend.profile(model.compute.encoder_graph)
+            profile = model.compute.profile_encoder()
         except mb.MetalBackendError as exc:
             print(f"error: --profile: {exc}", file=sys.stderr)
             return 1

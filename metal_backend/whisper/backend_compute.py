@@ -354,6 +354,14 @@ class BackendWhisper:
             self._encoder = self._encoder_graph(self.mel, 1, self.cross_k, self.cross_v_t, self.encoder_kv)
         return self._encoder[0]
 
+    def profile_encoder(self, repeat: int = 1) -> mb.Profile:
+        """backend.profile of encode()'s graph, its inputs holding the last window encoded. The graph's
+        intermediates are the scheduler's scratch for each encode, so they are placed here first
+        (a buffer of their own, held by the nodes) for the node-by-node runs."""
+        graph = self.encoder_graph
+        mb.GraphAllocator(self.backend).alloc_graph(graph)
+        return self.backend.profile(graph, repeat=repeat)
+
     @property
     def encoder_out(self) -> mb.Tensor:
         """The final encoder states of encode()'s graph."""

@@ -1,5 +1,6 @@
 // SSM_SCAN on the Metal device (shaders/ssm_scan.metal): f32 with ggml's layouts (s, dt, A contiguous,
 // x, B, C with packed rows), one threadgroup per (head, sequence).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
