@@ -154,16 +154,21 @@ def test_spin_us_keeps_workers_awake_after_a_compute_only_when_asked():
     backend = CPU.init_backend("n_threads=2")
     backend.graph_compute(graph)
     expect = y.get()
-    burnt = {}
-    for spin_us in (0, 300_000, 0):
-        backend.options["spin_us"] = spin_us
-        backend.graph_compute(graph)
-        np.testing.assert_array_equal(y.get(), expect)
-        before = _cpu_seconds()
-        time.sleep(0.3)
-        burnt[spin_us] = _cpu_seconds() - before
-    assert burnt[300_000] > 0.1, burnt
-    assert burnt[0] < 0.05, burnt
+    burnt: dict[int, list[float]] = {0: [], 300_000: []}
+    # Up to 5 rounds, until one shows the spin: other processes on the machine can take the cores
+    # from a spinning worker for a while, never give a sleeping one CPU time.
+    for _ in range(5):
+        for spin_us in (0, 300_000, 0):
+            backend.options["spin_us"] = spin_us
+            backend.graph_compute(graph)
+            np.testing.assert_array_equal(y.get(), expect)
+            before = _cpu_seconds()
+            time.sleep(0.3)
+            burnt[spin_us].append(_cpu_seconds() - before)
+        if burnt[300_000][-1] > 0.1:
+            break
+    assert max(burnt[300_000]) > 0.1, burnt
+    assert max(burnt[0]) < 0.05, burnt
 
 
 def test_spin_us_range_is_checked():
