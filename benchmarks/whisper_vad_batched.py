@@ -12,10 +12,12 @@
 (b) batched: the passage repeated each of --repeats times (default 1 and 5); ours
     `transcribe(batch_size=N)` and faster-whisper's BatchedInferencePipeline (float32 and int8
     weights) at the same batch sizes, threads and beam (greedy = 1, beam5 = 5), each at its own
-    defaults otherwise (faster-whisper decodes without timestamps, ours with). Engines run one
-    after the other for each setting and batch size (ours, fw float32, fw int8), so each line's
-    peers share the machine's load. WER and wall time; the last columns are ours over
-    faster-whisper float32's and int8's time at the same batch size and beam (below 1 is faster).
+    defaults otherwise (faster-whisper decodes without timestamps, ours with). Ours runs with
+    float32 weights and with compute_type="int8" (q8_0 weights, 8-bit activations), as
+    faster-whisper's two rows. Engines run one after the other for each setting and batch size
+    (ours, ours int8, fw float32, fw int8), so each line's peers share the machine's load. WER
+    and wall time; the last columns are each of our rows' time over faster-whisper float32's and
+    int8's at the same batch size and beam (below 1 is faster).
     Our sequential run (no VAD, no batching) of the same audio is the WER reference row, and the
     load average is printed before each block.
 
@@ -126,8 +128,15 @@ def load_average() -> str:
 def part_batched(args, ct2: Path, work: Path) -> None:
     ours = Whisper.load(ct2, device="CPU", threads=args.threads)
     ours.transcribe(np.zeros(SR, np.float32) + 0.01, batch_size=1, language="en")  # loads the VAD
-    engines = [("ours", lambda audio, beam, n: ours.transcribe(audio, language="en", batch_size=n,
-                                                               beam_size=None if beam == 1 else beam).text)]
+    engines = []
+    for name, model in [("ours", ours), ("ours int8", Whisper.load(ct2, device="CPU", threads=args.threads,
+                                                                   compute_type="int8"))]:
+        model.transcribe(np.zeros(SR, np.float32) + 0.01, batch_size=1, language="en")
+
+        def run_ours(audio, beam, n, model=model):
+            return model.transcribe(audio, language="en", batch_size=n, beam_size=None if beam == 1 else beam).text
+
+        engines.append((name, run_ours))
     if importlib.util.find_spec("faster_whisper") is not None:
         from faster_whisper import BatchedInferencePipeline, WhisperModel
 
@@ -164,9 +173,9 @@ def part_batched(args, ct2: Path, work: Path) -> None:
                     lines.append((name, 100 * wer(ref, text)))
                 for name, w in lines:
                     ratios = ""
-                    if name == "ours":
+                    if name.startswith("ours"):
                         for peer in ("faster-whisper float32", "faster-whisper int8"):
-                            ratios += f" {times['ours'] / times[peer]:11.2f}" if peer in times else f" {'-':>11s}"
+                            ratios += f" {times[name] / times[peer]:11.2f}" if peer in times else f" {'-':>11s}"
                     print(f"{name:28s} {setting:7s} {n:5d} {w:6.2f} {times[name]:7.1f}{ratios}", flush=True)
             print(f"  ({load_average()})", flush=True)
 
