@@ -495,6 +495,20 @@ def sort_cases():
          lambda a: argsort_ref(np.floor(a * 2.0), False), EXACT)
     case("argsort/f32/transposed", "ARGSORT", [In((23, 7))], lambda a: mb.ops.argsort(a.transpose(), True),
          lambda a: argsort_ref(a.T, True), EXACT)
+    # log(floor(2a)): NaN (negatives, last in either order), -inf (zeros, tied), 0 (ones, tied), finite values.
+    for desc in (False, True):
+        case(f"argsort/f32/nan_inf_{'desc' if desc else 'asc'}", "ARGSORT", [In((4, 300))],
+             lambda a, desc=desc: mb.ops.argsort(mb.ops.log(mb.ops.floor(mb.ops.scale(a, 2.0))), desc),
+             lambda a, desc=desc: argsort_ref(_log_floor2(a), desc), EXACT)
+    # -0 and +0 compare equal: index order.
+    case("argsort/f32/signed_zeros", "ARGSORT", [In((3, 40))],
+         lambda a: mb.ops.argsort(mb.ops.mul(mb.ops.floor(a), mb.ops.scale(mb.ops.floor(a), 0.0)), True),
+         lambda a: argsort_ref(np.floor(a) * 0.0, True), EXACT)
+
+
+def _log_floor2(a):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.log(np.floor(a * 2.0))
 
 
 def arange_cases():
@@ -565,12 +579,16 @@ def moe_cases():
 
 def group_norm_cases():
     for label, shape, groups in [("even", (2, 6, 5, 7), 3), ("uneven", (1, 5, 4, 4), 2), ("each", (1, 8, 3, 3), 8),
-                                 ("more_groups", (1, 3, 2, 5), 4), ("unet", (1, 64, 16, 16), 32)]:
+                                 ("more_groups", (1, 3, 2, 5), 4), ("unet", (1, 64, 16, 16), 32),
+                                 ("chunks", (2, 4, 48, 65), 2)]:  # groups of 6240 values: several pieces
         case(f"group_norm/f32/{label}", "GROUP_NORM", [In(shape)],
              lambda a, g=groups: mb.ops.group_norm(a, g, 1e-6), lambda a, g=groups: group_norm_ref(a, g, 1e-6), ROWS)
     case("group_norm/f32/offset", "GROUP_NORM", [In((2, 4, 3, 3), gen="positive")],
          lambda a: mb.ops.group_norm(mb.ops.scale(a, 1.0, 50.0), 2, 1e-5),
          lambda a: group_norm_ref(a + 50.0, 2, 1e-5), ROWS)
+    case("group_norm/f32/strided_rows", "GROUP_NORM", [In((1, 4, 6, 5))],
+         lambda a: mb.ops.group_norm(a.permute(0, 1, 3, 2), 2, 1e-6),
+         lambda a: group_norm_ref(a.transpose(0, 1, 3, 2), 2, 1e-6), ROWS)
     case("group_norm/f32/permuted", "GROUP_NORM", [In((4, 2, 3, 5))],
          lambda a: mb.ops.group_norm(a.permute(1, 0, 2, 3), 2, 1e-6),
          lambda a: group_norm_ref(a.transpose(1, 0, 2, 3), 2, 1e-6), ROWS)
