@@ -290,10 +290,17 @@ def mul_mat_id_row(rng):
 
     torch_fn = None
     if torch is not None:
-        tw, tx, ti = torch.from_numpy(w), torch.from_numpy(x[:, 0]), torch.from_numpy(ids.astype(np.int64))
+        # As numpy's: per expert, its tokens through one matmul (gathering every token's expert weights,
+        # tw[ids], would copy 32 x 2 matrices and time the copy, not the product).
+        tw, tx = torch.from_numpy(w), torch.from_numpy(x[:, 0])
+        routes = [(j, *(torch.from_numpy(v) for v in np.nonzero(ids == j))) for j in range(e)]
+        routes = [(j, tok, slot) for j, tok, slot in routes if tok.numel()]
 
         def torch_fn():
-            return torch.einsum("tunk,tk->tun", tw[ti], tx)
+            out = torch.empty((t, used, n))
+            for j, tok, slot in routes:
+                out[tok, slot] = tx[tok] @ tw[j].T
+            return out
 
     def build_ggml(ctx):
         tw = ggml.ggml_new_tensor_3d(ctx, ggml.GGML_TYPE_F32, k, n, e)
