@@ -62,16 +62,18 @@ Axis build_axis(int mode, bool antialias, int64_t n_in, int64_t n_out, float sf,
         ax.w.assign(size_t(n_out * ax.taps), 0.0f);
         for (int64_t i = 0; i < n_out; ++i) {
             const float c = (float(i) + off) / sf;
+            auto triangle = [&](int64_t s) {
+                return std::max(1.0f - std::fabs((float(s) - c + off) * invscale), 0.0f);
+            };
             int64_t lo, hi;
             range(i, &lo, &hi);
             float total = 0.0f;
-            for (int64_t s = lo; s < hi; ++s) total += std::max(1.0f - std::fabs((float(s) - c + off) * invscale), 0.0f);
+            for (int64_t s = lo; s < hi; ++s) total += triangle(s);
             for (int64_t t = 0; t < ax.taps; ++t) {
                 const int64_t s = lo + t;
                 const size_t k = size_t(i * ax.taps + t);
                 ax.idx[k] = std::clamp<int64_t>(s, 0, n_in - 1);
-                const float wt = s < hi ? std::max(1.0f - std::fabs((float(s) - c + off) * invscale), 0.0f) : 0.0f;
-                ax.w[k] = total > 0.0f ? wt / total : 0.0f;
+                ax.w[k] = total > 0.0f && s < hi ? triangle(s) / total : 0.0f;
             }
         }
         return ax;
