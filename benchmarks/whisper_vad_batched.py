@@ -2,6 +2,7 @@
 
     python benchmarks/whisper_vad_batched.py [--threads 2] [--model tiny.en] [--repeats 1 5]
         [--batch-sizes 1 4 8] [--settings greedy beam5] [--parts vad batched] [--work DIR]
+        [--engines ours ours-int8 fw-float32 fw-int8]
 
 (a) vad_filter: the espeak-ng passage (scripts/make_passage.py, 25 sentences; needs espeak-ng and
     sox) with four gaps of 30-60 s inserted between sentences: digital silence, white noise, a
@@ -45,6 +46,7 @@ from metal_backend.whisper.scoring import wer  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 SR = 16000
 SETTINGS = {"greedy": 1, "beam5": 5}
+ENGINES = ["ours", "ours-int8", "fw-float32", "fw-int8"]
 
 
 def model_dir(name: str, work: Path) -> Path | None:
@@ -129,8 +131,11 @@ def part_batched(args, ct2: Path, work: Path) -> None:
     ours = Whisper.load(ct2, device="CPU", threads=args.threads)
     ours.transcribe(np.zeros(SR, np.float32) + 0.01, batch_size=1, language="en")  # loads the VAD
     engines = []
-    for name, model in [("ours", ours), ("ours int8", Whisper.load(ct2, device="CPU", threads=args.threads,
-                                                                   compute_type="int8"))]:
+    for name, compute_type in [("ours", "float32"), ("ours int8", "int8")]:
+        if name.replace(" ", "-") not in args.engines:
+            continue
+        model = ours if compute_type == "float32" else Whisper.load(ct2, device="CPU", threads=args.threads,
+                                                                     compute_type=compute_type)
         model.transcribe(np.zeros(SR, np.float32) + 0.01, batch_size=1, language="en")
 
         def run_ours(audio, beam, n, model=model):
@@ -141,6 +146,8 @@ def part_batched(args, ct2: Path, work: Path) -> None:
         from faster_whisper import BatchedInferencePipeline, WhisperModel
 
         for compute_type in ("float32", "int8"):
+            if f"fw-{compute_type}" not in args.engines:
+                continue
             pipeline = BatchedInferencePipeline(WhisperModel(str(ct2), device="cpu", cpu_threads=args.threads,
                                                              compute_type=compute_type))
 
@@ -187,6 +194,8 @@ def main() -> None:
     parser.add_argument("--repeats", nargs="+", type=int, default=[1, 5], help="passage repetitions for (b)")
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[1, 4, 8])
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--engines", nargs="+", default=ENGINES, choices=ENGINES,
+                        help="rows of (b); the sequential reference row always runs")
     parser.add_argument("--parts", nargs="+", default=["vad", "batched"], choices=["vad", "batched"])
     parser.add_argument("--work", type=Path, help="directory for the passages (default: temp)")
     args = parser.parse_args()
