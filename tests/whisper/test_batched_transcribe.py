@@ -63,11 +63,13 @@ def test_batched_encode_and_decode_match_numpy(tiny_en, tiny_en_numpy, backend, 
 def test_batch_decoder_equals_window_decoder(tiny_en, backend, passage, beam_size):
     mels = np.stack(mel_windows(passage[0])[:3])
     options = DecodingOptions(beam_size=beam_size, temperature=0.0)
-    # Prompts of 0, 7 and about 20 tokens: the shorter ones are left-padded in the batch, and each
-    # window must still decode as it does alone with its own prompt.
+    # Prompts of three lengths (none, the sentence before the window, the two before it): the
+    # shorter ones are left-padded in the batch, and each window must still decode as it does
+    # alone with its own prompt.
     tokenizer = Tokenizer(tiny_en.vocab, tiny_en.special)
-    prompts = [[], tokenizer.encode(" The library opens at nine."),
-               tokenizer.encode(" Please remember to bring your notebook to the meeting on Thursday, at noon.")]
+    prompts = [[], tokenizer.encode(" We walked along the river until the sun went down behind the hills."),
+               tokenizer.encode(" The old bridge was closed for repairs during the whole summer. She found her keys "
+                                "under a pile of newspapers on the kitchen table.")]
     assert len({len(p) for p in prompts}) == 3
     alone = []
     for mel, prompt in zip(mels, prompts):
