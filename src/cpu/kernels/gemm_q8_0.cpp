@@ -21,6 +21,8 @@ constexpr int64_t kSteps = kBlock / 4;  // 4-code steps per block
 constexpr int64_t kStepBytes = 4 * kGroup;
 constexpr int kRows = 4;    // weight rows per tile
 constexpr int kGroups = 2;  // token groups per tile
+// Scratch per block and group of 8 tokens: the codes, then (after every group's codes) the scales.
+constexpr size_t kGroupBytes = size_t(kSteps * kStepBytes) + kGroup * sizeof(float);
 
 int64_t n_groups(int64_t nt) { return (nt + kGroup - 1) / kGroup; }
 
@@ -79,11 +81,12 @@ MB_TARGET_AVX2 inline __m256i broadcast4(const int8_t* p) {
 // NR rows (1 .. kRows) x NG groups of 8 tokens, every block. Results for token l of group v land in
 // res[(r * NG + v) * kGroup + l].
 template <typename Dot, int NR, int NG>
-MB_TARGET_AVX2 void tile(int64_t nb, const BlockQ8_0* const* w, const int8_t* codes, const float* scales,
-                         int64_t group_codes, int64_t group_scales, float* res) {
-    __m256 facc[NR][NG];
-    for (auto& row : facc)
-        for (auto& v : row) v = _mm256_setzero_ps();
+MB_TARGET_AVX2 void tile(int64_t nb, const BlockQ8_0* const* w, const int8_t* abs_w, const int8_t* codes,
+                         const float* scales, int64_t group_codes, int64_t group_scales, float* res) {
+    // The float sums live in res between blocks: sixteen registers hold the integer sums, the codes
+    // and the broadcast weights of a 4 x 2 tile, and a block's float update is one load and store
+    // per 8 steps.
+    for (int j = 0; j < NR * NG; ++j) _mm256_store_ps(res + j * kGroup, _mm256_setzero_ps());
     for (int64_t i = 0; i < nb; ++i) {
         __m256i iacc[NR][NG];
         for (auto& row : iacc)
@@ -99,7 +102,7 @@ MB_TARGET_AVX2 void tile(int64_t nb, const BlockQ8_0* const* w, const int8_t* co
 #pragma GCC unroll 4
             for (int r = 0; r < NR; ++r) {
                 const __m256i q = broadcast4(w[r][i].qs + 4 * s);
-                const __m256i abs_q = _mm256_abs_epi8(q);  // -128 reads as 128 unsigned, still exact
+                const __m256i abs_q = broadcast4(abs_w + (i * NR + r) * kBlock + 4 * s);
 #pragma GCC unroll 4
                 for (int v = 0; v < NG; ++v) iacc[r][v] = Dot::lanes(iacc[r][v], abs_q, _mm256_sign_epi8(x[v], q));
             }
@@ -110,17 +113,28 @@ MB_TARGET_AVX2 void tile(int64_t nb, const BlockQ8_0* const* w, const int8_t* co
 #pragma GCC unroll 4
             for (int v = 0; v < NG; ++v) {
                 const __m256 scale = _mm256_mul_ps(d, _mm256_load_ps(scales + v * group_scales + i * kGroup));
-                facc[r][v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc[r][v]), scale, facc[r][v]);
+                float* f = res + (r * NG + v) * kGroup;
+                _mm256_store_ps(f, _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc[r][v]), scale, _mm256_load_ps(f)));
             }
         }
+        // Keeps the sums in memory: without it the compiler holds them in registers across the block
+        // and spills integer sums from the step loop instead.
+        __asm__ volatile("" ::: "memory");
     }
-    for (int r = 0; r < NR; ++r)
-        for (int v = 0; v < NG; ++v) _mm256_storeu_ps(res + (r * NG + v) * kGroup, facc[r][v]);
 }
 
+// NR rows against every token. abs_w: scratch for the rows' |codes| (nb * NR blocks of 32), made once
+// here so the tiles broadcast them instead of taking each absolute value once per token group.
 template <typename Dot, int NR>
-MB_TARGET_AVX2 void row_block(int64_t nb, const BlockQ8_0* const* w, const int8_t* codes, const float* scales,
-                              int64_t nt, float* out, int64_t ldo) {
+MB_TARGET_AVX2 void row_block(int64_t nb, const BlockQ8_0* const* w, int8_t* abs_w, const int8_t* codes,
+                              const float* scales, int64_t nt, float* out, int64_t ldo) {
+    for (int64_t i = 0; i < nb; ++i) {
+        for (int r = 0; r < NR; ++r) {
+            // -128 becomes 0x80, read as 128 unsigned by vpmaddubsw: still exact.
+            const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r][i].qs));
+            _mm256_store_si256(reinterpret_cast<__m256i*>(abs_w + (i * NR + r) * kBlock), _mm256_abs_epi8(q));
+        }
+    }
     const int64_t group_codes = nb * kSteps * kStepBytes;
     const int64_t group_scales = nb * kGroup;
     const int64_t ng = n_groups(nt);
@@ -130,9 +144,9 @@ MB_TARGET_AVX2 void row_block(int64_t nb, const BlockQ8_0* const* w, const int8_
         const int8_t* c = codes + g * group_codes;
         const float* d = scales + g * group_scales;
         if (groups == 2) {
-            tile<Dot, NR, 2>(nb, w, c, d, group_codes, group_scales, res);
+            tile<Dot, NR, 2>(nb, w, abs_w, c, d, group_codes, group_scales, res);
         } else {
-            tile<Dot, NR, 1>(nb, w, c, d, group_codes, group_scales, res);
+            tile<Dot, NR, 1>(nb, w, abs_w, c, d, group_codes, group_scales, res);
         }
         for (int r = 0; r < NR; ++r) {
             for (int v = 0; v < groups; ++v) {
@@ -153,16 +167,17 @@ MB_TARGET_AVX2 void gemm_avx2(int64_t k, const uint8_t* a, size_t stride, int64_
     const int64_t nb = k / kBlock;
     int8_t* codes = reinterpret_cast<int8_t*>(scratch);
     float* scales = reinterpret_cast<float*>(scratch + size_t(n_groups(nt) * nb * kSteps * kStepBytes));
+    int8_t* abs_w = reinterpret_cast<int8_t*>(scratch + size_t(n_groups(nt) * nb) * kGroupBytes);
     pack_activations(nb, acts, nt, codes, scales);
     int64_t r = 0;
     const BlockQ8_0* w[kRows];
     for (; r + kRows <= rows; r += kRows) {
         for (int i = 0; i < kRows; ++i) w[i] = reinterpret_cast<const BlockQ8_0*>(a + size_t(r + i) * stride);
-        row_block<Dot, kRows>(nb, w, codes, scales, nt, out + r, ldo);
+        row_block<Dot, kRows>(nb, w, abs_w, codes, scales, nt, out + r, ldo);
     }
     for (; r < rows; ++r) {
         w[0] = reinterpret_cast<const BlockQ8_0*>(a + size_t(r) * stride);
-        row_block<Dot, 1>(nb, w, codes, scales, nt, out + r, ldo);
+        row_block<Dot, 1>(nb, w, abs_w, codes, scales, nt, out + r, ldo);
     }
 }
 
@@ -179,8 +194,8 @@ bool gemm_q8_0_built() {
 }
 
 size_t gemm_q8_0_scratch_bytes(int64_t k, int64_t nt) {
-    const size_t per_group = size_t(k / kBlock) * size_t(kSteps * kStepBytes + kGroup * int64_t(sizeof(float)));
-    return per_group * size_t(n_groups(nt));
+    const size_t nb = size_t(k / kBlock);
+    return nb * size_t(n_groups(nt)) * kGroupBytes + nb * size_t(kRows * kBlock);
 }
 
 void gemm_q8_0(int64_t k, const uint8_t* a, size_t stride, int64_t rows, const void* const* acts, int64_t nt,
