@@ -49,7 +49,8 @@ class Torch:
         lin = torch.nn.Linear(w.shape[1], w.shape[0], bias=False)
         with torch.no_grad():
             lin.weight.copy_(torch.from_numpy(w))
-        self.model = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(lin), {torch.nn.Linear}, dtype=torch.qint8)
+        self.model = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(lin), {torch.nn.Linear},
+                                                            dtype=torch.qint8)
         self.x = torch.from_numpy(x)
         self.torch = torch
 
@@ -88,7 +89,8 @@ def main() -> None:
         CLOCK = time.process_time
     print(f"threads {args.threads}; clock {'cpu' if args.cpu_time else 'wall'}; load: {os.getloadavg()[0]:.2f}")
     rng = np.random.default_rng(0)
-    header = f"{'shape':>16} {'int8 ms':>8} {'f32w ms':>8} {'q8f32 ms':>8} {'torch8 ms':>9} {'f32w/i8':>8} {'q8f32/i8':>8} {'torch/i8':>8}"
+    header = (f"{'shape':>16} {'int8 ms':>8} {'f32w ms':>8} {'q8f32 ms':>8} {'torch8 ms':>9} "
+              f"{'f32w/i8':>8} {'q8f32/i8':>8} {'torch/i8':>8}")
     print(header)
     for shape in args.shapes:
         n, k, m = (int(v) for v in shape.split("x"))

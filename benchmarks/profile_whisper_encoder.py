@@ -31,7 +31,8 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--trace", default=None)
     parser.add_argument("--quantize", default=None, help="Whisper.load's quantize (q8_0, ...)")
-    parser.add_argument("--compute-type", default="float32", help='Whisper.load\'s compute_type ("int8": q8_0 and 8-bit activations)')
+    parser.add_argument("--compute-type", default="float32",
+                        help='Whisper.load\'s compute_type ("int8": q8_0 and 8-bit activations)')
     args = parser.parse_args()
 
     model = Whisper.load(args.model or default_model_path(), device=args.device, threads=args.threads,

@@ -89,8 +89,8 @@ class LogMel:
     keeps only the maximum. When every chunk fits in KEEP_ALL_BYTES (float64: about 16 minutes of
     audio at 80 mel bins), that pass keeps the chunks too, so no chunk is computed twice (the
     transcription loop's windows overlap chunks, which otherwise recomputes each one two or
-    three times); the memory is then at most that constant. Frame i is the periodic-Hann window of samples 160 i - 200 ..
-    160 i + 199 of the audio and its padding, mirrored (numpy's "reflect") past either end, so
+    three times); the memory is then at most that constant. Frame i is the periodic-Hann window
+    of samples 160 i - 200 .. 160 i + 199 of the audio and its padding, mirrored (numpy's "reflect") past either end, so
     every window equals the same columns of the whole-file spectrogram (log_mel_spectrogram).
     Arguments and errors as log_mel_spectrogram.
     """

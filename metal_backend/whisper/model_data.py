@@ -10,7 +10,6 @@ same amount, which softmax cancels).
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass, field
 from typing import Union
 

@@ -166,7 +166,8 @@ def test_blank_tokens_are_found_once_per_model():
     model.vocab = _NoScan(model.vocab)
     again = LogitRules(model, DecodingOptions())
     assert again.first_step_suppressed.tolist() == [220, model.special.eot]
-    assert LogitRules(model, DecodingOptions(suppress_blank=False)).first_step_suppressed.tolist() == [model.special.eot]
+    no_blank = LogitRules(model, DecodingOptions(suppress_blank=False))
+    assert no_blank.first_step_suppressed.tolist() == [model.special.eot]
 
 
 @pytest.mark.parametrize("hp", [EN, MULTI])

@@ -409,8 +409,9 @@ void run_vec_job(const Plan& p, const Shape& s, const Tensor& a, const Tensor& b
     if (p.int8_gemm) {
         const void* acts[kInt8TokensPerJob];
         for (int64_t t = j.t0; t < j.t1; ++t) acts[t - j.t0] = b_row(p, s, b, conv, t, j.i12, j.i13);
-        gemm_q8_0(s.k, base + r * a.nb[1], a.nb[1], j.r1 - j.r0, acts, j.t1 - j.t0,
-                  reinterpret_cast<float*>(at(dst, r, j.t0, j.i12, j.i13)), int64_t(dst.nb[1] / sizeof(float)), scratch);
+        float* out = reinterpret_cast<float*>(at(dst, r, j.t0, j.i12, j.i13));
+        gemm_q8_0(s.k, base + r * a.nb[1], a.nb[1], j.r1 - j.r0, acts, j.t1 - j.t0, out,
+                  int64_t(dst.nb[1] / sizeof(float)), scratch);
         return;
     }
     if (dot_rows != nullptr) {
