@@ -2,6 +2,7 @@
 
     python benchmarks/whisper_vad_batched.py [--threads 2] [--model tiny.en] [--repeats 1 5]
         [--batch-sizes 1 4 8] [--settings greedy beam5] [--parts vad batched] [--work DIR]
+        [--engines ours ours-int8 fw-float32 fw-int8]
 
 (a) vad_filter: the espeak-ng passage (scripts/make_passage.py, 25 sentences; needs espeak-ng and
     sox) with four gaps of 30-60 s inserted between sentences: digital silence, white noise, a
@@ -12,10 +13,12 @@
 (b) batched: the passage repeated each of --repeats times (default 1 and 5); ours
     `transcribe(batch_size=N)` and faster-whisper's BatchedInferencePipeline (float32 and int8
     weights) at the same batch sizes, threads and beam (greedy = 1, beam5 = 5), each at its own
-    defaults otherwise (faster-whisper decodes without timestamps, ours with). Engines run one
-    after the other for each setting and batch size (ours, fw float32, fw int8), so each line's
-    peers share the machine's load. WER and wall time; the last columns are ours over
-    faster-whisper float32's and int8's time at the same batch size and beam (below 1 is faster).
+    defaults otherwise (faster-whisper decodes without timestamps, ours with). Ours runs with
+    float32 weights and with compute_type="int8" (q8_0 weights, 8-bit activations), as
+    faster-whisper's two rows. Engines run one after the other for each setting and batch size
+    (ours, ours int8, fw float32, fw int8), so each line's peers share the machine's load. WER
+    and wall time; the last columns are each of our rows' time over faster-whisper float32's and
+    int8's at the same batch size and beam (below 1 is faster).
     Our sequential run (no VAD, no batching) of the same audio is the WER reference row, and the
     load average is printed before each block.
 
@@ -43,6 +46,7 @@ from metal_backend.whisper.scoring import wer  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 SR = 16000
 SETTINGS = {"greedy": 1, "beam5": 5}
+ENGINES = ["ours", "ours-int8", "fw-float32", "fw-int8"]
 
 
 def model_dir(name: str, work: Path) -> Path | None:
@@ -126,12 +130,24 @@ def load_average() -> str:
 def part_batched(args, ct2: Path, work: Path) -> None:
     ours = Whisper.load(ct2, device="CPU", threads=args.threads)
     ours.transcribe(np.zeros(SR, np.float32) + 0.01, batch_size=1, language="en")  # loads the VAD
-    engines = [("ours", lambda audio, beam, n: ours.transcribe(audio, language="en", batch_size=n,
-                                                               beam_size=None if beam == 1 else beam).text)]
+    engines = []
+    for name, compute_type in [("ours", "float32"), ("ours int8", "int8")]:
+        if name.replace(" ", "-") not in args.engines:
+            continue
+        model = ours if compute_type == "float32" else Whisper.load(ct2, device="CPU", threads=args.threads,
+                                                                     compute_type=compute_type)
+        model.transcribe(np.zeros(SR, np.float32) + 0.01, batch_size=1, language="en")
+
+        def run_ours(audio, beam, n, model=model):
+            return model.transcribe(audio, language="en", batch_size=n, beam_size=None if beam == 1 else beam).text
+
+        engines.append((name, run_ours))
     if importlib.util.find_spec("faster_whisper") is not None:
         from faster_whisper import BatchedInferencePipeline, WhisperModel
 
         for compute_type in ("float32", "int8"):
+            if f"fw-{compute_type}" not in args.engines:
+                continue
             pipeline = BatchedInferencePipeline(WhisperModel(str(ct2), device="cpu", cpu_threads=args.threads,
                                                              compute_type=compute_type))
 
@@ -164,9 +180,9 @@ def part_batched(args, ct2: Path, work: Path) -> None:
                     lines.append((name, 100 * wer(ref, text)))
                 for name, w in lines:
                     ratios = ""
-                    if name == "ours":
+                    if name.startswith("ours"):
                         for peer in ("faster-whisper float32", "faster-whisper int8"):
-                            ratios += f" {times['ours'] / times[peer]:11.2f}" if peer in times else f" {'-':>11s}"
+                            ratios += f" {times[name] / times[peer]:11.2f}" if peer in times else f" {'-':>11s}"
                     print(f"{name:28s} {setting:7s} {n:5d} {w:6.2f} {times[name]:7.1f}{ratios}", flush=True)
             print(f"  ({load_average()})", flush=True)
 
@@ -178,6 +194,8 @@ def main() -> None:
     parser.add_argument("--repeats", nargs="+", type=int, default=[1, 5], help="passage repetitions for (b)")
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[1, 4, 8])
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--engines", nargs="+", default=ENGINES, choices=ENGINES,
+                        help="rows of (b); the sequential reference row always runs")
     parser.add_argument("--parts", nargs="+", default=["vad", "batched"], choices=["vad", "batched"])
     parser.add_argument("--work", type=Path, help="directory for the passages (default: temp)")
     args = parser.parse_args()

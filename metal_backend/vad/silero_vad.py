@@ -69,6 +69,14 @@ def check_samples(samples: object, what: str = "samples") -> np.ndarray:
     return np.ascontiguousarray(array, dtype=np.float32)
 
 
+def check_sampling_rate(sampling_rate: object) -> None:
+    """Raises VadError naming the value unless sampling_rate is 16000 (the model's rate)."""
+    if isinstance(sampling_rate, bool) or not isinstance(sampling_rate, (int, np.integer)) \
+            or sampling_rate != SAMPLE_RATE:
+        raise VadError(f"the Silero VAD runs on {SAMPLE_RATE} Hz audio (got sampling_rate={sampling_rate!r}); "
+                       f"resample first (metal_backend.io.resample)")
+
+
 class SileroVad:
     """Silero VAD v6.2 (16 kHz) on a metal_backend device.
 
@@ -194,10 +202,12 @@ class SileroVad:
 
     # ------------------------------------------------------------------ whole files
 
-    def speech_probabilities(self, samples: np.ndarray) -> np.ndarray:
+    def speech_probabilities(self, samples: np.ndarray, sampling_rate: int = SAMPLE_RATE) -> np.ndarray:
         """The speech probability of each 512-sample window of samples (16 kHz mono, float),
         float32 of ceil(len / 512) values; the last window is zero-padded as silero-vad does.
-        Runs from a fresh state and leaves the stream reset (as after reset())."""
+        Runs from a fresh state and leaves the stream reset (as after reset()). sampling_rate
+        (silero-vad's parameter) must be 16000: other rates raise VadError (resample first)."""
+        check_sampling_rate(sampling_rate)
         audio = check_samples(samples)
         if audio.size == 0:
             raise VadError("samples are empty")
@@ -212,10 +222,11 @@ class SileroVad:
 
     def speech_segments(self, samples: np.ndarray, threshold: float = 0.5, min_speech_duration_ms: float = 250,
                         min_silence_duration_ms: float = 100, max_speech_duration_s: float = float("inf"),
-                        speech_pad_ms: float = 30, neg_threshold: Optional[float] = None
-                        ) -> List[Tuple[float, float]]:
+                        speech_pad_ms: float = 30, neg_threshold: Optional[float] = None,
+                        sampling_rate: int = SAMPLE_RATE) -> List[Tuple[float, float]]:
         """Speech segments [(start_s, end_s), ...] of samples, by silero-vad's get_speech_timestamps
         rules and parameters (metal_backend/vad/segments.py) over speech_probabilities(samples)."""
+        check_sampling_rate(sampling_rate)
         options = SegmentOptions(threshold, min_speech_duration_ms, min_silence_duration_ms,
                                  max_speech_duration_s, speech_pad_ms, neg_threshold)
         audio = check_samples(samples)

@@ -212,6 +212,7 @@ class BackendWhisper:
         self._window = 0
         self._n_past = -1
         self._n_active = 0
+        self._skips = np.zeros(0, np.int64)  # each cached sequence's padding slots (decode_batch skip)
         self._alignment: AlignmentGraphs | None = None
 
     def _allocate_cache(self, n_sequences: int) -> None:
@@ -229,7 +230,7 @@ class BackendWhisper:
         self.tokens_in = self.ctx.tensor(mb.i32, (rows,), name=f"tokens.{tag}")
         self.positions_in = self.ctx.tensor(mb.i32, (rows,), name=f"positions.{tag}")
         self.rows_in = self.ctx.tensor(mb.i32, (rows,), name=f"rows.{tag}")
-        self.mask_in = self.ctx.tensor(mb.f16, (n_ctx * n_ctx,), name=f"mask.{tag}")
+        self.mask_in = self.ctx.tensor(mb.f16, (rows * n_ctx,), name=f"mask.{tag}")
         self.source_rows_in = self.ctx.tensor(mb.i32, (rows,), name=f"source_rows.{tag}")
         self.target_rows_in = self.ctx.tensor(mb.i32, (rows,), name=f"target_rows.{tag}")
         for t in (self.tokens_in, self.positions_in, self.rows_in, self.mask_in, self.source_rows_in,
@@ -410,19 +411,24 @@ class BackendWhisper:
             outputs.append(ops.cpy(v_t, cross_v_t[i]))
         return mb.Graph(*outputs), encoded
 
-    def _build_decoder(self, batch: int, n: int, n_kv: int, windows: int = 0) -> _DecoderGraph:
+    def _build_decoder(self, batch: int, n: int, n_kv: int, windows: int = 0, padded: bool = False) -> _DecoderGraph:
         """The graph feeding n tokens to each of batch sequences, whose attention reads n_kv cache
         positions of each sequence. windows 0: every sequence attends to the single window of
         encode(); windows w > 0: the first w windows of the last encode_batch(), batch // w
-        consecutive sequences each."""
+        consecutive sequences each. padded: every sequence has its own self-attention mask
+        (sequences whose first slots are padding, decode_batch's skip)."""
         hp = self.hp
         d, n_audio, n_ctx = hp.n_text_state, hp.n_audio_ctx, hp.n_text_ctx
         m = batch * n
         tokens = ops.view(self.tokens_in, (m,))
         positions = ops.view(self.positions_in, (m,))
         rows = ops.view(self.rows_in, (m,))
-        # One mask for every sequence and head: all sequences of a batch are at the same positions.
-        mask = ops.reshape(ops.view(self.mask_in, (n * n_kv,)), (n, n_kv))
+        # One mask for every sequence and head (all sequences of a batch are at the same positions),
+        # or one per sequence (padded), broadcast over the heads.
+        if padded:
+            mask = ops.reshape(ops.view(self.mask_in, (batch * n * n_kv,)), (batch, 1, n, n_kv))
+        else:
+            mask = ops.reshape(ops.view(self.mask_in, (n * n_kv,)), (n, n_kv))
         x = ops.add(ops.get_rows(self.w["decoder.token_embedding.weight"], tokens),
                     ops.get_rows(self.w["decoder.positional_embedding"], positions))  # (m, d)
         for i in range(hp.n_text_layer):
@@ -618,10 +624,16 @@ class BackendWhisper:
         return self.decode_batch(features, [tokens], offset)[0]
 
     def decode_batch(self, features: BackendAudioFeatures, tokens: Sequence[Sequence[int]],
-                     offset: int) -> np.ndarray:
+                     offset: int, skip: Sequence[int] | None = None) -> np.ndarray:
         """Feeds tokens[s] to sequence s at positions offset.. (every row the same length) and returns
         the logits of each sequence's last token, (len(tokens), n_vocab) float32 (WhisperCompute).
-        offset 0 starts len(tokens) new sequences; otherwise the batch continues the cached ones."""
+        offset 0 starts len(tokens) new sequences; otherwise the batch continues the cached ones.
+
+        skip (offset 0 only): for each new sequence, how many of its first tokens are padding: a
+        sequence with skip k holds its real tokens from slot k on, at positions 0, 1, .. and no
+        token attends to its padding (a padded slot sees only itself), so prompts of different
+        lengths, left-padded to one length, decode as each would alone. reorder and keep_windows
+        carry every sequence's skip along."""
         hp = self.hp
         batch = len(tokens)
         if batch == 0:
@@ -656,21 +668,43 @@ class BackendWhisper:
             raise WhisperError("token ids must be integers") from None
         if ids.min() < 0 or ids.max() >= hp.n_vocab:
             raise WhisperError(f"token ids must be in 0..{hp.n_vocab - 1} (got {ids.min()}..{ids.max()})")
+        if skip is not None:
+            if offset != 0:
+                raise WhisperError(f"decode skip is for new sequences (offset 0), got offset {offset}")
+            try:
+                skips = np.asarray([int(k) for k in skip], dtype=np.int64)
+            except (TypeError, ValueError):
+                raise WhisperError(f"decode skip must be integers (got {skip!r})") from None
+            if skips.size != batch or skips.min() < 0 or skips.max() >= n:
+                raise WhisperError(f"decode skip needs one count in 0..{n - 1} per sequence for {batch} sequences "
+                                   f"of {n} tokens (got {skips.tolist()})")
+        elif offset == 0:
+            skips = np.zeros(batch, np.int64)
+        else:
+            skips = self._skips
         if batch > self.n_sequences:
             self._n_active = 0
             self._allocate_cache(batch)
 
-        g = self.decoder_graph(batch, n, offset, windows)
+        padded = bool(skips.any())
+        g = self.decoder_graph(batch, n, offset, windows, padded)
         g.tokens.set(ids.astype(np.int32))
-        positions = np.arange(offset, end, dtype=np.int32)
-        g.positions.set(np.tile(positions, batch))
-        g.rows.set((np.arange(batch, dtype=np.int32)[:, None] * hp.n_text_ctx + positions[None, :]).reshape(-1))
-        # Token i sits at position offset + i and sees positions 0 .. offset + i.
-        visible = np.arange(g.mask.shape[1])[None, :] <= (offset + np.arange(n))[:, None]
-        g.mask.set(np.where(visible, 0.0, -np.inf).astype(np.float16))
+        slots = np.arange(offset, end, dtype=np.int32)
+        g.positions.set(np.maximum(slots[None, :] - skips[:, None], 0).astype(np.int32).reshape(-1))
+        g.rows.set((np.arange(batch, dtype=np.int32)[:, None] * hp.n_text_ctx + slots[None, :]).reshape(-1))
+        # Token i sits in slot offset + i and sees slots 0 .. offset + i (from its sequence's skip
+        # on; a padding slot sees itself, so every row of the attention has a key).
+        columns = np.arange(g.mask.shape[-1])[None, None, :]
+        rows = (offset + np.arange(n))[None, :, None]
+        visible = columns <= rows
+        if padded:
+            first = skips[:, None, None]
+            visible = (visible & (columns >= first)) | ((rows < first) & (columns == rows))
+        g.mask.set(np.where(visible, 0.0, -np.inf).astype(np.float16).reshape(g.mask.shape))
         self.runner.compute(g.graph, "BackendWhisper decoder", self.decoder_scheduler)
         self._n_past = end
         self._n_active = batch
+        self._skips = skips
         return g.logits.get()
 
     def reorder(self, sequences: Sequence[int]) -> None:
@@ -690,6 +724,7 @@ class BackendWhisper:
             raise WhisperError(f"reorder index {bad[0]} is outside the {self._n_active} cached sequences")
         if len(order) > self.n_sequences:
             self._allocate_cache(len(order))
+        self._skips = self._skips[order]
         moved = [(dst, src) for dst, src in enumerate(order) if dst != src]
         if moved:
             n_ctx = self.hp.n_text_ctx
@@ -709,21 +744,22 @@ class BackendWhisper:
             self.runner.compute(g.graph, "BackendWhisper reorder", self.decoder_scheduler)
         self._n_active = len(order)
 
-    def decoder_graph(self, batch: int, n: int, offset: int, windows: int = 0) -> _DecoderGraph:
+    def decoder_graph(self, batch: int, n: int, offset: int, windows: int = 0, padded: bool = False) -> _DecoderGraph:
         """The graph that feeds n tokens to each of batch sequences at positions offset.. (built on
-        first use, then reused); windows as in _build_decoder."""
+        first use, then reused); windows and padded as in _build_decoder."""
         n_kv = min(-(-(offset + n) // _KV_BLOCK) * _KV_BLOCK, self.hp.n_text_ctx)
-        key = (windows, batch, n, n_kv)
+        key = (windows, batch, n, n_kv, padded)
         graph = self.decoder_graphs.get(key)
         if graph is None:
-            graph = self.decoder_graphs[key] = self._build_decoder(batch, n, n_kv, windows)
+            graph = self.decoder_graphs[key] = self._build_decoder(batch, n, n_kv, windows, padded)
         return graph
 
     def placements(self) -> dict[str, dict[str, int]]:
         """Nodes per backend name of the encoder graph and of every decoder graph built so far."""
         graphs = {"encoder": (self.encoder_scheduler, self.encoder_graph)}
-        graphs.update({f"decoder[{b},{n},{n_kv}]" + (f"[{w} windows]" if w else ""): (self.decoder_scheduler, g.graph)
-                       for (w, b, n, n_kv), g in self.decoder_graphs.items()})
+        graphs.update({f"decoder[{b},{n},{n_kv}]" + (f"[{w} windows]" if w else "") + (" padded" if padded else ""):
+                       (self.decoder_scheduler, g.graph)
+                       for (w, b, n, n_kv, padded), g in self.decoder_graphs.items()})
         if self._windows is not None:
             graphs.update({f"encoder[{w} windows]": (self.encoder_scheduler, g)
                            for w, g in self._windows.graphs.items()})

@@ -36,17 +36,22 @@ class BatchDecoder(WindowDecoder):
                        languages: Sequence[str] | None = None,
                        previous_windows: Sequence[Sequence[int]] | None = None) -> list[DecodingResult]:
         """One DecodingResult per window. previous: prompt text tokens given to every window;
-        previous_windows: instead, each window's own prompt text tokens (all of one length: the
-        windows' sequences are decoded at the same positions); languages: each window's language
+        previous_windows: instead, each window's own prompt text tokens (of any lengths: each
+        window decodes at its own text positions, as it would alone); languages: each window's language
         (multilingual models; default self.language)."""
+        skip = None
         if previous_windows is not None:
             if len(previous_windows) != count:
                 raise WhisperError(f"previous_windows holds {len(previous_windows)} prompts for {count} windows")
-            lengths = sorted({len(p) for p in previous_windows})
-            if len(lengths) > 1:
-                raise WhisperError(f"the windows' prompts must have one length (got lengths {lengths})")
-            prompts = [self.prompt(p)[0] for p in previous_windows]
-            prompt, sot_index = self.prompt(previous_windows[0])
+            own = [self.prompt(p) for p in previous_windows]
+            sot_index = max(index for _, index in own)
+            # Shorter prompts are left-padded (with their first token) to the longest one's length;
+            # the compute ignores the padding (decode_batch's skip).
+            pads = [sot_index - index for _, index in own]
+            prompts = [row[:1] * pad + row for (row, _), pad in zip(own, pads)]
+            prompt = prompts[0]
+            if any(pads):
+                skip = pads
         else:
             prompt, sot_index = self.prompt(previous)
             prompts = [list(prompt) for _ in range(count)]
@@ -57,7 +62,9 @@ class BatchDecoder(WindowDecoder):
         if len(prompt) >= self.n_text_ctx:
             raise WhisperError(f"prompt of {len(prompt)} tokens leaves no room in the text context "
                                f"of {self.n_text_ctx}")
-        logits = self._logits(compute.decode_batch(features, [p[:sot_index + 1] for p in prompts], 0), count)
+        heads = [p[:sot_index + 1] for p in prompts]
+        logits = self._logits(compute.decode_batch(features, heads, 0) if skip is None else
+                              compute.decode_batch(features, heads, 0, skip=skip), count)
         no_speech = np.exp(log_softmax(logits)[:, self.special.no_speech]).astype(float)
         if sot_index + 1 < len(prompt):
             logits = self._logits(compute.decode_batch(features, [p[sot_index + 1:] for p in prompts],

@@ -15,11 +15,12 @@ encoded as one encoder graph (WhisperCompute.encode_batch) and decoded as one de
   the last closing timestamp, moved to the span boundary within a second of it (small models'
   timestamps run early or late; a boundary is silence), as the sequential loop seeks there;
 - each window's prompt is its region's earlier text (condition_on_previous_text; timestamps
-  included, as sequentially), cut to the length of the shortest among the batch's windows since
-  every sequence of a batch is decoded at the same text positions. A region's first window has
-  only the initial prompt, so the first batch decodes without previous text (faster-whisper's
-  batched pipeline decodes every chunk so); a file of k chunks at batch size N has
-  k - min(N, k) windows with their text before them. batch_size=1 is one region: one loop.
+  included, as sequentially), its last max_prompt tokens, whatever the other windows' prompts:
+  shorter prompts are left-padded and the padding masked (decode_batch's skip), so each window
+  decodes at its own text positions, as it would alone. A region's first window has only the
+  initial prompt, so the first batch decodes without previous text (faster-whisper's batched
+  pipeline decodes every chunk so); a file of k chunks at batch size N has k - min(N, k)
+  windows with their text before them. batch_size=1 is one region: one loop.
 
 Windows skipped as silence follow transcribe.is_silence. Segment and word times are mapped back to
 the original recording by the SpeechMap. Word timestamps reuse the batch's encoder output
@@ -41,7 +42,7 @@ from .decoding import DecodingResult, resolve_language
 from .errors import WhisperError
 from .language import language_probabilities
 from .logit_filters import TIME_PRECISION
-from .mel import CHUNK_SECONDS, HOP_LENGTH, N_FRAMES, N_SAMPLES, log_mel_spectrogram, pad_or_trim
+from .mel import CHUNK_SECONDS, HOP_LENGTH, N_FRAMES, N_SAMPLES, window_log_mel
 from .model_data import WhisperModelData
 from .options import DecodingOptions
 from .speech_map import EDGE_SLACK, SpeechMap
@@ -112,7 +113,7 @@ def transcribe_batched(compute: WhisperCompute, model: WhisperModelData, samples
             language, language_probability = _detect(compute, model, features, len(live))
         if decoder is None:
             decoder = BatchDecoder(model, options, language)
-        previous = common_prompts([r.history for r in live], decoder.max_prompt)
+        previous = window_prompts([r.history for r in live], decoder.max_prompt)
         results = decoder.decode_windows(compute, features, len(live), temperature=temperature, rng=rng,
                                          previous_windows=previous)
         timings["decode"] += time.perf_counter() - t_dec
@@ -201,20 +202,15 @@ def snap_to_boundary(boundaries: np.ndarray, rest: int, start: int, end: int) ->
     return rest
 
 
-def common_prompts(histories: list[list[int]], max_prompt: int) -> list[list[int]]:
-    """Every window's prompt: the last L tokens of its history, L the shortest history's length
-    (at most max_prompt): the windows' sequences are decoded at the same text positions."""
-    length = min(min(len(h) for h in histories), max_prompt)
-    return [h[len(h) - length:] if length else [] for h in histories]
+def window_prompts(histories: list[list[int]], max_prompt: int) -> list[list[int]]:
+    """Every window's prompt: the last max_prompt tokens of its region's history (lengths differ)."""
+    return [list(h[max(len(h) - max_prompt, 0):]) for h in histories]
 
 
 def _window(model: WhisperModelData, audio: np.ndarray) -> np.ndarray:
-    """The (n_mels, 3000) log-mel window of one chunk (at most 30 s), followed by silence: the
-    chunk padded with zeros to 30 s: half the work of padding it with 30 s, the same frames but
-    the last one or two of a chunk of a full 30 s (whose reflection padding then holds audio)."""
-    mel = log_mel_spectrogram(audio, model.hparams.n_mels, padding=max(N_SAMPLES - audio.size, 0),
-                              filters=model.mel_filters)
-    return np.ascontiguousarray(pad_or_trim(mel[:, :N_FRAMES]))
+    """The (n_mels, 3000) log-mel window of one chunk (at most 30 s) padded with zeros to 30 s
+    (mel.window_log_mel: only the frames that reach the audio are transformed)."""
+    return window_log_mel(audio, model.hparams.n_mels, filters=model.mel_filters)
 
 
 def _detect(compute: WhisperCompute, model: WhisperModelData, features: Any, count: int) -> tuple[str, float]:

@@ -27,6 +27,9 @@ class WhisperCompute(Protocol):
     (offset = number of tokens fed so far, the same number of sequences),
     which is what lets an implementation keep a self-attention key/value cache
     per sequence. Every sequence attends to the same audio features.
+    skip (batched decoding, offset 0 only; BatchDecoder passes it only when the
+    windows' prompts differ in length): for each new sequence, how many of its
+    first tokens are padding, to be ignored (its real tokens at positions 0..).
 
     reorder(sequences) replaces the cached sequences by [old[s] for s in
     sequences]: beam search keeps the beams it continues, one prompt grows into
@@ -42,7 +45,8 @@ class WhisperCompute(Protocol):
     def decode(self, features: Any, tokens: Sequence[int], offset: int) -> np.ndarray:
         ...
 
-    def decode_batch(self, features: Any, tokens: Sequence[Sequence[int]], offset: int) -> np.ndarray:
+    def decode_batch(self, features: Any, tokens: Sequence[Sequence[int]], offset: int,
+                     skip: Sequence[int] | None = None) -> np.ndarray:
         ...
 
     def reorder(self, sequences: Sequence[int]) -> None:

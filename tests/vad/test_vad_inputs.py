@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -28,6 +30,18 @@ def test_bad_samples(cpu_vad: SileroVad, samples, match: str) -> None:
         cpu_vad.speech_probabilities(samples)
     with pytest.raises(VadError, match=match):
         cpu_vad.speech_segments(samples)
+
+
+@pytest.mark.parametrize("rate", [8000, 44100, 0, -16000, 16000.5, "16000", True, None])
+def test_wrong_sampling_rate_names_the_value(cpu_vad: SileroVad, rate) -> None:
+    x = np.zeros(2048, np.float32)
+    with pytest.raises(VadError, match=rf"16000 Hz audio \(got sampling_rate={re.escape(repr(rate))}\)"):
+        cpu_vad.speech_probabilities(x, sampling_rate=rate)
+    with pytest.raises(VadError, match=re.escape(repr(rate))):
+        cpu_vad.speech_segments(x, sampling_rate=rate)
+    # The model's own rate is accepted, and the answer is the default call's.
+    np.testing.assert_array_equal(cpu_vad.speech_probabilities(x, sampling_rate=16000),
+                                  cpu_vad.speech_probabilities(x))
 
 
 @pytest.mark.parametrize("chunk, match", [

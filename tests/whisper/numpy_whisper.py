@@ -139,14 +139,20 @@ class NumpyWhisper:
     def decode(self, features: NumpyAudioFeatures, tokens: Sequence[int], offset: int) -> np.ndarray:
         return self.decode_batch(features, [tokens], offset)[0]
 
-    def decode_batch(self, features: NumpyAudioFeatures, tokens: Sequence[Sequence[int]], offset: int) -> np.ndarray:
-        """Each sequence decoded on its own, over its own cache: (len(tokens), n_vocab) logits."""
+    def decode_batch(self, features: NumpyAudioFeatures, tokens: Sequence[Sequence[int]], offset: int,
+                     skip: Sequence[int] | None = None) -> np.ndarray:
+        """Each sequence decoded on its own, over its own cache: (len(tokens), n_vocab) logits.
+        skip (offset 0): sequence s's first skip[s] tokens are padding: they are dropped, and its
+        positions count from its first real token."""
         if len(tokens) == 0 or len(tokens[0]) == 0:
             raise WhisperError("decode needs at least one token")
         n = len(tokens[0])
         if any(len(row) != n for row in tokens):
             raise WhisperError("every sequence of a batch must feed the same number of tokens")
+        if skip is not None and (offset != 0 or len(skip) != len(tokens) or any(not 0 <= k < n for k in skip)):
+            raise WhisperError(f"bad skip {list(skip)} for {len(tokens)} sequences of {n} tokens at offset {offset}")
         if offset == 0:
+            self._skips = list(skip) if skip is not None else [0] * len(tokens)
             self._cache_features = features
             empty = np.zeros((0, self.hp.n_text_state), np.float32)
             self._caches = [[(empty, empty)] * self.hp.n_text_layer for _ in tokens]
@@ -159,7 +165,9 @@ class NumpyWhisper:
                 f"decode of {len(tokens)} sequences does not continue the {len(self._caches)} cached ones")
         if offset + n > self.hp.n_text_ctx:
             raise WhisperError(f"text context of {self.hp.n_text_ctx} exceeded ({offset} + {n})")
-        logits = np.stack([self._decode_one(features, self._caches[s], row, offset) for s, row in enumerate(tokens)])
+        logits = np.stack([self._decode_one(features, self._caches[s], row[self._skips[s]:] if offset == 0 else row,
+                                            offset - (0 if offset == 0 else self._skips[s]))
+                           for s, row in enumerate(tokens)])
         self._cache_len = offset + n
         return logits
 
@@ -168,6 +176,7 @@ class NumpyWhisper:
         if not sequences or any(not 0 <= s < len(self._caches) for s in sequences):
             raise WhisperError(f"bad reorder {list(sequences)} of {len(self._caches)} sequences")
         self._caches = [list(self._caches[s]) for s in sequences]
+        self._skips = [self._skips[s] for s in sequences]
 
     def _decode_one(self, features: NumpyAudioFeatures, cache: list, tokens: Sequence[int], offset: int) -> np.ndarray:
         n = len(tokens)

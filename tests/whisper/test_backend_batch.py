@@ -76,6 +76,42 @@ def test_batch_steps_and_reorders_match_numpy(tiny_en, tiny_en_numpy, mel, refer
         assert set(counts) == {backend.backend.name}, name
 
 
+def test_left_padded_prompts_decode_as_each_alone(tiny_en, tiny_en_numpy, mel, reference):
+    """decode_batch's skip: prompts of 2, 5 and 9 tokens left-padded to 9 give each sequence's own
+    logits (the numpy reference decodes each unpadded prompt alone), through further steps and a
+    reorder that carries the padding along."""
+    hp = tiny_en.hparams
+    backend = BackendWhisper(tiny_en, device=mb.device(), threads=2)
+    features = backend.encode(mel)
+    rng = np.random.default_rng(3)
+    prompts = [[50361] + [int(t) for t in rng.integers(0, 50000, k)] + [50257] for k in (0, 3, 7)]
+    width = max(len(p) for p in prompts)
+    skip = [width - len(p) for p in prompts]
+    padded = [p[:1] * k + p for p, k in zip(prompts, skip)]
+    ours = backend.decode_batch(features, padded, 0, skip=skip)
+    for s, prompt in enumerate(prompts):
+        _close(ours[s], tiny_en_numpy.decode_batch(reference, [prompt], 0)[0], hp, f"prompt {s}")
+    # The numpy model strips the same padding; both continue from the padded width.
+    tiny_en_numpy.decode_batch(reference, padded, 0, skip=skip)
+    offset = width
+    for step, order in enumerate([None, [2, 0, 2], None]):
+        if order is not None:
+            backend.reorder(order)
+            tiny_en_numpy.reorder(order)
+        rows = _random_tokens(rng, backend._n_active, 1)
+        _close(backend.decode_batch(features, rows, offset), tiny_en_numpy.decode_batch(reference, rows, offset),
+               hp, f"step {step}")
+        offset += 1
+    with pytest.raises(WhisperError, match="skip is for new sequences"):
+        backend.decode_batch(features, _random_tokens(rng, 3, 1), offset, skip=[0, 0, 0])
+    with pytest.raises(WhisperError, match=r"one count in 0\.\.8 per sequence for 3 sequences"):
+        backend.decode_batch(features, padded, 0, skip=[0, 9, 0])
+    with pytest.raises(WhisperError, match="one count"):
+        backend.decode_batch(features, padded, 0, skip=[0, 0])
+    with pytest.raises(WhisperError, match="must be integers"):
+        backend.decode_batch(features, padded, 0, skip=["a", 0, 0])
+
+
 def test_batch_errors(tiny_en, mel):
     backend = BackendWhisper(tiny_en, device=mb.device(), threads=2)
     features = backend.encode(mel)

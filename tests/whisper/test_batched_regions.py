@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from metal_backend.whisper.batched import common_prompts, pack_chunks, snap_to_boundary, split_regions, window_end
+from metal_backend.whisper.batched import pack_chunks, snap_to_boundary, split_regions, window_end, window_prompts
 from metal_backend.whisper.speech_map import SpeechMap
 
 SR = 16000
@@ -52,12 +52,12 @@ def test_unfinished_ends_snap_to_a_boundary_within_a_second():
     assert snap_to_boundary(boundaries, int(28.5 * SR), 10 * SR, 29 * SR) == int(28.5 * SR)
 
 
-def test_prompts_are_the_histories_last_tokens_at_one_length():
+def test_prompts_are_each_historys_last_tokens():
     histories = [[1, 2, 3, 4, 5], [6, 7, 8], [9, 10, 11, 12]]
-    assert common_prompts(histories, 223) == [[3, 4, 5], [6, 7, 8], [10, 11, 12]]
-    assert common_prompts(histories, 2) == [[4, 5], [7, 8], [11, 12]]
-    # A window without history: no window gets a prompt.
-    assert common_prompts([[1, 2], []], 223) == [[], []]
+    assert window_prompts(histories, 223) == histories
+    assert window_prompts(histories, 2) == [[4, 5], [7, 8], [11, 12]]
+    # A window without history does not take the others' prompts away.
+    assert window_prompts([[1, 2], []], 223) == [[1, 2], []]
 
 
 def test_short_gaps_stay_in_the_audio():

@@ -2,8 +2,8 @@
 
 - encode_batch + decode_batch over windows against the numpy reference run window by window
   (bounds as test_backend_batch.py: f16 keys and values);
-- BatchDecoder over 3 windows gives each window the tokens WindowDecoder gives it alone
-  (greedy and beam 5);
+- BatchDecoder over 3 windows with prompts of three lengths gives each window the tokens
+  WindowDecoder gives it alone with its prompt (greedy and beam 5);
 - transcribe(batch_size=N) on the passage against our sequential transcription's WER.
 """
 
@@ -18,6 +18,7 @@ import metal_backend as mb
 from metal_backend.whisper import BackendWhisper, DecodingOptions, Whisper, WhisperError, load_audio, mel_windows
 from metal_backend.whisper.batch_decoding import BatchDecoder
 from metal_backend.whisper.decoding import WindowDecoder
+from metal_backend.whisper.tokenizer import Tokenizer
 from whisper_testing import word_error_rate
 
 F16_EPS = 2.0 ** -11
@@ -62,12 +63,23 @@ def test_batched_encode_and_decode_match_numpy(tiny_en, tiny_en_numpy, backend, 
 def test_batch_decoder_equals_window_decoder(tiny_en, backend, passage, beam_size):
     mels = np.stack(mel_windows(passage[0])[:3])
     options = DecodingOptions(beam_size=beam_size, temperature=0.0)
+    # Prompts of three lengths (none, the sentence before the window, the two before it): the
+    # shorter ones are left-padded in the batch, and each window must still decode as it does
+    # alone with its own prompt.
+    tokenizer = Tokenizer(tiny_en.vocab, tiny_en.special)
+    prompts = [[], tokenizer.encode(" We walked along the river until the sun went down behind the hills."),
+               tokenizer.encode(" The old bridge was closed for repairs during the whole summer. She found her keys "
+                                "under a pile of newspapers on the kitchen table.")]
+    assert len({len(p) for p in prompts}) == 3
     alone = []
-    for mel in mels:
-        alone.append(WindowDecoder(tiny_en, options).decode(backend, backend.encode(mel)).tokens)
+    for mel, prompt in zip(mels, prompts):
+        alone.append(WindowDecoder(tiny_en, options).decode(backend, backend.encode(mel), previous=prompt).tokens)
     backend.decoder_graphs.clear()
-    together = BatchDecoder(tiny_en, options).decode_windows(backend, backend.encode_batch(mels), 3)
+    together = BatchDecoder(tiny_en, options).decode_windows(backend, backend.encode_batch(mels), 3,
+                                                             previous_windows=prompts)
     assert [r.tokens for r in together] == alone
+    # The padded path ran: a graph with one mask per sequence.
+    assert any(key[-1] for key in backend.decoder_graphs)
     assert all(len(t) > 5 for t in alone) and len(alone[0]) > 50
     # The windows end at different steps; the finished ones left the batch (keep_windows), so
     # graphs over fewer windows ran, and the windows decoded on were the right ones.
