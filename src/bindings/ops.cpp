@@ -129,6 +129,10 @@ void init_ops(py::module_& root) {
           py::arg("b") = 0.0f, "a*s + b.");
     m.def("clamp", [](T a, float lo, float hi) { return handle(ops::clamp(ptr(a), lo, hi)); }, py::arg("a"),
           py::arg("min"), py::arg("max"));
+    m.def("add1", [](T a, T b) { return handle(ops::add1(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"),
+          "ggml_add1: a + b, b a single element.");
+    m.def("fill", [](T a, float c) { return handle(ops::fill(ptr(a), c)); }, py::arg("a"), py::arg("c"),
+          "ggml_fill: a tensor like a (f32 or f16) with every element c.");
 
     // The MAP rows of the table of ops: one f32 input, no parameters.
     const std::pair<const char*, Op> unaries[] = {
@@ -186,6 +190,13 @@ void init_ops(py::module_& root) {
        "f32 1-D: start, start + step, ... below stop (ggml_arange).");
     m.def("argsort", [](T a, bool descending) { return handle(ops::argsort(ptr(a), descending)); }, py::arg("a"),
           py::arg("descending") = false, "i32 indices sorting each row (last axis); ties in index order, NaNs last.");
+    m.def("top_k", [](T a, int k) { return handle(ops::top_k(ptr(a), k)); }, py::arg("a"), py::arg("k"),
+          "ggml_top_k: i32 indices of each row's k largest values (last axis), largest first; ties in index "
+          "order, NaNs last.");
+    m.def("sum", [](T a) { return handle(ops::sum(ptr(a))); }, py::arg("a"),
+          "ggml_sum: the sum of every element, shape (1,).");
+    m.def("cumsum", [](T a) { return handle(ops::cumsum(ptr(a))); }, py::arg("a"),
+          "ggml_cumsum: the running sum along each row (last axis), in f32.");
     m.def("mul_mat_id", [](T as, T b, T ids) { return handle(ops::mul_mat_id(ptr(as), ptr(b), ptr(ids))); },
           py::arg("as_"), py::arg("b"), py::arg("ids"),
           "Expert routing (ggml_mul_mat_id): as_ (E,N,K), b (T,n_b,K) f32, ids (T,n_used) i32 -> (T,n_used,N) f32; "
@@ -240,6 +251,31 @@ void init_ops(py::module_& root) {
     }, py::arg("r"), py::arg("w"), py::arg("k"), py::arg("v"), py::arg("a"), py::arg("b"), py::arg("state"),
        "RWKV-7's WKV (ggml_rwkv_wkv7): r, w, k, v, a, b (T, H, S), state (n_seqs, S*S*H) -> "
        "(T + S*n_seqs, S*H): y rows, then the new states.");
+    m.def("roll", [](T a, int s0, int s1, int s2, int s3) {
+        const int shift[kMaxDims] = {s0, s1, s2, s3};
+        return handle(ops::roll(ptr(a), shift));
+    }, py::arg("a"), py::arg("shift0"), py::arg("shift1") = 0, py::arg("shift2") = 0, py::arg("shift3") = 0,
+       "ggml_roll: np.roll by shift0 along the last axis, shift1 the one before, ...; |shift| < the axis' size.");
+    m.def("tri", [](T a, const std::string& type) {
+        const char* names[] = {"upper_diag", "upper", "lower_diag", "lower"};
+        for (int i = 0; i < 4; ++i) {
+            if (type == names[i]) return handle(ops::tri(ptr(a), i));
+        }
+        fail<InvalidArgumentError>("ops.tri", "type \"", type, "\" is not a ggml_tri_type; types: \"upper_diag\", ",
+                                   "\"upper\", \"lower_diag\", \"lower\"");
+    }, py::arg("a"), py::arg("type"),
+       "ggml_tri: the triangle of the last two axes (upper: column >= row; _diag keeps the diagonal), "
+       "zeros elsewhere.");
+    m.def("diag", [](T a) { return handle(ops::diag(ptr(a))); }, py::arg("a"),
+          "ggml_diag: a (..., 1, n) -> (..., n, n) with a's row on the diagonal.");
+    m.def("diag_mask_inf", [](T a, int n_past) { return handle(ops::diag_mask_inf(ptr(a), n_past)); }, py::arg("a"),
+          py::arg("n_past"), "ggml_diag_mask_inf: -inf where column > n_past + row (last two axes).");
+    m.def("diag_mask_zero", [](T a, int n_past) { return handle(ops::diag_mask_zero(ptr(a), n_past)); },
+          py::arg("a"), py::arg("n_past"), "ggml_diag_mask_zero: 0 where column > n_past + row (last two axes).");
+    m.def("set", [](T a, T b, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
+        return handle(ops::set(ptr(a), ptr(b), nb1, nb2, nb3, offset));
+    }, py::arg("a"), py::arg("b"), py::arg("nb1"), py::arg("nb2"), py::arg("nb3"), py::arg("offset") = 0,
+       "ggml_set: a copy of a with b written into the view at byte offset, byte strides nb1..nb3 (ggml order).");
     m.def("acc", [](T a, T b, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
         return handle(ops::acc(ptr(a), ptr(b), nb1, nb2, nb3, offset));
     }, py::arg("a"), py::arg("b"), py::arg("nb1"), py::arg("nb2"), py::arg("nb3"), py::arg("offset") = 0,

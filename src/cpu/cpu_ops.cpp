@@ -17,12 +17,29 @@ int argsort_threads(const Tensor& node, int nth) {
     return int(std::max<int64_t>(1, std::min<int64_t>(want, nth)));
 }
 
+// Selecting k of n costs about n per row (nth_element) plus k log k: one thread per 16K values.
+int top_k_threads(const Tensor& node, int nth) {
+    const Tensor* a = node.src[0];
+    const int64_t n = a ? a->nelements() : 0;
+    const int64_t want = n < (1 << 14) ? 1 : n / (1 << 14);
+    return int(std::max<int64_t>(1, std::min<int64_t>({want, nth, node.nrows()})));
+}
+
+// A reduction's work is its source's elements (SUM's result is one value).
+int reduce_threads(const Tensor& node, int nth) {
+    const Tensor* a = node.src[0];
+    const int64_t n = a ? a->nelements() : 0;
+    const int64_t want = n < (1 << 15) ? 1 : n / (1 << 14);
+    const int64_t rows = a ? std::max<int64_t>(1, a->nrows()) : 1;
+    return int(std::max<int64_t>(1, std::min<int64_t>({want, nth, rows})));
+}
+
 // supported, work_size, prepare, threads, compute
 const CpuFamily kBinary{binary_supported, nullptr, nullptr, nullptr, compute_binary};
 const CpuFamily kUnary{unary_supported, nullptr, nullptr, nullptr, compute_unary};
 const CpuFamily kNorm{norm_supported, nullptr, nullptr, nullptr, compute_norm};
 const CpuFamily kSoftMax{soft_max_supported, nullptr, nullptr, nullptr, compute_soft_max};
-const CpuFamily kReduce{reduce_supported, nullptr, nullptr, nullptr, compute_reduce};
+const CpuFamily kReduce{reduce_supported, reduce_work_size, nullptr, reduce_threads, compute_reduce};
 const CpuFamily kFlashAttnExt{flash_attn_ext_supported, flash_attn_ext_work_size, nullptr, flash_attn_ext_threads,
                               compute_flash_attn_ext};
 const CpuFamily kMulMat{mul_mat_supported, mul_mat_work_size, mul_mat_prepare, mul_mat_threads, compute_mul_mat};
@@ -45,6 +62,9 @@ const CpuFamily kAddId{add_id_supported, nullptr, nullptr, nullptr, compute_add_
 const CpuFamily kTimestepEmbedding{timestep_embedding_supported, nullptr, nullptr, nullptr, compute_timestep_embedding};
 const CpuFamily kArange{arange_supported, nullptr, nullptr, nullptr, compute_arange};
 const CpuFamily kArgsort{argsort_supported, nullptr, nullptr, argsort_threads, compute_argsort};
+const CpuFamily kTopK{top_k_supported, nullptr, nullptr, top_k_threads, compute_top_k};
+const CpuFamily kCumsum{cumsum_supported, nullptr, nullptr, nullptr, compute_cumsum};
+const CpuFamily kTri{tri_supported, nullptr, nullptr, nullptr, compute_tri};
 
 }  // namespace
 
@@ -79,6 +99,9 @@ const CpuFamily* cpu_family(Op op) {
         case OpFamily::TimestepEmbedding: return &kTimestepEmbedding;
         case OpFamily::Arange: return &kArange;
         case OpFamily::Argsort: return &kArgsort;
+        case OpFamily::TopK: return &kTopK;
+        case OpFamily::Cumsum: return &kCumsum;
+        case OpFamily::Tri: return &kTri;
         case OpFamily::None: break;
     }
     return nullptr;

@@ -30,6 +30,9 @@ const char* shader_family(Op op) {
         case OpFamily::Glu: return "glu";
         case OpFamily::Arange: return "arange";
         case OpFamily::Argsort: return "argsort";
+        case OpFamily::TopK: return "top_k";
+        case OpFamily::Cumsum: return "cumsum";
+        case OpFamily::Tri: return "tri";
         case OpFamily::MulMatId: return "mul_mat_id";
         case OpFamily::AddId: return "add_id";
         case OpFamily::TimestepEmbedding: return "timestep_embedding";

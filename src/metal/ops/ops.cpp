@@ -42,6 +42,9 @@ const Family kAddId{supports_add_id, encode_add_id, nullptr};
 const Family kTimestepEmbedding{supports_timestep_embedding, encode_timestep_embedding, nullptr};
 const Family kArange{supports_arange, encode_arange, nullptr};
 const Family kArgsort{supports_argsort, encode_argsort, nullptr};
+const Family kTopK{supports_top_k, encode_top_k, nullptr};
+const Family kCumsum{supports_cumsum, encode_cumsum, nullptr};
+const Family kTri{supports_tri, encode_tri, nullptr};
 
 }  // namespace
 
@@ -84,6 +87,9 @@ const Family* family_of(Op op) {
         case OpFamily::TimestepEmbedding: return &kTimestepEmbedding;
         case OpFamily::Arange: return &kArange;
         case OpFamily::Argsort: return &kArgsort;
+        case OpFamily::TopK: return &kTopK;
+        case OpFamily::Cumsum: return &kCumsum;
+        case OpFamily::Tri: return &kTri;
         case OpFamily::None: break;
     }
     return nullptr;

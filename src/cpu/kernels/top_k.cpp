@@ -1,0 +1,74 @@
+// TOP_K: per row of f32 (any strides), the i32 indices of its k = dst.ne[0] largest values, largest
+// first, ties in index order, NaNs last (the order of ARGSORT descending, cut at k).
+//
+// Each value and its index become one 64-bit key that orders as wanted under unsigned >: the value's
+// bits mapped to an unsigned order (NaN lowest, -0 as +0) above the index's complement. A row is
+// then an nth_element (linear) and a sort of the k winners, with no branches on NaN in the compares.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "cpu/kernels/kernels.h"
+
+namespace mb {
+
+namespace {
+
+inline uint64_t key_of(float x, int64_t i) {
+    uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    uint32_t k;
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        k = 0;  // NaN: below every number
+    } else if ((u & 0x7fffffffu) == 0) {
+        k = 0x80000000u;  // +0 and -0 compare equal
+    } else {
+        k = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    }
+    return (uint64_t(k) << 32) | uint64_t(0xffffffffu - uint32_t(i));
+}
+
+}  // namespace
+
+bool top_k_supported(const Tensor& dst) {
+    const Tensor* a = dst.src[0];
+    return dst.op == Op::TOP_K && a && a->type == Type::F32 && dst.type == Type::I32 && dst.ne[0] <= a->ne[0] &&
+           a->ne[1] == dst.ne[1] && a->ne[2] == dst.ne[2] && a->ne[3] == dst.ne[3];
+}
+
+void compute_top_k(const ComputeParams& p, Tensor& dst) {
+    if (dst.is_empty()) return;
+    const Tensor& a = *dst.src[0];
+    const int64_t n = a.ne[0];
+    const int64_t k = dst.ne[0];
+    std::vector<uint64_t> keys(static_cast<size_t>(n));
+    int64_t r0, r1;
+    split_range(dst.nrows(), p.ith, p.nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; ++r) {
+        const int64_t i1 = r % dst.ne[1], i2 = (r / dst.ne[1]) % dst.ne[2], i3 = r / (dst.ne[1] * dst.ne[2]);
+        const uint8_t* x = at(a, 0, i1, i2, i3);
+        if (a.nb[0] == sizeof(float)) {
+            const float* xf = reinterpret_cast<const float*>(x);
+            for (int64_t i = 0; i < n; ++i) keys[size_t(i)] = key_of(xf[i], i);
+        } else {
+            for (int64_t i = 0; i < n; ++i) {
+                float v;
+                std::memcpy(&v, x + size_t(i) * a.nb[0], sizeof v);
+                keys[size_t(i)] = key_of(v, i);
+            }
+        }
+        const auto first = keys.begin(), kth = keys.begin() + k;
+        if (k < n) std::nth_element(first, kth, keys.end(), std::greater<uint64_t>());
+        std::sort(first, kth, std::greater<uint64_t>());
+        uint8_t* y = at(dst, 0, i1, i2, i3);
+        for (int64_t j = 0; j < k; ++j) {
+            const int32_t idx = int32_t(0xffffffffu - uint32_t(keys[size_t(j)] & 0xffffffffu));
+            std::memcpy(y + size_t(j) * dst.nb[0], &idx, sizeof idx);
+        }
+    }
+}
+
+}  // namespace mb
