@@ -1223,7 +1223,9 @@ def scan_cases():
          lambda a: np.cumsum(a.T, axis=-1), ROWS)
     for label, shape in [("rows", (5, 37)), ("4d", (2, 3, 4, 1001)), ("one", (1,)), ("long", (100003,)),
                          ("empty", (0, 5))]:
-        case(f"sum/f32/{label}", "SUM", [In(shape)], mb.ops.sum, lambda a: np.sum(a).reshape(1), ROWS)
+        # Positive values: a sum of thousands of signed values can cancel to near zero, where the f32
+        # partial sums' rounding is no longer small against the result.
+        case(f"sum/f32/{label}", "SUM", [In(shape, gen="positive")], mb.ops.sum, lambda a: np.sum(a).reshape(1), ROWS)
     case("sum/f32/permuted", "SUM", [In((3, 5, 7))], lambda a: mb.ops.sum(a.permute(2, 0, 1)),
          lambda a: np.sum(a).reshape(1), ROWS)
     for label, sa, tb in [("rows", (5, 37), mb.f32), ("4d", (2, 3, 4, 9), mb.f32), ("f16_scalar", (3, 33), mb.f16),
@@ -1312,8 +1314,108 @@ def set_cases():
              lambda a, b, r=(nb1, nb2, nb3, off): set_ref(a, b, *r), EXACT)
 
 
+def out_prod_ref(a, b):
+    """a (..., K, M), b (..., K, N) -> (..., N, M); a's matrices serve consecutive ones of b."""
+    a4 = a.reshape((1,) * (4 - a.ndim) + a.shape)
+    b4 = b.reshape((1,) * (4 - b.ndim) + b.shape)
+    a4 = np.repeat(np.repeat(a4, b4.shape[0] // a4.shape[0], axis=0), b4.shape[1] // a4.shape[1], axis=1)
+    out = np.swapaxes(b4, -1, -2) @ a4
+    nd = max(a.ndim, b.ndim, 2)
+    return out.reshape(out.shape[4 - nd:])
+
+
+def pool_1d_ref(a, avg, k, s, p):
+    n = a.shape[-1]
+    cols = []
+    for o in range((n + 2 * p - k) // s + 1):
+        lo, hi = max(0, o * s - p), min(n, o * s - p + k)
+        w = a[..., lo:hi]
+        cols.append(w.mean(axis=-1) if avg else w.max(axis=-1))
+    return np.stack(cols, axis=-1)
+
+
+def conv_2d_ref(kernel, data, s0, s1, p0, p1, d0, d1):
+    """kernel (OC, IC, KH, KW), data (N, IC, H, W) -> (N, OC, OH, OW)."""
+    oc, ic, kh, kw = kernel.shape
+    cols = im2col_2d_ref(data, kh, kw, s0, s1, p0, p1, d0, d1)  # (N, OH, OW, IC*KH*KW)
+    return np.einsum("nyxc,oc->noyx", cols, kernel.reshape(oc, -1))
+
+
+def conv_2d_dw_ref(kernel, data, s0, s1, p0, p1, d0, d1):
+    """kernel (C, 1, KH, KW), data (N, C, H, W) -> (N, C, OH, OW)."""
+    return np.concatenate([conv_2d_ref(kernel[c:c + 1], data[:, c:c + 1], s0, s1, p0, p1, d0, d1)
+                           for c in range(data.shape[1])], axis=1)
+
+
+def conv_transpose_2d_ref(kernel, data, s):
+    """kernel (IC, OC, KH, KW), data (N, IC, H, W) -> (N, OC, (H-1)s + KH, (W-1)s + KW)."""
+    ic, oc, kh, kw = kernel.shape
+    n, _, h, w = data.shape
+    out = np.zeros((n, oc, (h - 1) * s + kh, (w - 1) * s + kw))
+    for ky in range(kh):
+        for kx in range(kw):
+            contrib = np.einsum("nihw,io->nohw", data, kernel[:, :, ky, kx])
+            out[:, :, ky:ky + (h - 1) * s + 1:s, kx:kx + (w - 1) * s + 1:s] += contrib
+    return out
+
+
+def product_cases():
+    for label, sa, sb in [("2d", (13, 9), (13, 7)), ("batch", (2, 3, 11, 6), (2, 3, 11, 5)),
+                          ("broadcast", (1, 2, 8, 5), (3, 4, 8, 6)), ("big", (300, 70), (300, 130)),
+                          ("k0", (0, 5), (0, 4))]:
+        case(f"out_prod/f32/{label}", "OUT_PROD", [In(sa), In(sb)], lambda a, b: mb.ops.out_prod(a, b),
+             out_prod_ref, ROWS)
+    case("out_prod/f32/transposed", "OUT_PROD", [In((6, 9)), In((8, 9))],
+         lambda a, b: mb.ops.out_prod(a.transpose(), b.transpose()), lambda a, b: out_prod_ref(a.T, b.T), ROWS)
+
+
+def spatial2_cases():
+    for label, shape, op, k, s, p in [("max", (3, 20), "max", 3, 2, 1), ("avg", (2, 3, 17), "avg", 4, 3, 2),
+                                      ("avg_nopad", (5, 16), "avg", 2, 2, 0), ("max_k1", (4, 7), "max", 1, 1, 0)]:
+        case(f"pool_1d/f32/{label}", "POOL_1D", [In(shape)], lambda a, r=(op, k, s, p): mb.ops.pool_1d(a, *r),
+             lambda a, r=(op == "avg", k, s, p): pool_1d_ref(a, *r), ROWS)
+    case("pool_1d/f32/transposed", "POOL_1D", [In((12, 5))], lambda a: mb.ops.pool_1d(a.transpose(), "max", 3, 3, 0),
+         lambda a: pool_1d_ref(a.T, False, 3, 3, 0), ROWS)
+    # (label, kernel (OC, IC, KH, KW), data (N, IC, H, W), s0, s1, p0, p1, d0, d1)
+    for label, sk, sd, geo in [("3x3", (4, 3, 3, 3), (2, 3, 9, 11), (1, 1, 1, 1, 1, 1)),
+                               ("stride", (5, 2, 3, 2), (1, 2, 10, 9), (2, 3, 0, 1, 1, 1)),
+                               ("dilated", (3, 4, 2, 3), (2, 4, 8, 12), (1, 2, 2, 1, 2, 3)),
+                               ("1x1", (6, 5, 1, 1), (1, 5, 4, 7), (1, 1, 0, 0, 1, 1)),
+                               ("many_oc", (100, 3, 3, 3), (1, 3, 6, 40), (1, 1, 1, 1, 1, 1))]:
+        for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
+            case(f"conv_2d_direct/{kn}xf32/{label}", "CONV_2D", [In(sk, kt), In(sd)],
+                 lambda k, d, g=geo: mb.ops.conv_2d_direct(k, d, *g), lambda k, d, g=geo: conv_2d_ref(k, d, *g), ROWS)
+    case("conv_2d_direct/f32/transposed_data", "CONV_2D", [In((2, 3, 3, 3)), In((1, 3, 7, 8))],
+         lambda k, d: mb.ops.conv_2d_direct(k, d.permute(0, 1, 3, 2), 1, 1, 1, 0),
+         lambda k, d: conv_2d_ref(k, d.transpose(0, 1, 3, 2), 1, 1, 1, 0, 1, 1), ROWS)
+    case("conv_2d_direct/f32/empty_batch", "CONV_2D", [In((2, 3, 3, 3)), In((0, 3, 5, 5))],
+         lambda k, d: mb.ops.conv_2d_direct(k, d), lambda k, d: np.zeros((0, 2, 3, 3)), ROWS)
+    for label, sk, sd, geo in [("3x3", (3, 1, 3, 3), (2, 3, 9, 11), (1, 1, 1, 1, 1, 1)),
+                               ("stride", (4, 1, 3, 2), (1, 4, 10, 9), (2, 3, 0, 1, 1, 1)),
+                               ("dilated", (2, 1, 2, 3), (2, 2, 8, 12), (1, 2, 2, 1, 2, 3))]:
+        for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
+            case(f"conv_2d_dw_direct/{kn}xf32/{label}", "CONV_2D_DW", [In(sk, kt), In(sd)],
+                 lambda k, d, g=geo: mb.ops.conv_2d_dw_direct(k, d, *g),
+                 lambda k, d, g=geo: conv_2d_dw_ref(k, d, *g), ROWS)
+    case("conv_2d_dw_direct/f32/transposed_data", "CONV_2D_DW", [In((3, 1, 3, 3)), In((1, 3, 7, 8))],
+         lambda k, d: mb.ops.conv_2d_dw_direct(k, d.permute(0, 1, 3, 2), 1, 1, 1, 1),
+         lambda k, d: conv_2d_dw_ref(k, d.transpose(0, 1, 3, 2), 1, 1, 1, 1, 1, 1), ROWS)
+    # (label, kernel (IC, OC, KH, KW), data (N, IC, H, W), stride)
+    for label, sk, sd, st in [("s1", (3, 4, 3, 3), (2, 3, 5, 6), 1), ("s2", (2, 3, 4, 3), (1, 2, 5, 4), 2),
+                              ("s3_small_kernel", (4, 2, 2, 2), (2, 4, 3, 5), 3)]:
+        for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
+            case(f"conv_transpose_2d_p0/{kn}xf32/{label}", "CONV_TRANSPOSE_2D", [In(sk, kt), In(sd)],
+                 lambda k, d, st=st: mb.ops.conv_transpose_2d_p0(k, d, st),
+                 lambda k, d, st=st: conv_transpose_2d_ref(k, d, st), ROWS)
+    case("conv_transpose_2d_p0/f32/transposed_data", "CONV_TRANSPOSE_2D", [In((2, 3, 3, 3)), In((1, 2, 4, 5))],
+         lambda k, d: mb.ops.conv_transpose_2d_p0(k, d.permute(0, 1, 3, 2), 2),
+         lambda k, d: conv_transpose_2d_ref(k, d.transpose(0, 1, 3, 2), 2), ROWS)
+
+
 top_k_cases()
 scan_cases()
 mask_cases()
 roll_cases()
 set_cases()
+product_cases()
+spatial2_cases()
