@@ -463,5 +463,29 @@ typedef struct {
     uint64_t nb0, nb1, nb2, nb3;
 } mb_kargs_out_prod;
 
+// POOL_1D: dst[o] = max or mean (avg != 0) of src0[j] for j in [o*s0 - p0, o*s0 - p0 + k0) inside the row.
+typedef struct {
+    int32_t ne00, ne0;
+    int32_t avg, k0, s0, p0;
+    uint64_t nb00, nb01, nb02, nb03;
+    uint64_t nb0, nb1, nb2, nb3;
+} mb_kargs_pool_1d;
+
+// CONV_2D (dw == 0) and CONV_2D_DW (dw != 0): dst[n][oc][oy][ox] = sum over ic (DW: ic = oc only),
+// ky, kx of src0[oc][ic][ky][kx] * src1[n][ic][oy*s1 + ky*d1 - p1][ox*s0 + kx*d0 - p0] (zero outside).
+// CONV_TRANSPOSE_2D: dst[n][oc][y][x] = sum over ic, ky, kx with y = iy*s0 + ky, x = ix*s0 + kx of
+// src0[ic][oc][ky][kx] * src1[n][ic][iy][ix]. ne0x: kernel (KW, KH, IC or OC, OC or IC), ne1x: data.
+typedef struct {
+    int32_t ne00, ne01, ne02, ne03;
+    uint64_t nb00, nb01, nb02, nb03;
+    int32_t ne10, ne11, ne12, ne13;
+    uint64_t nb10, nb11, nb12, nb13;
+    int32_t ne0, ne1, ne2, ne3;
+    uint64_t nb0, nb1, nb2, nb3;
+    int32_t s0, s1, p0, p1, d0, d1;
+    int32_t dw;
+    int32_t pad0;
+} mb_kargs_conv_2d;
+
 // The layout asserts of every struct above, generated from this file (tools/kargs_layout.py).
 #include "kargs_layout.h"

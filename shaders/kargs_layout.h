@@ -648,5 +648,55 @@ MB_KARGS_AT(mb_kargs_out_prod, nb1, 104);
 MB_KARGS_AT(mb_kargs_out_prod, nb2, 112);
 MB_KARGS_AT(mb_kargs_out_prod, nb3, 120);
 
+MB_KARGS_SIZE(mb_kargs_pool_1d, 88);
+MB_KARGS_AT(mb_kargs_pool_1d, ne00, 0);
+MB_KARGS_AT(mb_kargs_pool_1d, ne0, 4);
+MB_KARGS_AT(mb_kargs_pool_1d, avg, 8);
+MB_KARGS_AT(mb_kargs_pool_1d, k0, 12);
+MB_KARGS_AT(mb_kargs_pool_1d, s0, 16);
+MB_KARGS_AT(mb_kargs_pool_1d, p0, 20);
+MB_KARGS_AT(mb_kargs_pool_1d, nb00, 24);
+MB_KARGS_AT(mb_kargs_pool_1d, nb01, 32);
+MB_KARGS_AT(mb_kargs_pool_1d, nb02, 40);
+MB_KARGS_AT(mb_kargs_pool_1d, nb03, 48);
+MB_KARGS_AT(mb_kargs_pool_1d, nb0, 56);
+MB_KARGS_AT(mb_kargs_pool_1d, nb1, 64);
+MB_KARGS_AT(mb_kargs_pool_1d, nb2, 72);
+MB_KARGS_AT(mb_kargs_pool_1d, nb3, 80);
+
+MB_KARGS_SIZE(mb_kargs_conv_2d, 176);
+MB_KARGS_AT(mb_kargs_conv_2d, ne00, 0);
+MB_KARGS_AT(mb_kargs_conv_2d, ne01, 4);
+MB_KARGS_AT(mb_kargs_conv_2d, ne02, 8);
+MB_KARGS_AT(mb_kargs_conv_2d, ne03, 12);
+MB_KARGS_AT(mb_kargs_conv_2d, nb00, 16);
+MB_KARGS_AT(mb_kargs_conv_2d, nb01, 24);
+MB_KARGS_AT(mb_kargs_conv_2d, nb02, 32);
+MB_KARGS_AT(mb_kargs_conv_2d, nb03, 40);
+MB_KARGS_AT(mb_kargs_conv_2d, ne10, 48);
+MB_KARGS_AT(mb_kargs_conv_2d, ne11, 52);
+MB_KARGS_AT(mb_kargs_conv_2d, ne12, 56);
+MB_KARGS_AT(mb_kargs_conv_2d, ne13, 60);
+MB_KARGS_AT(mb_kargs_conv_2d, nb10, 64);
+MB_KARGS_AT(mb_kargs_conv_2d, nb11, 72);
+MB_KARGS_AT(mb_kargs_conv_2d, nb12, 80);
+MB_KARGS_AT(mb_kargs_conv_2d, nb13, 88);
+MB_KARGS_AT(mb_kargs_conv_2d, ne0, 96);
+MB_KARGS_AT(mb_kargs_conv_2d, ne1, 100);
+MB_KARGS_AT(mb_kargs_conv_2d, ne2, 104);
+MB_KARGS_AT(mb_kargs_conv_2d, ne3, 108);
+MB_KARGS_AT(mb_kargs_conv_2d, nb0, 112);
+MB_KARGS_AT(mb_kargs_conv_2d, nb1, 120);
+MB_KARGS_AT(mb_kargs_conv_2d, nb2, 128);
+MB_KARGS_AT(mb_kargs_conv_2d, nb3, 136);
+MB_KARGS_AT(mb_kargs_conv_2d, s0, 144);
+MB_KARGS_AT(mb_kargs_conv_2d, s1, 148);
+MB_KARGS_AT(mb_kargs_conv_2d, p0, 152);
+MB_KARGS_AT(mb_kargs_conv_2d, p1, 156);
+MB_KARGS_AT(mb_kargs_conv_2d, d0, 160);
+MB_KARGS_AT(mb_kargs_conv_2d, d1, 164);
+MB_KARGS_AT(mb_kargs_conv_2d, dw, 168);
+MB_KARGS_AT(mb_kargs_conv_2d, pad0, 172);
+
 #undef MB_KARGS_SIZE
 #undef MB_KARGS_AT

@@ -84,6 +84,7 @@ MB_OP(CUMSUM, Cumsum, OP, "cumsum")      // running sum along ne0, same shape
 // attention and matrices
 MB_OP(FLASH_ATTN_EXT, FlashAttnExt, OP, "flash_attn_ext")  // q, k, v, mask; f[0] scale, f[1] max_bias, f[2] softcap
 MB_OP(MUL_MAT, MulMat, OP, "mul_mat")  // out[i,j] = sum_k a[j,k] * b[i,k], broadcast on dims 2,3
+MB_OP(OUT_PROD, OutProd, OP, "out_prod")  // dst[:, :, n, m] = sum_k a[:, :, k, m] * b[:, :, k, n] (a broadcast on dims 2, 3)
 MB_OP(MUL_MAT_ID, MulMatId, OP, "mul_mat_id")  // experts as, b, i32 ids: dst[:, e, t] = as[ids[e, t]] @ b[:, e % ne11, t]
 MB_OP(ADD_ID, AddId, OP, "add_id")             // a + b[:, ids[i1, i2]]
 MB_OP(ACC, Acc, OP, "acc")  // a with b added into its view at i[3] bytes, strides i[0..2] = nb1, nb2, nb3
@@ -108,6 +109,10 @@ MB_OP(DIAG_MASK_ZERO, Tri, OP, "diag_mask_zero")  // i[0] = n_past: 0 where i0 >
 MB_OP(ROPE, Rope, OP, "rope")          // src1 i32 positions; see ops.h
 // convolution, pooling, resampling, state-space models
 MB_OP(CONV_TRANSPOSE_1D, ConvTranspose1d, OP, "conv_transpose_1d")  // src0 kernel, src1 data; i[0..2] s0, p0, d0
+MB_OP(POOL_1D, Pool1d, OP, "pool_1d")     // i[0] 0 max / 1 avg, i[1..3] k0, s0, p0 (p0 < k0)
+MB_OP(CONV_2D, Conv2d, OP, "conv_2d_direct")        // src0 kernel [KW,KH,IC,OC], src1 data; i[0..5] s0, s1, p0, p1, d0, d1
+MB_OP(CONV_2D_DW, Conv2d, OP, "conv_2d_dw_direct")  // src0 kernel [KW,KH,1,C], src1 data [W,H,C,N]; i[0..5] as CONV_2D
+MB_OP(CONV_TRANSPOSE_2D, ConvTranspose2d, OP, "conv_transpose_2d_p0")  // src0 kernel [KW,KH,OC,IC], src1 data; i[0] s
 MB_OP(POOL_2D, Pool2d, OP, "pool_2d")     // i[0] 0 max / 1 avg, i[1..6] k0, k1, s0, s1, p0, p1
 // UPSCALE: to dst's shape; i[0] = mode (0 nearest, 1 bilinear, 2 bicubic) | 256 align corners
 MB_OP(UPSCALE, Upscale, OP, "upscale")

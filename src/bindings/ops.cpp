@@ -256,6 +256,32 @@ void init_ops(py::module_& root) {
         return handle(ops::roll(ptr(a), shift));
     }, py::arg("a"), py::arg("shift0"), py::arg("shift1") = 0, py::arg("shift2") = 0, py::arg("shift3") = 0,
        "ggml_roll: np.roll by shift0 along the last axis, shift1 the one before, ...; |shift| < the axis' size.");
+    m.def("out_prod", [](T a, T b) { return handle(ops::out_prod(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"),
+          "ggml_out_prod: a (..., K, M), b (..., K, N) f32 -> (..., N, M) = b^T a per matrix; a's leading axes "
+          "divide b's.");
+    m.def("pool_1d", [](T a, const std::string& op, int k0, int s0, int p0) {
+        if (op != "max" && op != "avg") {
+            fail<InvalidArgumentError>("ops.pool_1d", "op must be \"max\" or \"avg\", got \"", op, "\"");
+        }
+        return handle(ops::pool_1d(ptr(a), op == "avg", k0, s0, p0));
+    }, py::arg("a"), py::arg("op"), py::arg("k0"), py::arg("s0"), py::arg("p0") = 0,
+       "ggml_pool_1d over the last axis; avg divides by the cells inside the row (ggml); p0 < k0.");
+    m.def("conv_2d_direct", [](T kernel, T data, int s0, int s1, int p0, int p1, int d0, int d1) {
+        return handle(ops::conv_2d_direct(ptr(kernel), ptr(data), s0, s1, p0, p1, d0, d1));
+    }, py::arg("kernel"), py::arg("data"), py::arg("s0") = 1, py::arg("s1") = 1, py::arg("p0") = 0, py::arg("p1") = 0,
+       py::arg("d0") = 1, py::arg("d1") = 1,
+       "ggml_conv_2d_direct: kernel (OC, IC, KH, KW) f32/f16, data (N, IC, H, W) f32 -> (N, OC, OH, OW); "
+       "s0/p0/d0 along W, s1/p1/d1 along H.");
+    m.def("conv_2d_dw_direct", [](T kernel, T data, int s0, int s1, int p0, int p1, int d0, int d1) {
+        return handle(ops::conv_2d_dw_direct(ptr(kernel), ptr(data), s0, s1, p0, p1, d0, d1));
+    }, py::arg("kernel"), py::arg("data"), py::arg("s0") = 1, py::arg("s1") = 1, py::arg("p0") = 0, py::arg("p1") = 0,
+       py::arg("d0") = 1, py::arg("d1") = 1,
+       "ggml_conv_2d_dw_direct (depthwise): kernel (C, 1, KH, KW), data (N, C, H, W) -> (N, C, OH, OW).");
+    m.def("conv_transpose_2d_p0", [](T kernel, T data, int stride) {
+        return handle(ops::conv_transpose_2d_p0(ptr(kernel), ptr(data), stride));
+    }, py::arg("kernel"), py::arg("data"), py::arg("stride") = 1,
+       "ggml_conv_transpose_2d_p0: kernel (IC, OC, KH, KW), data (N, IC, H, W) -> "
+       "(N, OC, (H-1)*stride + KH, (W-1)*stride + KW), no padding.");
     m.def("tri", [](T a, const std::string& type) {
         const char* names[] = {"upper_diag", "upper", "lower_diag", "lower"};
         for (int i = 0; i < 4; ++i) {

@@ -20,7 +20,7 @@ enum class Op : int32_t {
     X(Layout) X(Rope) X(Glu) \
     X(Arange) X(Argsort) X(MulMatId) X(AddId) X(TimestepEmbedding) \
     X(ConvTranspose1d) X(Pool2d) X(Upscale) X(SsmConv) X(Acc) X(SsmScan) X(RwkvWkv) \
-    X(TopK) X(Cumsum) X(Tri)
+    X(TopK) X(Cumsum) X(Tri) X(OutProd) X(Pool1d) X(Conv2d) X(ConvTranspose2d)
 enum class OpFamily {
 #define MB_FAMILY_ENUM(F) F,
     MB_OP_FAMILIES(MB_FAMILY_ENUM)

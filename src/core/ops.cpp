@@ -865,6 +865,99 @@ Tensor* roll(Tensor* a, const int shift[kMaxDims]) {
     return t;
 }
 
+Tensor* out_prod(Tensor* a, Tensor* b) {
+    const char* who = "out_prod";
+    need(a, who, "a");
+    need(b, who, "b");
+    same_context(who, {a, b});
+    const std::string shapes = "a " + desc(a) + ", b " + desc(b);
+    MB_REQUIRE(a->type == Type::F32 && b->type == Type::F32, who, "a and b must be f32 (" + shapes + ")");
+    MB_REQUIRE(a->ne[1] == b->ne[1], who, "a and b must share their second-to-last axis (" + shapes + ")");
+    MB_REQUIRE(a->ne[2] > 0 && a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0, who,
+               "a's leading axes must divide b's (" + shapes + ")");
+    const int64_t ne[kMaxDims] = {a->ne[0], b->ne[0], b->ne[2], b->ne[3]};
+    return result(b, Type::F32, ne, std::max({a->n_dims, b->n_dims, 2}), Op::OUT_PROD, {a, b});
+}
+
+Tensor* pool_1d(Tensor* a, bool avg, int k0, int s0, int p0) {
+    const char* who = "pool_1d";
+    need(a, who, "a");
+    MB_REQUIRE(a->type == Type::F32, who, "a must be f32, got " + desc(a));
+    MB_REQUIRE(k0 > 0 && s0 > 0 && p0 >= 0 && p0 < k0, who,
+               "k0 " + std::to_string(k0) + " and s0 " + std::to_string(s0) + " must be > 0 and p0 " +
+                   std::to_string(p0) + " in [0, k0)");
+    MB_REQUIRE(a->ne[0] + 2 * p0 >= k0, who,
+               "the window k0 " + std::to_string(k0) + " is larger than the padded row of " + desc(a));
+    const int64_t ne[kMaxDims] = {(a->ne[0] + 2 * p0 - k0) / s0 + 1, a->ne[1], a->ne[2], a->ne[3]};
+    Tensor* t = result(a, Type::F32, ne, a->n_dims, Op::POOL_1D, {a});
+    t->op_params[0] = avg ? 1 : 0;
+    t->op_params[1] = k0;
+    t->op_params[2] = s0;
+    t->op_params[3] = p0;
+    return t;
+}
+
+namespace {
+
+Tensor* conv_2d_any(Op op, const char* who, Tensor* kernel, Tensor* data, int s0, int s1, int p0, int p1, int d0,
+                    int d1) {
+    need(kernel, who, "kernel");
+    need(data, who, "data");
+    same_context(who, {kernel, data});
+    const std::string shapes = "kernel " + desc(kernel) + ", data " + desc(data);
+    MB_REQUIRE((kernel->type == Type::F32 || kernel->type == Type::F16) && data->type == Type::F32, who,
+               "kernel must be f32 or f16 and data f32 (" + shapes + ")");
+    MB_REQUIRE(s0 > 0 && s1 > 0 && d0 > 0 && d1 > 0 && p0 >= 0 && p1 >= 0, who,
+               "strides and dilations must be > 0 and paddings >= 0, got s " + std::to_string(s0) + "x" +
+                   std::to_string(s1) + ", p " + std::to_string(p0) + "x" + std::to_string(p1) + ", d " +
+                   std::to_string(d0) + "x" + std::to_string(d1));
+    if (op == Op::CONV_2D) {
+        MB_REQUIRE(kernel->ne[2] == data->ne[2], who, "kernel and data must have the same input channels (" + shapes + ")");
+    } else {
+        MB_REQUIRE(kernel->ne[2] == 1 && kernel->ne[3] == data->ne[2], who,
+                   "a depthwise kernel is (C, 1, KH, KW) for data (N, C, H, W) (" + shapes + ")");
+    }
+    const int64_t rw = data->ne[0] + 2 * int64_t(p0) - int64_t(d0) * (kernel->ne[0] - 1) - 1;
+    const int64_t rh = data->ne[1] + 2 * int64_t(p1) - int64_t(d1) * (kernel->ne[1] - 1) - 1;
+    MB_REQUIRE(kernel->ne[0] > 0 && kernel->ne[1] > 0 && rw >= 0 && rh >= 0, who,
+               "the dilated kernel is larger than the padded data (" + shapes + ")");
+    const int64_t ne[kMaxDims] = {rw / s0 + 1, rh / s1 + 1, op == Op::CONV_2D ? kernel->ne[3] : data->ne[2],
+                                  data->ne[3]};
+    Tensor* t = result(data, Type::F32, ne, 4, op, {kernel, data});
+    const int32_t params[6] = {s0, s1, p0, p1, d0, d1};
+    std::copy(params, params + 6, t->op_params);
+    return t;
+}
+
+}  // namespace
+
+Tensor* conv_2d_direct(Tensor* kernel, Tensor* data, int s0, int s1, int p0, int p1, int d0, int d1) {
+    return conv_2d_any(Op::CONV_2D, "conv_2d_direct", kernel, data, s0, s1, p0, p1, d0, d1);
+}
+
+Tensor* conv_2d_dw_direct(Tensor* kernel, Tensor* data, int s0, int s1, int p0, int p1, int d0, int d1) {
+    return conv_2d_any(Op::CONV_2D_DW, "conv_2d_dw_direct", kernel, data, s0, s1, p0, p1, d0, d1);
+}
+
+Tensor* conv_transpose_2d_p0(Tensor* kernel, Tensor* data, int stride) {
+    const char* who = "conv_transpose_2d_p0";
+    need(kernel, who, "kernel");
+    need(data, who, "data");
+    same_context(who, {kernel, data});
+    const std::string shapes = "kernel " + desc(kernel) + ", data " + desc(data);
+    MB_REQUIRE((kernel->type == Type::F32 || kernel->type == Type::F16) && data->type == Type::F32, who,
+               "kernel must be f32 or f16 and data f32 (" + shapes + ")");
+    MB_REQUIRE(stride > 0, who, "stride " + std::to_string(stride) + " must be > 0");
+    MB_REQUIRE(kernel->ne[3] == data->ne[2], who,
+               "the kernel (IC, OC, KH, KW) must have data's input channels (" + shapes + ")");
+    MB_REQUIRE(data->ne[0] > 0 && data->ne[1] > 0, who, "data must have rows and columns (" + shapes + ")");
+    const int64_t ne[kMaxDims] = {(data->ne[0] - 1) * stride + kernel->ne[0], (data->ne[1] - 1) * stride + kernel->ne[1],
+                                  kernel->ne[2], data->ne[3]};
+    Tensor* t = result(data, Type::F32, ne, 4, Op::CONV_TRANSPOSE_2D, {kernel, data});
+    t->op_params[0] = stride;
+    return t;
+}
+
 namespace {
 
 void require_f32_or_f16(const char* who, const Tensor* a) {

@@ -173,6 +173,20 @@ Tensor* set(Tensor* a, Tensor* b, size_t nb1, size_t nb2, size_t nb3, size_t off
 // ROLL (ggml_roll): like a (any non-quantized type): a shifted by shift[d] along ggml dim d with
 // wrap-around (np.roll); |shift[d]| < ne[d]. params i[0..3] = the shifts.
 Tensor* roll(Tensor* a, const int shift[kMaxDims]);
+// OUT_PROD (ggml_out_prod): a f32 [M, K, A2, A3], b f32 [N, K, B2, B3] (A2 | B2, A3 | B3) -> f32
+// [M, N, B2, B3]: dst[i3][i2][n][m] = sum_k a[i3 / (B3/A3)][i2 / (B2/A2)][k][m] * b[i3][i2][k][n].
+Tensor* out_prod(Tensor* a, Tensor* b);
+// POOL_1D (ggml_pool_1d): f32 [W, ...] -> f32 [(W + 2 p0 - k0) / s0 + 1, ...]; max, or the mean over
+// the window's cells inside the row. k0, s0 > 0, 0 <= p0 < k0. params i[0] = avg, i[1..3] = k0, s0, p0.
+Tensor* pool_1d(Tensor* a, bool avg, int k0, int s0, int p0);
+// CONV_2D (ggml_conv_2d_direct): kernel [KW, KH, IC, OC] f32 or f16, data f32 [W, H, IC, N] ->
+// f32 [OW, OH, OC, N]; CONV_2D_DW (ggml_conv_2d_dw_direct, depthwise): kernel [KW, KH, 1, C], data
+// [W, H, C, N] -> [OW, OH, C, N]. params i[0..5] = s0, s1, p0, p1, d0, d1 (s, d > 0, p >= 0).
+Tensor* conv_2d_direct(Tensor* kernel, Tensor* data, int s0, int s1, int p0, int p1, int d0, int d1);
+Tensor* conv_2d_dw_direct(Tensor* kernel, Tensor* data, int s0, int s1, int p0, int p1, int d0, int d1);
+// CONV_TRANSPOSE_2D (ggml_conv_transpose_2d_p0): kernel [KW, KH, OC, IC] f32 or f16, data f32
+// [W, H, IC, N] (W, H > 0) -> f32 [(W - 1) s + KW, (H - 1) s + KH, OC, N]. params i[0] = s > 0.
+Tensor* conv_transpose_2d_p0(Tensor* kernel, Tensor* data, int stride);
 // TRI (ggml_tri): like a (f32 or f16, square in dims 0 and 1): the triangle of `type`
 // (ggml_tri_type 0..3: upper with the diagonal, upper, lower with the diagonal, lower; upper means
 // i0 >= i1), zeros elsewhere. params i[0] = type.

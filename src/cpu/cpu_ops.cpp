@@ -34,6 +34,22 @@ int reduce_threads(const Tensor& node, int nth) {
     return int(std::max<int64_t>(1, std::min<int64_t>({want, nth, rows})));
 }
 
+// Products and convolutions: their work is the result's elements times the terms each sums.
+int product_threads(const Tensor& node, int nth) {
+    const Tensor* k = node.src[0];
+    int64_t terms = 1;
+    if (node.op == Op::OUT_PROD) {
+        terms = k->ne[1];
+    } else if (node.op == Op::CONV_2D || node.op == Op::CONV_2D_DW) {
+        terms = k->ne[0] * k->ne[1] * k->ne[2];
+    } else if (node.op == Op::CONV_TRANSPOSE_2D) {
+        terms = k->ne[3];
+    }
+    const int64_t work = node.nelements() * std::max<int64_t>(terms, 1);
+    const int64_t want = work < (1 << 17) ? 1 : work / (1 << 16);
+    return int(std::max<int64_t>(1, std::min<int64_t>(want, nth)));
+}
+
 // supported, work_size, prepare, threads, compute
 const CpuFamily kBinary{binary_supported, nullptr, nullptr, nullptr, compute_binary};
 const CpuFamily kUnary{unary_supported, nullptr, nullptr, nullptr, compute_unary};
@@ -65,6 +81,11 @@ const CpuFamily kArgsort{argsort_supported, nullptr, nullptr, argsort_threads, c
 const CpuFamily kTopK{top_k_supported, nullptr, nullptr, top_k_threads, compute_top_k};
 const CpuFamily kCumsum{cumsum_supported, nullptr, nullptr, nullptr, compute_cumsum};
 const CpuFamily kTri{tri_supported, nullptr, nullptr, nullptr, compute_tri};
+const CpuFamily kOutProd{out_prod_supported, out_prod_work_size, nullptr, product_threads, compute_out_prod};
+const CpuFamily kPool1d{pool_1d_supported, nullptr, nullptr, nullptr, compute_pool_1d};
+const CpuFamily kConv2d{conv_2d_supported, conv_2d_work_size, nullptr, product_threads, compute_conv_2d};
+const CpuFamily kConvTranspose2d{conv_transpose_2d_supported, conv_transpose_2d_work_size, nullptr, product_threads,
+                                 compute_conv_transpose_2d};
 
 }  // namespace
 
@@ -102,6 +123,10 @@ const CpuFamily* cpu_family(Op op) {
         case OpFamily::TopK: return &kTopK;
         case OpFamily::Cumsum: return &kCumsum;
         case OpFamily::Tri: return &kTri;
+        case OpFamily::OutProd: return &kOutProd;
+        case OpFamily::Pool1d: return &kPool1d;
+        case OpFamily::Conv2d: return &kConv2d;
+        case OpFamily::ConvTranspose2d: return &kConvTranspose2d;
         case OpFamily::None: break;
     }
     return nullptr;

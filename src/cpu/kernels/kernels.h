@@ -50,6 +50,10 @@ bool argsort_supported(const Tensor& dst);           // ARGSORT
 bool top_k_supported(const Tensor& dst);             // TOP_K
 bool cumsum_supported(const Tensor& dst);            // CUMSUM
 bool tri_supported(const Tensor& dst);               // TRI DIAG DIAG_MASK_INF DIAG_MASK_ZERO
+bool out_prod_supported(const Tensor& dst);          // OUT_PROD
+bool pool_1d_supported(const Tensor& dst);           // POOL_1D
+bool conv_2d_supported(const Tensor& dst);           // CONV_2D CONV_2D_DW
+bool conv_transpose_2d_supported(const Tensor& dst);  // CONV_TRANSPOSE_2D
 bool mul_mat_id_supported(const Tensor& dst);        // MUL_MAT_ID
 bool add_id_supported(const Tensor& dst);            // ADD_ID
 bool timestep_embedding_supported(const Tensor& dst);  // TIMESTEP_EMBEDDING
@@ -89,6 +93,10 @@ void compute_acc(const ComputeParams& p, Tensor& dst);
 void compute_top_k(const ComputeParams& p, Tensor& dst);
 void compute_cumsum(const ComputeParams& p, Tensor& dst);
 void compute_tri(const ComputeParams& p, Tensor& dst);
+void compute_out_prod(const ComputeParams& p, Tensor& dst);
+void compute_pool_1d(const ComputeParams& p, Tensor& dst);
+void compute_conv_2d(const ComputeParams& p, Tensor& dst);
+void compute_conv_transpose_2d(const ComputeParams& p, Tensor& dst);
 void compute_conv_transpose_1d(const ComputeParams& p, Tensor& dst);
 void compute_pool_2d(const ComputeParams& p, Tensor& dst);
 void compute_upscale(const ComputeParams& p, Tensor& dst);
@@ -101,6 +109,9 @@ void compute_timestep_embedding(const ComputeParams& p, Tensor& dst);
 size_t mul_mat_id_work_size(const Tensor& dst, int nth);
 size_t conv_transpose_1d_work_size(const Tensor& dst, int nth);
 size_t reduce_work_size(const Tensor& dst, int nth);
+size_t out_prod_work_size(const Tensor& dst, int nth);
+size_t conv_2d_work_size(const Tensor& dst, int nth);
+size_t conv_transpose_2d_work_size(const Tensor& dst, int nth);
 void compute_arange(const ComputeParams& p, Tensor& dst);
 void compute_argsort(const ComputeParams& p, Tensor& dst);
 

@@ -45,6 +45,10 @@ const Family kArgsort{supports_argsort, encode_argsort, nullptr};
 const Family kTopK{supports_top_k, encode_top_k, nullptr};
 const Family kCumsum{supports_cumsum, encode_cumsum, nullptr};
 const Family kTri{supports_tri, encode_tri, nullptr};
+const Family kOutProd{supports_out_prod, encode_out_prod, nullptr};
+const Family kPool1d{supports_pool_1d, encode_pool_1d, nullptr};
+const Family kConv2d{supports_conv_2d, encode_conv_2d, nullptr};
+const Family kConvTranspose2d{supports_conv_transpose_2d, encode_conv_transpose_2d, nullptr};
 
 }  // namespace
 
@@ -90,6 +94,10 @@ const Family* family_of(Op op) {
         case OpFamily::TopK: return &kTopK;
         case OpFamily::Cumsum: return &kCumsum;
         case OpFamily::Tri: return &kTri;
+        case OpFamily::OutProd: return &kOutProd;
+        case OpFamily::Pool1d: return &kPool1d;
+        case OpFamily::Conv2d: return &kConv2d;
+        case OpFamily::ConvTranspose2d: return &kConvTranspose2d;
         case OpFamily::None: break;
     }
     return nullptr;

@@ -115,6 +115,18 @@ size_t encode_cumsum(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
 // TRI DIAG DIAG_MASK_INF DIAG_MASK_ZERO
 bool supports_tri(const RuntimeProps& props, const Tensor& node);
 size_t encode_tri(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// OUT_PROD
+bool supports_out_prod(const RuntimeProps& props, const Tensor& node);
+size_t encode_out_prod(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// POOL_1D
+bool supports_pool_1d(const RuntimeProps& props, const Tensor& node);
+size_t encode_pool_1d(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// CONV_2D CONV_2D_DW
+bool supports_conv_2d(const RuntimeProps& props, const Tensor& node);
+size_t encode_conv_2d(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// CONV_TRANSPOSE_2D
+bool supports_conv_transpose_2d(const RuntimeProps& props, const Tensor& node);
+size_t encode_conv_transpose_2d(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
 // MUL_MAT_ID
 bool supports_mul_mat_id(const RuntimeProps& props, const Tensor& node);
 size_t encode_mul_mat_id(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
