@@ -27,7 +27,8 @@ namespace {
 constexpr int64_t kKc = 256;               // k block
 constexpr int64_t kPix = 8 * kGemmNR;      // output pixels per work item (panels packed together)
 constexpr int64_t kOcRows = 16 * kGemmMR;  // output channels per GEMM call (tokens packed together)
-constexpr size_t kThreadFloats = size_t(kKc * kPix + kKc * kOcRows) + size_t(2 * kPix);
+// panels, tokens, then the kPix pixels' (row, column) origins as int64 pairs (4 floats each)
+constexpr size_t kThreadFloats = size_t(kKc * kPix + kKc * kOcRows) + size_t(4 * kPix);
 
 struct Geometry {
     int64_t s0, s1, p0, p1, d0, d1;

@@ -2,8 +2,11 @@
 // first, ties in index order, NaNs last (the order of ARGSORT descending, cut at k).
 //
 // Each value and its index become one 64-bit key that orders as wanted under unsigned >: the value's
-// bits mapped to an unsigned order (NaN lowest, -0 as +0) above the index's complement. A row is
-// then an nth_element (linear) and a sort of the k winners, with no branches on NaN in the compares.
+// bits mapped to an unsigned order (NaN lowest, -0 as +0) above the index's complement, so the
+// compares have no branches on NaN or ties. A small k (k <= n / 16, sampling's top-40 of a
+// vocabulary) keeps the best k keys in a min-heap while the row streams past: one compare per value,
+// a heap update only for a value that beats the k-th best so far. A larger k takes an nth_element
+// over all keys. Either way the k winners are then sorted.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -44,13 +47,33 @@ void compute_top_k(const ComputeParams& p, Tensor& dst) {
     const Tensor& a = *dst.src[0];
     const int64_t n = a.ne[0];
     const int64_t k = dst.ne[0];
-    std::vector<uint64_t> keys(static_cast<size_t>(n));
+    const bool heap = k * 16 <= n;
+    std::vector<uint64_t> keys(static_cast<size_t>(heap ? k : n));
     int64_t r0, r1;
     split_range(dst.nrows(), p.ith, p.nth, &r0, &r1);
     for (int64_t r = r0; r < r1; ++r) {
         const int64_t i1 = r % dst.ne[1], i2 = (r / dst.ne[1]) % dst.ne[2], i3 = r / (dst.ne[1] * dst.ne[2]);
         const uint8_t* x = at(a, 0, i1, i2, i3);
-        if (a.nb[0] == sizeof(float)) {
+        if (heap) {
+            if (k == 0) continue;
+            auto value = [&](int64_t i) {
+                float v;
+                std::memcpy(&v, x + size_t(i) * a.nb[0], sizeof v);
+                return v;
+            };
+            for (int64_t i = 0; i < k; ++i) keys[size_t(i)] = key_of(value(i), i);
+            std::make_heap(keys.begin(), keys.end(), std::greater<uint64_t>());  // front: the smallest
+            uint64_t worst = keys.front();
+            for (int64_t i = k; i < n; ++i) {
+                const uint64_t key = key_of(value(i), i);
+                if (key > worst) {
+                    std::pop_heap(keys.begin(), keys.end(), std::greater<uint64_t>());
+                    keys.back() = key;
+                    std::push_heap(keys.begin(), keys.end(), std::greater<uint64_t>());
+                    worst = keys.front();
+                }
+            }
+        } else if (a.nb[0] == sizeof(float)) {
             const float* xf = reinterpret_cast<const float*>(x);
             for (int64_t i = 0; i < n; ++i) keys[size_t(i)] = key_of(xf[i], i);
         } else {
@@ -61,7 +84,7 @@ void compute_top_k(const ComputeParams& p, Tensor& dst) {
             }
         }
         const auto first = keys.begin(), kth = keys.begin() + k;
-        if (k < n) std::nth_element(first, kth, keys.end(), std::greater<uint64_t>());
+        if (!heap && k < n) std::nth_element(first, kth, keys.end(), std::greater<uint64_t>());
         std::sort(first, kth, std::greater<uint64_t>());
         uint8_t* y = at(dst, 0, i1, i2, i3);
         for (int64_t j = 0; j < k; ++j) {
