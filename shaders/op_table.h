@@ -114,7 +114,7 @@ MB_OP(CONV_2D, Conv2d, OP, "conv_2d_direct")        // src0 kernel [KW,KH,IC,OC]
 MB_OP(CONV_2D_DW, Conv2d, OP, "conv_2d_dw_direct")  // src0 kernel [KW,KH,1,C], src1 data [W,H,C,N]; i[0..5] as CONV_2D
 MB_OP(CONV_TRANSPOSE_2D, ConvTranspose2d, OP, "conv_transpose_2d_p0")  // src0 kernel [KW,KH,OC,IC], src1 data; i[0] s
 MB_OP(POOL_2D, Pool2d, OP, "pool_2d")     // i[0] 0 max / 1 avg, i[1..6] k0, k1, s0, s1, p0, p1
-// UPSCALE: to dst's shape; i[0] = mode (0 nearest, 1 bilinear, 2 bicubic) | 256 align corners
+// UPSCALE: to dst's shape; i[0] = mode (0 nearest, 1 bilinear, 2 bicubic) | 256 align corners | 512 antialias
 MB_OP(UPSCALE, Upscale, OP, "upscale")
 MB_OP(SSM_CONV, SsmConv, OP, "ssm_conv")  // src0 sx, src1 c
 MB_OP(SSM_SCAN, SsmScan, OP, "ssm_scan")  // s, x, dt, A, B, C, ids -> y then the final states, one f32 vector
