@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "cpu/kernels/kernels.h"
@@ -20,17 +21,16 @@ namespace mb {
 
 namespace {
 
+// Selects, no branches: a row's signs are random, and a mispredicted branch per value cost more than
+// the rest of the key.
 inline uint64_t key_of(float x, int64_t i) {
     uint32_t u;
     std::memcpy(&u, &x, sizeof u);
-    uint32_t k;
-    if ((u & 0x7fffffffu) > 0x7f800000u) {
-        k = 0;  // NaN: below every number
-    } else if ((u & 0x7fffffffu) == 0) {
-        k = 0x80000000u;  // +0 and -0 compare equal
-    } else {
-        k = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-    }
+    const uint32_t mag = u & 0x7fffffffu;
+    const uint32_t neg = uint32_t(int32_t(u) >> 31);  // all ones for a negative number
+    uint32_t k = u ^ (neg | 0x80000000u);             // negative: ~u; positive: u with the top bit set
+    k = mag == 0 ? 0x80000000u : k;                   // +0 and -0 compare equal
+    k = mag > 0x7f800000u ? 0u : k;                   // NaN: below every number
     return (uint64_t(k) << 32) | uint64_t(0xffffffffu - uint32_t(i));
 }
 
@@ -63,14 +63,23 @@ void compute_top_k(const ComputeParams& p, Tensor& dst) {
             };
             for (int64_t i = 0; i < k; ++i) keys[size_t(i)] = key_of(value(i), i);
             std::make_heap(keys.begin(), keys.end(), std::greater<uint64_t>());  // front: the smallest
-            uint64_t worst = keys.front();
+            // The k-th best so far as a float: a later value beats it only when larger (a tie has the
+            // larger index and loses), and anything but NaN beats a NaN.
+            auto worst_value = [&] {
+                const uint32_t kk = uint32_t(keys.front() >> 32);
+                const uint32_t u = (kk & 0x80000000u) ? (kk ^ 0x80000000u) : ~kk;
+                float v;
+                std::memcpy(&v, &u, sizeof v);
+                return kk == 0 ? std::numeric_limits<float>::quiet_NaN() : v;
+            };
+            float wv = worst_value();
             for (int64_t i = k; i < n; ++i) {
-                const uint64_t key = key_of(value(i), i);
-                if (key > worst) {
+                const float v = value(i);
+                if (v > wv || (wv != wv && v == v)) {
                     std::pop_heap(keys.begin(), keys.end(), std::greater<uint64_t>());
-                    keys.back() = key;
+                    keys.back() = key_of(v, i);
                     std::push_heap(keys.begin(), keys.end(), std::greater<uint64_t>());
-                    worst = keys.front();
+                    wv = worst_value();
                 }
             }
         } else if (a.nb[0] == sizeof(float)) {
