@@ -914,7 +914,8 @@ Tensor* conv_2d_any(Op op, const char* who, Tensor* kernel, Tensor* data, int s0
                    std::to_string(s1) + ", p " + std::to_string(p0) + "x" + std::to_string(p1) + ", d " +
                    std::to_string(d0) + "x" + std::to_string(d1));
     if (op == Op::CONV_2D) {
-        MB_REQUIRE(kernel->ne[2] == data->ne[2], who, "kernel and data must have the same input channels (" + shapes + ")");
+        MB_REQUIRE(kernel->ne[2] == data->ne[2], who,
+                   "kernel and data must have the same input channels (" + shapes + ")");
     } else {
         MB_REQUIRE(kernel->ne[2] == 1 && kernel->ne[3] == data->ne[2], who,
                    "a depthwise kernel is (C, 1, KH, KW) for data (N, C, H, W) (" + shapes + ")");
@@ -953,8 +954,8 @@ Tensor* conv_transpose_2d_p0(Tensor* kernel, Tensor* data, int stride) {
     MB_REQUIRE(kernel->ne[3] == data->ne[2], who,
                "the kernel (IC, OC, KH, KW) must have data's input channels (" + shapes + ")");
     MB_REQUIRE(data->ne[0] > 0 && data->ne[1] > 0, who, "data must have rows and columns (" + shapes + ")");
-    const int64_t ne[kMaxDims] = {(data->ne[0] - 1) * stride + kernel->ne[0], (data->ne[1] - 1) * stride + kernel->ne[1],
-                                  kernel->ne[2], data->ne[3]};
+    const int64_t ne[kMaxDims] = {(data->ne[0] - 1) * stride + kernel->ne[0],
+                                  (data->ne[1] - 1) * stride + kernel->ne[1], kernel->ne[2], data->ne[3]};
     Tensor* t = result(data, Type::F32, ne, 4, Op::CONV_TRANSPOSE_2D, {kernel, data});
     t->op_params[0] = stride;
     return t;

@@ -243,7 +243,8 @@ BAD_BUILDS = [
      ["larger", "(4, 2, 5, 5)"]),
     ("conv_2d_direct", lambda: mb.ops.conv_2d_direct(*_ctx_tensors((mb.f32, (4, 2, 3, 3)), (mb.f32, (1, 2, 8, 8))), 0),
      ["s 0x1"]),
-    ("conv_2d_dw_direct", lambda: mb.ops.conv_2d_dw_direct(*_ctx_tensors((mb.f32, (3, 2, 3, 3)), (mb.f32, (1, 3, 8, 8)))),
+    ("conv_2d_dw_direct",
+     lambda: mb.ops.conv_2d_dw_direct(*_ctx_tensors((mb.f32, (3, 2, 3, 3)), (mb.f32, (1, 3, 8, 8)))),
      ["(3, 2, 3, 3)", "(1, 3, 8, 8)"]),
     ("conv_transpose_2d_p0", lambda: mb.ops.conv_transpose_2d_p0(
         *_ctx_tensors((mb.f32, (3, 2, 3, 3)), (mb.f32, (1, 4, 5, 5))), 2), ["(3, 2, 3, 3)", "(1, 4, 5, 5)"]),
