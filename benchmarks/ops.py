@@ -143,9 +143,12 @@ class Row:
     """A benchmark row: how each peer builds and runs it, and its FLOP count (None: not a matmul)."""
 
     def __init__(self, name, shape, flops, ours, numpy_fn, ggml_spec, torch_fn, tol, weight_bytes=None,
-                 numpy_peer=True):
+                 numpy_peer=True, canon=None):
         self.name, self.shape, self.flops = name, shape, flops
         self.numpy_peer = numpy_peer  # False: numpy_fn is the reference only (no numpy version), not timed
+        # canon: applied to every result (in the reference's shape) and the reference before they are
+        # compared, for ops whose order ggml leaves open (top_k: sorted indices)
+        self.canon = canon or (lambda v: v)
         self.weight_bytes = weight_bytes  # mat-vec rows: bytes of weights each call reads
         self.ours, self.numpy_fn, self.ggml_spec, self.torch_fn = ours, numpy_fn, ggml_spec, torch_fn
         self.tol = tol  # relative error vs numpy above which the row is flagged
@@ -329,6 +332,29 @@ def argsort_row(rng):
                (lambda: torch.argsort(ta, dim=-1, stable=True)) if torch is not None else None, 0.0)
 
 
+def top_k_row(rng):
+    rows, n, k = 64, 32000, 40
+    a = rng.standard_normal((rows, n)).astype(np.float32)
+
+    def np_top_k():
+        part = np.argpartition(-a, k, axis=-1)[:, :k]
+        return np.take_along_axis(part, np.argsort(-np.take_along_axis(a, part, -1), axis=-1, kind="stable"), -1)
+
+    def build_ours(ctx):
+        t = ctx.tensor(mb.f32, a.shape)
+        return [t], mb.ops.top_k(t, k)
+
+    def build_ggml(ctx):
+        t = ggml.ggml_new_tensor_2d(ctx, ggml.GGML_TYPE_F32, n, rows)
+        return [t], ggml.ggml_top_k(ctx, t, k)
+
+    ta = torch.from_numpy(a) if torch is not None else None
+    # ggml leaves the order of the k indices open (it swaps the first two): compared as sorted sets.
+    return Row("top_k", f"{rows}x{n} k={k}", None, (build_ours, [a]), np_top_k, (build_ggml, [a]),
+               (lambda: torch.topk(ta, k, dim=-1)) if torch is not None else None, 0.0,
+               canon=lambda v: np.sort(v, axis=-1))
+
+
 def group_norm_row(rng):
     a = rng.standard_normal((1, 320, 64, 64)).astype(np.float32)
     groups, eps = 32, 1e-6
@@ -380,6 +406,99 @@ def conv_transpose_1d_row(rng):
     return Row("conv_t_1d", f"{ic}x{length}->{oc}x{ol}", 2.0 * ic * oc * k * length, (build_ours, [w, x]), np_conv_t,
                (build_ggml, [w, x]),
                (lambda: F.conv_transpose1d(tx, tw, stride=s, padding=p)) if torch is not None else None, 1e-4)
+
+
+def cumsum_row(rng):
+    a = rng.standard_normal((512, 4096)).astype(np.float32)
+
+    def build_ours(ctx):
+        t = ctx.tensor(mb.f32, a.shape)
+        return [t], mb.ops.cumsum(t)
+
+    def build_ggml(ctx):
+        t = ggml.ggml_new_tensor_2d(ctx, ggml.GGML_TYPE_F32, 4096, 512)
+        return [t], ggml.ggml_cumsum(ctx, t)
+
+    ta = torch.from_numpy(a) if torch is not None else None
+    return Row("cumsum", "512x4096", None, (build_ours, [a]), lambda: np.cumsum(a, axis=-1), (build_ggml, [a]),
+               (lambda: torch.cumsum(ta, dim=-1)) if torch is not None else None, 1e-5)
+
+
+def out_prod_row(rng):
+    """A weight gradient: 1500 tokens, 384 x 384 (ggml_out_prod(a, b) = b^T a over the tokens)."""
+    k, m, n = 1500, 384, 384
+    a = rng.standard_normal((k, m)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+
+    def build_ours(ctx):
+        ta, tb = ctx.tensor(mb.f32, a.shape), ctx.tensor(mb.f32, b.shape)
+        return [ta, tb], mb.ops.out_prod(ta, tb)
+
+    def build_ggml(ctx):
+        ta = ggml.ggml_new_tensor_2d(ctx, ggml.GGML_TYPE_F32, m, k)
+        tb = ggml.ggml_new_tensor_2d(ctx, ggml.GGML_TYPE_F32, n, k)
+        return [ta, tb], ggml.ggml_out_prod(ctx, ta, tb)
+
+    ta = torch.from_numpy(a) if torch is not None else None
+    tb = torch.from_numpy(b) if torch is not None else None
+    return Row("out_prod", f"{k}x{m} {k}x{n}", 2.0 * k * m * n, (build_ours, [a, b]), lambda: b.T @ a,
+               (build_ggml, [a, b]), (lambda: tb.T @ ta) if torch is not None else None, 1e-5)
+
+
+def conv_2d_row(rng):
+    """A UNet block's 3x3 convolution: 64 -> 64 channels on 64x64, padding 1."""
+    c, oc, h, w, k = 64, 64, 64, 64, 3
+    kern = (rng.standard_normal((oc, c, k, k)) * 0.1).astype(np.float32)
+    x = rng.standard_normal((1, c, h, w)).astype(np.float32)
+
+    def np_conv():
+        xp = np.pad(x[0], ((0, 0), (1, 1), (1, 1)))
+        win = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(1, 2))  # (c, h, w, k, k)
+        return np.tensordot(kern, win, axes=([1, 2, 3], [0, 3, 4]))[None]
+
+    def build_ours(ctx):
+        tk, tx = ctx.tensor(mb.f32, kern.shape), ctx.tensor(mb.f32, x.shape)
+        return [tk, tx], mb.ops.conv_2d_direct(tk, tx, 1, 1, 1, 1, 1, 1)
+
+    def build_ggml(ctx):
+        tk = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F32, k, k, c, oc)
+        tx = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F32, w, h, c, 1)
+        return [tk, tx], ggml.ggml_conv_2d_direct(ctx, tk, tx, 1, 1, 1, 1, 1, 1)
+
+    tk = torch.from_numpy(kern) if torch is not None else None
+    tx = torch.from_numpy(x) if torch is not None else None
+    return Row("conv_2d", f"{c}x{h}x{w} k3 ->{oc}", 2.0 * oc * c * k * k * h * w, (build_ours, [kern, x]), np_conv,
+               (build_ggml, [kern, x]), (lambda: F.conv2d(tx, tk, padding=1)) if torch is not None else None, 1e-4)
+
+
+def conv_transpose_2d_row(rng):
+    """A UNet decoder's 2x upsampling: 64 -> 32 channels, kernel 4, stride 2, 32x32 -> 66x66."""
+    ic, oc, h, w, k, s = 64, 32, 32, 32, 4, 2
+    kern = (rng.standard_normal((ic, oc, k, k)) * 0.1).astype(np.float32)
+    x = rng.standard_normal((1, ic, h, w)).astype(np.float32)
+
+    def np_conv_t():
+        out = np.zeros((1, oc, (h - 1) * s + k, (w - 1) * s + k), np.float32)
+        for ky in range(k):
+            for kx in range(k):
+                out[0, :, ky:ky + (h - 1) * s + 1:s, kx:kx + (w - 1) * s + 1:s] += np.tensordot(
+                    kern[:, :, ky, kx], x[0], axes=([0], [0]))
+        return out
+
+    def build_ours(ctx):
+        tk, tx = ctx.tensor(mb.f32, kern.shape), ctx.tensor(mb.f32, x.shape)
+        return [tk, tx], mb.ops.conv_transpose_2d_p0(tk, tx, s)
+
+    def build_ggml(ctx):
+        tk = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F32, k, k, oc, ic)
+        tx = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F32, w, h, ic, 1)
+        return [tk, tx], ggml.ggml_conv_transpose_2d_p0(ctx, tk, tx, s)
+
+    tk = torch.from_numpy(kern) if torch is not None else None
+    tx = torch.from_numpy(x) if torch is not None else None
+    return Row("conv_t_2d", f"{ic}x{h}x{w} k4 s2 ->{oc}", 2.0 * ic * oc * k * k * h * w, (build_ours, [kern, x]),
+               np_conv_t, (build_ggml, [kern, x]),
+               (lambda: F.conv_transpose2d(tx, tk, stride=s)) if torch is not None else None, 1e-4)
 
 
 def ssm_scan_row(rng):
@@ -574,8 +693,9 @@ def all_rows(rng):
             for n in (1, 1500):
                 rows.append(matmul_row(wtype, n, k, m, rng))
     rows += [softmax_row(rng), norm_row(rng), gelu_row(rng), add_row(rng)]
-    rows += [mul_mat_id_row(rng), argsort_row(rng), group_norm_row(rng), conv_transpose_1d_row(rng)]
+    rows += [mul_mat_id_row(rng), argsort_row(rng), top_k_row(rng), group_norm_row(rng), conv_transpose_1d_row(rng)]
     rows += [ssm_scan_row(rng), *rwkv_rows(rng), interpolate_row("bilinear", rng), interpolate_row("bicubic", rng)]
+    rows += [cumsum_row(rng), out_prod_row(rng), conv_2d_row(rng), conv_transpose_2d_row(rng)]
     if torch is not None:
         rows.append(antialias_row(rng))
     return rows
@@ -794,11 +914,11 @@ def run_table(nth, args):
         ref = np.asarray(row.numpy_fn(), dtype=np.float64)
         rel_ours = rel_ggml = None
         if ours is not None:
-            rel_ours = relative_error(ours.result(), ref)
+            rel_ours = relative_error(row.canon(np.asarray(ours.result()).reshape(ref.shape)), row.canon(ref))
             if rel_ours > row.tol:
                 note = f"CHECK: relative error {rel_ours:.2g} vs numpy"
         if g is not None:
-            rel_ggml = relative_error(g.result(), ref)
+            rel_ggml = relative_error(row.canon(np.asarray(g.result()).reshape(ref.shape)), row.canon(ref))
         if ours is not None and row.weight_bytes:
             pause, after_np = pause_ratio(ours, t_ours), after_numpy_ratio(ours, t_ours)
         if row.weight_bytes and row.torch_fn is not None and times.get("torch"):

@@ -1,4 +1,4 @@
-// ACC: dst = src0 with src1 added into the view at byte offset `offset`, strides 4, nb1, nb2, nb3.
+// ACC (SET: set != 0): dst = src0 with src1 added into (SET: written into) the view at byte offset `offset`, strides 4, nb1, nb2, nb3.
 // One thread per dst element: it copies its value and finds, from its byte position, the src1
 // element that lands there, if any (the view's strides nest, checked at graph build).
 #include <metal_stdlib>
@@ -28,7 +28,8 @@ kernel void kernel_acc_f32(
         const ulong i0 = r / 4;
         if (r % 4 == 0 && i0 < ulong(args.ne10) && i1 < ulong(args.ne11) && i2 < ulong(args.ne12) &&
             i3 < ulong(args.ne13)) {
-            v += *((device const float *) (src1 + i0 * args.nb10 + i1 * args.nb11 + i2 * args.nb12 + i3 * args.nb13));
+            const float b = *((device const float *) (src1 + i0 * args.nb10 + i1 * args.nb11 + i2 * args.nb12 + i3 * args.nb13));
+            v = args.set != 0 ? b : v + b;
         }
     }
     dst[tpig] = v;

@@ -198,7 +198,7 @@ typedef struct {
 typedef struct {
     uint32_t n;
     int32_t ne10, ne11, ne12, ne13;
-    int32_t pad0;
+    int32_t set;  // SET: src1 replaces the view's values
     uint64_t nb10, nb11, nb12, nb13;
     uint64_t nb1, nb2, nb3;
     uint64_t offset;
@@ -415,6 +415,79 @@ typedef struct {
     uint64_t nb0, nb1, nb2, nb3;
     int32_t p0, p1;
 } mb_kargs_pad_reflect_1d;
+
+// TOP_K: per row of src0 (ne00 values, strides nb0x), the i32 indices of its k largest into dst
+// (nb0..nb3). npad: the sorted window (a power of two, <= 2048); rows longer than npad are taken in
+// chunks of npad / 2 after the first npad (chunked != 0), keeping the best npad / 2.
+typedef struct {
+    int32_t ne00;
+    int32_t npad;
+    uint64_t nb00, nb01, nb02, nb03;
+    uint64_t nb0, nb1, nb2, nb3;
+    int32_t k;
+    int32_t chunked;
+} mb_kargs_top_k;
+
+// CUMSUM: dst row = the running sum of src0's row (ne00 values, strides nb0x); dst strides nb0..nb3.
+typedef struct {
+    int32_t ne00;
+    int32_t pad0;
+    uint64_t nb00, nb01, nb02, nb03;
+    uint64_t nb0, nb1, nb2, nb3;
+} mb_kargs_cumsum;
+
+// TRI, DIAG_MASK_INF, DIAG_MASK_ZERO, DIAG: dst element (i0, i1, i2, i3) is src0's (i0, i1, i2, i3)
+// when lo <= i0 - i1 <= hi, else fill (DIAG: nb01 = 0, its one row read for every row).
+typedef struct {
+    uint64_t nb00, nb01, nb02, nb03;
+    int32_t ne0, ne1, ne2, ne3;
+    uint64_t nb0, nb1, nb2, nb3;
+    int32_t lo, hi;
+    float fill;
+    int32_t pad0;
+} mb_kargs_tri;
+
+// ROLL: dst[i] = src0[(i - shift) mod ne] on every dim (np.roll); shifts in [0, ne).
+typedef struct {
+    int32_t ne00, ne01, ne02, ne03;
+    uint64_t nb00, nb01, nb02, nb03;
+    uint64_t nb0, nb1, nb2, nb3;
+    int32_t s0, s1, s2, s3;
+} mb_kargs_roll;
+
+// OUT_PROD: dst[i3][i2][n][m] = sum_k src0[j3][j2][k][m] * src1[i3][i2][k][n], j2 = i2 / (ne12 / ne02),
+// j3 = i3 / (ne13 / ne03); k < ne01 (= ne11).
+typedef struct {
+    int32_t ne00, ne01, ne02, ne03;
+    uint64_t nb00, nb01, nb02, nb03;
+    int32_t ne10, ne11, ne12, ne13;
+    uint64_t nb10, nb11, nb12, nb13;
+    uint64_t nb0, nb1, nb2, nb3;
+} mb_kargs_out_prod;
+
+// POOL_1D: dst[o] = max or mean (avg != 0) of src0[j] for j in [o*s0 - p0, o*s0 - p0 + k0) inside the row.
+typedef struct {
+    int32_t ne00, ne0;
+    int32_t avg, k0, s0, p0;
+    uint64_t nb00, nb01, nb02, nb03;
+    uint64_t nb0, nb1, nb2, nb3;
+} mb_kargs_pool_1d;
+
+// CONV_2D (dw == 0) and CONV_2D_DW (dw != 0): dst[n][oc][oy][ox] = sum over ic (DW: ic = oc only),
+// ky, kx of src0[oc][ic][ky][kx] * src1[n][ic][oy*s1 + ky*d1 - p1][ox*s0 + kx*d0 - p0] (zero outside).
+// CONV_TRANSPOSE_2D: dst[n][oc][y][x] = sum over ic, ky, kx with y = iy*s0 + ky, x = ix*s0 + kx of
+// src0[ic][oc][ky][kx] * src1[n][ic][iy][ix]. ne0x: kernel (KW, KH, IC or OC, OC or IC), ne1x: data.
+typedef struct {
+    int32_t ne00, ne01, ne02, ne03;
+    uint64_t nb00, nb01, nb02, nb03;
+    int32_t ne10, ne11, ne12, ne13;
+    uint64_t nb10, nb11, nb12, nb13;
+    int32_t ne0, ne1, ne2, ne3;
+    uint64_t nb0, nb1, nb2, nb3;
+    int32_t s0, s1, p0, p1, d0, d1;
+    int32_t dw;
+    int32_t pad0;
+} mb_kargs_conv_2d;
 
 // The layout asserts of every struct above, generated from this file (tools/kargs_layout.py).
 #include "kargs_layout.h"

@@ -1,4 +1,4 @@
-// CONCAT, REPEAT, PAD and PAD_REFLECT_1D: element moves with any source and destination strides. Each kernel is
+// CONCAT, REPEAT, PAD, PAD_REFLECT_1D and ROLL: element moves with any source and destination strides. Each kernel is
 // instantiated per element size only through its type (T is copied, never computed with), so the
 // 4-byte kernels serve f32 and i32 alike and the 2-byte ones f16 and bf16.
 #include <metal_stdlib>
@@ -125,6 +125,36 @@ kernel void kernel_pad_reflect_1d(
 }
 
 typedef decltype(kernel_pad_reflect_1d<float>) kernel_pad_reflect_1d_t;
+
+// ROLL: one threadgroup per dst row, reading the source row (i - s) mod ne on every dim.
+template <typename T>
+kernel void kernel_roll(
+        constant mb_kargs_roll & args [[buffer(0)]],
+        device const char * src0 [[buffer(1)]],
+        device char * dst [[buffer(2)]],
+        uint3 tgpig [[threadgroup_position_in_grid]],
+        ushort tiitg [[thread_index_in_threadgroup]],
+        ushort ntg [[threads_per_threadgroup]]) {
+    const int i1 = tgpig.x;
+    const int i2 = tgpig.y;
+    const int i3 = tgpig.z;
+    const int j1 = i1 >= args.s1 ? i1 - args.s1 : i1 - args.s1 + args.ne01;
+    const int j2 = i2 >= args.s2 ? i2 - args.s2 : i2 - args.s2 + args.ne02;
+    const int j3 = i3 >= args.s3 ? i3 - args.s3 : i3 - args.s3 + args.ne03;
+    device const char * x = src0 + (ulong) j1 * args.nb01 + (ulong) j2 * args.nb02 + (ulong) j3 * args.nb03;
+    device char * y = dst + (ulong) i1 * args.nb1 + (ulong) i2 * args.nb2 + (ulong) i3 * args.nb3;
+    for (int i0 = tiitg; i0 < args.ne00; i0 += ntg) {
+        const int j0 = i0 >= args.s0 ? i0 - args.s0 : i0 - args.s0 + args.ne00;
+        *((device T *) (y + (ulong) i0 * args.nb0)) = *((device const T *) (x + (ulong) j0 * args.nb00));
+    }
+}
+
+typedef decltype(kernel_roll<float>) kernel_roll_t;
+
+template [[host_name("kernel_roll_f32")]] kernel kernel_roll_t kernel_roll<float>;
+template [[host_name("kernel_roll_f16")]] kernel kernel_roll_t kernel_roll<half>;
+template [[host_name("kernel_roll_i32")]] kernel kernel_roll_t kernel_roll<int>;
+template [[host_name("kernel_roll_bf16")]] kernel kernel_roll_t kernel_roll<ushort>;
 
 template [[host_name("kernel_pad_reflect_1d_f32")]] kernel kernel_pad_reflect_1d_t kernel_pad_reflect_1d<float>;
 template [[host_name("kernel_pad_reflect_1d_f16")]] kernel kernel_pad_reflect_1d_t kernel_pad_reflect_1d<half>;

@@ -27,6 +27,7 @@ MB_OP(ADD, Binary, OP, "add")
 MB_OP(SUB, Binary, OP, "sub")
 MB_OP(MUL, Binary, OP, "mul")
 MB_OP(DIV, Binary, OP, "div")
+MB_OP(ADD1, Binary, OP, "add1")  // a + b, b one element (ggml_add1)
 // element-wise unary (ggml nests the activations under GGML_OP_UNARY; here each is an op)
 MB_UNARY(SCALE, EW, "scale")  // params f[0] = s, f[1] = b: x*s + b
 MB_UNARY(CLAMP, EW, "clamp")  // params f[0] = min, f[1] = max
@@ -56,6 +57,7 @@ MB_UNARY(FLOOR, MAP, "floor")
 MB_UNARY(CEIL, MAP, "ceil")
 MB_UNARY(ROUND, MAP, "round")  // halves away from zero
 MB_UNARY(TRUNC, MAP, "trunc")
+MB_UNARY(FILL, EW, "fill")  // params f[0] = c: every element c (ggml_fill)
 MB_UNARY(LEAKY_RELU, EW, "leaky_relu")  // params f[0] = negative_slope: x > 0 ? x : slope * x
 // params f[0] = alpha_n (beta + softplus(alpha_n) as given), f[1] = alpha_p (softplus), f[2] beta, f[3] eps:
 // x > 0 ? alpha_p x^2 + beta x : (expm1(min(x, eps)) - x) alpha_n + beta x
@@ -74,15 +76,19 @@ MB_OP(RMS_NORM, Norm, OP, "rms_norm")  // params f[0] = eps: x / sqrt(mean(x^2) 
 MB_OP(L2_NORM, Norm, OP, "l2_norm")    // params f[0] = eps: x / max(||x||_2, eps) over ne0
 MB_OP(GROUP_NORM, Norm, OP, "group_norm")  // params i[0] = n_groups, f[1] = eps: over groups of channels (ne2)
 MB_OP(SOFT_MAX, SoftMax, OP, "soft_max_ext")  // src1 mask or null, src2 sinks or null; f[0] scale, f[1] max_bias
+MB_OP(SUM, Reduce, OP, "sum")            // -> one element (ne = [1])
 MB_OP(SUM_ROWS, Reduce, OP, "sum_rows")  // -> ne0 = 1
 MB_OP(MEAN, Reduce, OP, "mean")          // -> ne0 = 1
 MB_OP(ARGMAX, Reduce, OP, "argmax")      // f32 rows -> i32, one per row (ne = [ne1])
+MB_OP(CUMSUM, Cumsum, OP, "cumsum")      // running sum along ne0, same shape
 // attention and matrices
 MB_OP(FLASH_ATTN_EXT, FlashAttnExt, OP, "flash_attn_ext")  // q, k, v, mask; f[0] scale, f[1] max_bias, f[2] softcap
 MB_OP(MUL_MAT, MulMat, OP, "mul_mat")  // out[i,j] = sum_k a[j,k] * b[i,k], broadcast on dims 2,3
+MB_OP(OUT_PROD, OutProd, OP, "out_prod")  // dst[:, :, n, m] = sum_k a[:, :, k, m] * b[:, :, k, n] (a broadcast on dims 2, 3)
 MB_OP(MUL_MAT_ID, MulMatId, OP, "mul_mat_id")  // experts as, b, i32 ids: dst[:, e, t] = as[ids[e, t]] @ b[:, e % ne11, t]
 MB_OP(ADD_ID, AddId, OP, "add_id")             // a + b[:, ids[i1, i2]]
 MB_OP(ACC, Acc, OP, "acc")  // a with b added into its view at i[3] bytes, strides i[0..2] = nb1, nb2, nb3
+MB_OP(SET, Acc, OP, "set")  // as ACC, b written into the view
 // data movement
 MB_OP(DUP, Copy, OP, "dup")            // copy into a new contiguous tensor of the same type
 MB_OP(CPY, Copy, OP, "cpy")            // src0 converted into src1; the result views src1
@@ -94,9 +100,19 @@ MB_OP(CONCAT, Layout, OP, "concat")    // params i[0] = dim
 MB_OP(REPEAT, Layout, OP, "repeat")    // src0 tiled to the shape of dst
 MB_OP(PAD, Layout, OP, "pad")          // params i[0..3] = zeros appended at the end of each dimension
 MB_OP(PAD_REFLECT_1D, Layout, OP, "pad_reflect_1d")  // i[0] = p0, i[1] = p1: ne0 mirrored p0 before, p1 after
+MB_OP(ROLL, Layout, OP, "roll")        // i[0..3] = shifts (|shift| < ne): np.roll on every dim
+// positional masks of matrices (dims 0, 1): keep element (i0, i1) by i0 - i1, else a fill value
+MB_OP(TRI, Tri, OP, "tri")                        // i[0] = ggml_tri_type: 0 upper+diag, 1 upper, 2 lower+diag, 3 lower
+MB_OP(DIAG, Tri, OP, "diag")                      // [n, 1, ..] -> [n, n, ..]: the row on the diagonal
+MB_OP(DIAG_MASK_INF, Tri, OP, "diag_mask_inf")    // i[0] = n_past: -inf where i0 > n_past + i1
+MB_OP(DIAG_MASK_ZERO, Tri, OP, "diag_mask_zero")  // i[0] = n_past: 0 where i0 > n_past + i1
 MB_OP(ROPE, Rope, OP, "rope")          // src1 i32 positions; see ops.h
 // convolution, pooling, resampling, state-space models
 MB_OP(CONV_TRANSPOSE_1D, ConvTranspose1d, OP, "conv_transpose_1d")  // src0 kernel, src1 data; i[0..2] s0, p0, d0
+MB_OP(POOL_1D, Pool1d, OP, "pool_1d")     // i[0] 0 max / 1 avg, i[1..3] k0, s0, p0 (p0 < k0)
+MB_OP(CONV_2D, Conv2d, OP, "conv_2d_direct")        // src0 kernel [KW,KH,IC,OC], src1 data; i[0..5] s0, s1, p0, p1, d0, d1
+MB_OP(CONV_2D_DW, Conv2d, OP, "conv_2d_dw_direct")  // src0 kernel [KW,KH,1,C], src1 data [W,H,C,N]; i[0..5] as CONV_2D
+MB_OP(CONV_TRANSPOSE_2D, ConvTranspose2d, OP, "conv_transpose_2d_p0")  // src0 kernel [KW,KH,OC,IC], src1 data; i[0] s
 MB_OP(POOL_2D, Pool2d, OP, "pool_2d")     // i[0] 0 max / 1 avg, i[1..6] k0, k1, s0, s1, p0, p1
 // UPSCALE: to dst's shape; i[0] = mode (0 nearest, 1 bilinear, 2 bicubic) | 256 align corners | 512 antialias
 MB_OP(UPSCALE, Upscale, OP, "upscale")
@@ -107,6 +123,7 @@ MB_OP(RWKV_WKV7, RwkvWkv, OP, "rwkv_wkv7")  // r, w, k, v, a, b, state -> [S*H, 
 // generators and sorting
 MB_OP(ARANGE, Arange, OP, "arange")     // no sources; params f[0] start, f[1] stop, f[2] step
 MB_OP(ARGSORT, Argsort, OP, "argsort")  // f32 rows -> i32 indices; params i[0] = 1: descending
+MB_OP(TOP_K, TopK, OP, "top_k")  // f32 rows -> i32 indices of the ne0 largest, largest first (ties: lower index)
 MB_OP(TIMESTEP_EMBEDDING, TimestepEmbedding, OP, "timestep_embedding")  // params i[0] = dim, i[1] = max_period
 // views: no computation, the result aliases src0's memory
 MB_OP(RESHAPE, None, VIEW, "reshape")

@@ -31,6 +31,34 @@ kernel void kernel_sum_rows_f32(
     }
 }
 
+// SUM: one threadgroup over every element of src0 (any strides), flat index i = i0 + ne00 * row.
+kernel void kernel_sum_f32(
+        constant mb_kargs_reduce & args [[buffer(0)]],
+        device const char * src0 [[buffer(1)]],
+        device float * dst [[buffer(2)]],
+        threadgroup float * shmem [[threadgroup(0)]],
+        ushort tpitg [[thread_position_in_threadgroup]],
+        ushort ntg [[threads_per_threadgroup]],
+        ushort tiisg [[thread_index_in_simdgroup]],
+        ushort sgitg [[simdgroup_index_in_threadgroup]],
+        ushort nsg [[simdgroups_per_threadgroup]]) {
+    const ulong n = ulong(args.ne00) * ulong(args.ne01) * ulong(args.ne02) * ulong(args.ne03);
+    float s = 0.0f;
+    for (ulong i = tpitg; i < n; i += ntg) {
+        const ulong i0 = i % ulong(args.ne00);
+        ulong r = i / ulong(args.ne00);
+        const ulong i1 = r % ulong(args.ne01);
+        r /= ulong(args.ne01);
+        const ulong i2 = r % ulong(args.ne02);
+        const ulong i3 = r / ulong(args.ne02);
+        s += *((device const float *) (src0 + i0 * args.nb00 + i1 * args.nb01 + i2 * args.nb02 + i3 * args.nb03));
+    }
+    s = block_sum(s, shmem, tiisg, sgitg, nsg);
+    if (tpitg == 0) {
+        dst[0] = s;
+    }
+}
+
 // The first index of the largest value; NaN never wins (a row of NaNs gives 0). Each thread keeps
 // its best (value, index), idx < 0 when it saw only NaNs; ties go to the smaller index.
 kernel void kernel_argmax_f32(

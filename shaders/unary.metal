@@ -1,4 +1,4 @@
-// SCALE CLAMP LEAKY_RELU XIELU and the unary activations over f32, and f16 computed in f32 (the Unary
+// SCALE CLAMP FILL LEAKY_RELU XIELU and the unary activations over f32, and f16 computed in f32 (the Unary
 // rows of op_table.h): one thread per element, or per float4 when the element count is a multiple of 4; views with other
 // strides one threadgroup per row. The op is the function constant FC_unary_op.
 #include <metal_stdlib>
@@ -17,6 +17,8 @@ static inline T unary_apply(T x, float p0, float p1, float p2, float p3) {
         case MB_UNARY_CLAMP:
             // NaN stays NaN (min/max would replace it by a bound).
             return select(select(select(x, T(p1), x > p1), T(p0), x < p0), x, nan_bits(x));
+        case MB_UNARY_FILL:
+            return T(p0);
         case MB_UNARY_SQR:
             return x * x;
         case MB_UNARY_SQRT:

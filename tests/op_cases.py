@@ -1240,3 +1240,238 @@ def super_block_cases():
 
 
 super_block_cases()
+
+
+# ---------------------------------------------- more of ggml's ops: selection, scans, masks, spatial
+
+def top_k_ref(a, k):
+    # argsort descending, stable (ties in index order, NaNs last), cut at k.
+    return np.argsort(-a, axis=-1, kind="stable")[..., :k].astype(np.float64)
+
+
+def top_k_cases():
+    for label, shape, k in [("rows", (5, 37), 5), ("all", (3, 17), 17), ("one", (4, 100), 1), ("4d", (2, 3, 2, 19), 4),
+                            ("pow2", (3, 64), 64), ("wide", (2, 1000), 100), ("chunked", (2, 3000), 20),
+                            ("chunked_k1024", (1, 2100), 1024), ("k0", (3, 9), 0), ("empty", (0, 9), 3)]:
+        case(f"top_k/f32/{label}", "TOP_K", [In(shape)], lambda a, k=k: mb.ops.top_k(a, k),
+             lambda a, k=k: top_k_ref(a, k), EXACT)
+    case("top_k/f32/ties", "TOP_K", [In((6, 50))], lambda a: mb.ops.top_k(mb.ops.floor(mb.ops.scale(a, 2.0)), 12),
+         lambda a: top_k_ref(np.floor(a * 2.0), 12), EXACT)
+    # sqrt of negatives: NaNs, which come last.
+    case("top_k/f32/nan", "TOP_K", [In((3, 40))], lambda a: mb.ops.top_k(mb.ops.sqrt(a), 30),
+         lambda a: top_k_ref(np.sqrt(np.where(a < 0, np.nan, a)), 30), EXACT)
+    case("top_k/f32/transposed", "TOP_K", [In((23, 7))], lambda a: mb.ops.top_k(a.transpose(), 3),
+         lambda a: top_k_ref(a.T, 3), EXACT)
+    # k <= n / 16: the CPU's streaming heap; with ties, NaNs and strided rows too.
+    case("top_k/f32/heap_ties", "TOP_K", [In((4, 300))], lambda a: mb.ops.top_k(mb.ops.floor(mb.ops.scale(a, 2.0)), 10),
+         lambda a: top_k_ref(np.floor(a * 2.0), 10), EXACT)
+    case("top_k/f32/heap_nan", "TOP_K", [In((3, 200))], lambda a: mb.ops.top_k(mb.ops.sqrt(a), 5),
+         lambda a: top_k_ref(np.sqrt(np.where(a < 0, np.nan, a)), 5), EXACT)
+    case("top_k/f32/heap_transposed", "TOP_K", [In((200, 3))], lambda a: mb.ops.top_k(a.transpose(), 4),
+         lambda a: top_k_ref(a.T, 4), EXACT)
+
+
+def scan_cases():
+    for label, shape in [("rows", (5, 37)), ("4d", (2, 3, 2, 19)), ("long", (2, 3000)), ("single", (4, 1)),
+                         ("empty", (0, 9))]:
+        case(f"cumsum/f32/{label}", "CUMSUM", [In(shape)], mb.ops.cumsum, lambda a: np.cumsum(a, axis=-1), ROWS)
+    case("cumsum/f32/transposed", "CUMSUM", [In((33, 7))], lambda a: mb.ops.cumsum(a.transpose()),
+         lambda a: np.cumsum(a.T, axis=-1), ROWS)
+    for label, shape in [("rows", (5, 37)), ("4d", (2, 3, 4, 1001)), ("one", (1,)), ("long", (100003,)),
+                         ("empty", (0, 5))]:
+        # Positive values: a sum of thousands of signed values can cancel to near zero, where the f32
+        # partial sums' rounding is no longer small against the result.
+        case(f"sum/f32/{label}", "SUM", [In(shape, gen="positive")], mb.ops.sum, lambda a: np.sum(a).reshape(1), ROWS)
+    case("sum/f32/permuted", "SUM", [In((3, 5, 7))], lambda a: mb.ops.sum(a.permute(2, 0, 1)),
+         lambda a: np.sum(a).reshape(1), ROWS)
+    for label, sa, tb in [("rows", (5, 37), mb.f32), ("4d", (2, 3, 4, 9), mb.f32), ("f16_scalar", (3, 33), mb.f16),
+                          ("empty", (0, 9), mb.f32)]:
+        case(f"add1/f32/{label}", "ADD1", [In(sa), In((1,), tb)], mb.ops.add1, lambda a, b: a + b[0], ARITH)
+    case("add1/f32/transposed_scalar_2d", "ADD1", [In((9, 13)), In((1, 1))], lambda a, b: mb.ops.add1(a.transpose(), b),
+         lambda a, b: a.T + b[0, 0], ARITH)
+    for label, shape, t, c in [("rows", (5, 37), mb.f32, 2.5), ("4d", (2, 3, 4, 9), mb.f32, -1e30),
+                               ("f16", (3, 33), mb.f16, 0.1), ("empty", (0, 4), mb.f32, 1.0)]:
+        want = float(np.float16(c)) if t == mb.f16 else float(np.float32(c))
+        case(f"fill/{'f16' if t == mb.f16 else 'f32'}/{label}", "FILL", [In(shape, t)],
+             lambda a, c=c: mb.ops.fill(a, c), lambda a, w=want: np.full(a.shape, w), EXACT)
+    case("fill/f32/transposed", "FILL", [In((6, 4))], lambda a: mb.ops.fill(a.transpose(), -3.0),
+         lambda a: np.full(a.T.shape, -3.0), EXACT)
+
+
+TRI_REF = {"upper_diag": lambda a: np.triu(a, 0), "upper": lambda a: np.triu(a, 1),
+           "lower_diag": lambda a: np.tril(a, 0), "lower": lambda a: np.tril(a, -1)}
+
+
+def diag_mask_ref(a, n_past, value):
+    rows, cols = a.shape[-2], a.shape[-1]
+    masked = np.arange(cols)[None, :] > n_past + np.arange(rows)[:, None]
+    return np.where(masked, value, a)
+
+
+def mask_cases():
+    for name, ref in TRI_REF.items():
+        for label, shape, t in [("3d", (3, 7, 7), mb.f32), ("4d", (2, 2, 5, 5), mb.f32), ("f16", (2, 9, 9), mb.f16)]:
+            case(f"tri/{'f16' if t == mb.f16 else 'f32'}/{name}_{label}", "TRI", [In(shape, t)],
+                 lambda a, name=name: mb.ops.tri(a, name), ref, EXACT)
+    case("tri/f32/transposed", "TRI", [In((6, 6))], lambda a: mb.ops.tri(a.transpose(), "lower"),
+         lambda a: np.tril(a.T, -1), EXACT)
+    case("tri/f32/empty", "TRI", [In((0, 4, 4))], lambda a: mb.ops.tri(a, "upper"), lambda a: np.triu(a, 1), EXACT)
+    for label, shape, t in [("row", (7,), mb.f32), ("3d", (3, 1, 9), mb.f32), ("4d", (2, 2, 1, 5), mb.f32),
+                            ("f16", (1, 6), mb.f16), ("empty", (0, 1, 4), mb.f32)]:
+        case(f"diag/{'f16' if t == mb.f16 else 'f32'}/{label}", "DIAG", [In(shape, t)], mb.ops.diag,
+             lambda a: np.eye(a.shape[-1]) * a, EXACT)
+    case("diag/f32/transposed", "DIAG", [In((6, 1))], lambda a: mb.ops.diag(a.transpose()),
+         lambda a: np.eye(6) * a.T, EXACT)
+    for op, value in (("diag_mask_inf", -np.inf), ("diag_mask_zero", 0.0)):
+        for label, shape, t, n_past in [("3d", (3, 5, 9), mb.f32, 2), ("square", (6, 6), mb.f32, 0),
+                                        ("past_all", (4, 3), mb.f32, 7), ("4d", (2, 2, 4, 7), mb.f32, 1),
+                                        ("f16", (3, 5, 9), mb.f16, 3)]:
+            case(f"{op}/{'f16' if t == mb.f16 else 'f32'}/{label}", op.upper(), [In(shape, t)],
+                 lambda a, op=op, n=n_past: getattr(mb.ops, op)(a, n),
+                 lambda a, n=n_past, v=value: diag_mask_ref(a, n, v), EXACT)
+        case(f"{op}/f32/transposed", op.upper(), [In((9, 5))], lambda a, op=op: getattr(mb.ops, op)(a.transpose(), 1),
+             lambda a, v=value: diag_mask_ref(a.T, 1, v), EXACT)
+
+
+def roll_cases():
+    # shifts in ggml order: shift0 moves the last axis.
+    for label, shape, t, shifts in [("2d", (5, 7), mb.f32, (3, -2)), ("4d", (2, 3, 4, 5), mb.f32, (-4, 3, 2, 1)),
+                                    ("f16", (3, 33), mb.f16, (10, 1)), ("i32", (4, 6), mb.i32, (-5, 3)),
+                                    ("zero", (3, 4), mb.f32, (0, 0)), ("empty", (0, 5), mb.f32, (2, 0))]:
+        gen = "index:100" if t == mb.i32 else "normal"
+        axes = tuple(range(len(shape)))[::-1][: len(shifts)]
+        case(f"roll/{str(t)[3:]}/{label}", "ROLL", [In(shape, t, gen)], lambda a, s=shifts: mb.ops.roll(a, *s),
+             lambda a, s=shifts, ax=axes: np.roll(a, s, axis=ax), EXACT)
+    case("roll/f32/transposed", "ROLL", [In((6, 4))], lambda a: mb.ops.roll(a.transpose(), 1, -3),
+         lambda a: np.roll(a.T, (1, -3), axis=(1, 0)), EXACT)
+
+
+def set_ref(a, b, nb1, nb2, nb3, offset):
+    out = a.copy().reshape(-1)
+    b4 = b.reshape((1,) * (4 - b.ndim) + b.shape)
+    for i3 in range(b4.shape[0]):
+        for i2 in range(b4.shape[1]):
+            for i1 in range(b4.shape[2]):
+                start = (offset + i1 * nb1 + i2 * nb2 + i3 * nb3) // 4
+                out[start:start + b4.shape[3]] = b4[i3, i2, i1]
+    return out.reshape(a.shape)
+
+
+def set_cases():
+    for label, sa, sb, nb1, nb2, nb3, off in [
+        ("block", (6, 10), (3, 4), 40, 120, 120, 4 * 13),
+        ("rows", (4, 7, 9), (2, 3, 5), 36, 252, 504, 4 * (9 + 2)),
+        ("whole", (5, 8), (5, 8), 32, 160, 160, 0),
+        ("strided", (12, 16), (4, 6), 128, 512, 512, 8),
+        ("1d", (20,), (7,), 28, 28, 28, 12),
+    ]:
+        case(f"set/f32/{label}", "SET", [In(sa), In(sb)],
+             lambda a, b, r=(nb1, nb2, nb3, off): mb.ops.set(a, b, *r),
+             lambda a, b, r=(nb1, nb2, nb3, off): set_ref(a, b, *r), EXACT)
+
+
+def out_prod_ref(a, b):
+    """a (..., K, M), b (..., K, N) -> (..., N, M); a's matrices serve consecutive ones of b."""
+    a4 = a.reshape((1,) * (4 - a.ndim) + a.shape)
+    b4 = b.reshape((1,) * (4 - b.ndim) + b.shape)
+    a4 = np.repeat(np.repeat(a4, b4.shape[0] // a4.shape[0], axis=0), b4.shape[1] // a4.shape[1], axis=1)
+    out = np.swapaxes(b4, -1, -2) @ a4
+    nd = max(a.ndim, b.ndim, 2)
+    return out.reshape(out.shape[4 - nd:])
+
+
+def pool_1d_ref(a, avg, k, s, p):
+    n = a.shape[-1]
+    cols = []
+    for o in range((n + 2 * p - k) // s + 1):
+        lo, hi = max(0, o * s - p), min(n, o * s - p + k)
+        w = a[..., lo:hi]
+        cols.append(w.mean(axis=-1) if avg else w.max(axis=-1))
+    return np.stack(cols, axis=-1)
+
+
+def conv_2d_ref(kernel, data, s0, s1, p0, p1, d0, d1):
+    """kernel (OC, IC, KH, KW), data (N, IC, H, W) -> (N, OC, OH, OW)."""
+    oc, ic, kh, kw = kernel.shape
+    cols = im2col_2d_ref(data, kh, kw, s0, s1, p0, p1, d0, d1)  # (N, OH, OW, IC*KH*KW)
+    return np.einsum("nyxc,oc->noyx", cols, kernel.reshape(oc, -1))
+
+
+def conv_2d_dw_ref(kernel, data, s0, s1, p0, p1, d0, d1):
+    """kernel (C, 1, KH, KW), data (N, C, H, W) -> (N, C, OH, OW)."""
+    return np.concatenate([conv_2d_ref(kernel[c:c + 1], data[:, c:c + 1], s0, s1, p0, p1, d0, d1)
+                           for c in range(data.shape[1])], axis=1)
+
+
+def conv_transpose_2d_ref(kernel, data, s):
+    """kernel (IC, OC, KH, KW), data (N, IC, H, W) -> (N, OC, (H-1)s + KH, (W-1)s + KW)."""
+    ic, oc, kh, kw = kernel.shape
+    n, _, h, w = data.shape
+    out = np.zeros((n, oc, (h - 1) * s + kh, (w - 1) * s + kw))
+    for ky in range(kh):
+        for kx in range(kw):
+            contrib = np.einsum("nihw,io->nohw", data, kernel[:, :, ky, kx])
+            out[:, :, ky:ky + (h - 1) * s + 1:s, kx:kx + (w - 1) * s + 1:s] += contrib
+    return out
+
+
+def product_cases():
+    for label, sa, sb in [("2d", (13, 9), (13, 7)), ("batch", (2, 3, 11, 6), (2, 3, 11, 5)),
+                          ("broadcast", (1, 2, 8, 5), (3, 4, 8, 6)), ("big", (300, 70), (300, 130)),
+                          ("k0", (0, 5), (0, 4))]:
+        case(f"out_prod/f32/{label}", "OUT_PROD", [In(sa), In(sb)], lambda a, b: mb.ops.out_prod(a, b),
+             out_prod_ref, ROWS)
+    case("out_prod/f32/transposed", "OUT_PROD", [In((6, 9)), In((8, 9))],
+         lambda a, b: mb.ops.out_prod(a.transpose(), b.transpose()), lambda a, b: out_prod_ref(a.T, b.T), ROWS)
+
+
+def spatial2_cases():
+    for label, shape, op, k, s, p in [("max", (3, 20), "max", 3, 2, 1), ("avg", (2, 3, 17), "avg", 4, 3, 2),
+                                      ("avg_nopad", (5, 16), "avg", 2, 2, 0), ("max_k1", (4, 7), "max", 1, 1, 0)]:
+        case(f"pool_1d/f32/{label}", "POOL_1D", [In(shape)], lambda a, r=(op, k, s, p): mb.ops.pool_1d(a, *r),
+             lambda a, r=(op == "avg", k, s, p): pool_1d_ref(a, *r), ROWS)
+    case("pool_1d/f32/transposed", "POOL_1D", [In((12, 5))], lambda a: mb.ops.pool_1d(a.transpose(), "max", 3, 3, 0),
+         lambda a: pool_1d_ref(a.T, False, 3, 3, 0), ROWS)
+    # (label, kernel (OC, IC, KH, KW), data (N, IC, H, W), s0, s1, p0, p1, d0, d1)
+    for label, sk, sd, geo in [("3x3", (4, 3, 3, 3), (2, 3, 9, 11), (1, 1, 1, 1, 1, 1)),
+                               ("stride", (5, 2, 3, 2), (1, 2, 10, 9), (2, 3, 0, 1, 1, 1)),
+                               ("dilated", (3, 4, 2, 3), (2, 4, 8, 12), (1, 2, 2, 1, 2, 3)),
+                               ("1x1", (6, 5, 1, 1), (1, 5, 4, 7), (1, 1, 0, 0, 1, 1)),
+                               ("many_oc", (100, 3, 3, 3), (1, 3, 6, 40), (1, 1, 1, 1, 1, 1))]:
+        for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
+            case(f"conv_2d_direct/{kn}xf32/{label}", "CONV_2D", [In(sk, kt), In(sd)],
+                 lambda k, d, g=geo: mb.ops.conv_2d_direct(k, d, *g), lambda k, d, g=geo: conv_2d_ref(k, d, *g), ROWS)
+    case("conv_2d_direct/f32/transposed_data", "CONV_2D", [In((2, 3, 3, 3)), In((1, 3, 7, 8))],
+         lambda k, d: mb.ops.conv_2d_direct(k, d.permute(0, 1, 3, 2), 1, 1, 1, 0),
+         lambda k, d: conv_2d_ref(k, d.transpose(0, 1, 3, 2), 1, 1, 1, 0, 1, 1), ROWS)
+    case("conv_2d_direct/f32/empty_batch", "CONV_2D", [In((2, 3, 3, 3)), In((0, 3, 5, 5))],
+         lambda k, d: mb.ops.conv_2d_direct(k, d), lambda k, d: np.zeros((0, 2, 3, 3)), ROWS)
+    for label, sk, sd, geo in [("3x3", (3, 1, 3, 3), (2, 3, 9, 11), (1, 1, 1, 1, 1, 1)),
+                               ("stride", (4, 1, 3, 2), (1, 4, 10, 9), (2, 3, 0, 1, 1, 1)),
+                               ("dilated", (2, 1, 2, 3), (2, 2, 8, 12), (1, 2, 2, 1, 2, 3))]:
+        for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
+            case(f"conv_2d_dw_direct/{kn}xf32/{label}", "CONV_2D_DW", [In(sk, kt), In(sd)],
+                 lambda k, d, g=geo: mb.ops.conv_2d_dw_direct(k, d, *g),
+                 lambda k, d, g=geo: conv_2d_dw_ref(k, d, *g), ROWS)
+    case("conv_2d_dw_direct/f32/transposed_data", "CONV_2D_DW", [In((3, 1, 3, 3)), In((1, 3, 7, 8))],
+         lambda k, d: mb.ops.conv_2d_dw_direct(k, d.permute(0, 1, 3, 2), 1, 1, 1, 1),
+         lambda k, d: conv_2d_dw_ref(k, d.transpose(0, 1, 3, 2), 1, 1, 1, 1, 1, 1), ROWS)
+    # (label, kernel (IC, OC, KH, KW), data (N, IC, H, W), stride)
+    for label, sk, sd, st in [("s1", (3, 4, 3, 3), (2, 3, 5, 6), 1), ("s2", (2, 3, 4, 3), (1, 2, 5, 4), 2),
+                              ("s3_small_kernel", (4, 2, 2, 2), (2, 4, 3, 5), 3)]:
+        for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
+            case(f"conv_transpose_2d_p0/{kn}xf32/{label}", "CONV_TRANSPOSE_2D", [In(sk, kt), In(sd)],
+                 lambda k, d, st=st: mb.ops.conv_transpose_2d_p0(k, d, st),
+                 lambda k, d, st=st: conv_transpose_2d_ref(k, d, st), ROWS)
+    case("conv_transpose_2d_p0/f32/transposed_data", "CONV_TRANSPOSE_2D", [In((2, 3, 3, 3)), In((1, 2, 4, 5))],
+         lambda k, d: mb.ops.conv_transpose_2d_p0(k, d.permute(0, 1, 3, 2), 2),
+         lambda k, d: conv_transpose_2d_ref(k, d.transpose(0, 1, 3, 2), 2), ROWS)
+
+
+top_k_cases()
+scan_cases()
+mask_cases()
+roll_cases()
+set_cases()
+product_cases()
+spatial2_cases()

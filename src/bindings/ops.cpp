@@ -132,6 +132,10 @@ void init_ops(py::module_& root) {
           py::arg("b") = 0.0f, "a*s + b.");
     m.def("clamp", [](T a, float lo, float hi) { return handle(ops::clamp(ptr(a), lo, hi)); }, py::arg("a"),
           py::arg("min"), py::arg("max"));
+    m.def("add1", [](T a, T b) { return handle(ops::add1(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"),
+          "ggml_add1: a + b, b a single element.");
+    m.def("fill", [](T a, float c) { return handle(ops::fill(ptr(a), c)); }, py::arg("a"), py::arg("c"),
+          "ggml_fill: a tensor like a (f32 or f16) with every element c.");
 
     // The MAP rows of the table of ops: one f32 input, no parameters.
     const std::pair<const char*, Op> unaries[] = {
@@ -189,6 +193,13 @@ void init_ops(py::module_& root) {
        "f32 1-D: start, start + step, ... below stop (ggml_arange).");
     m.def("argsort", [](T a, bool descending) { return handle(ops::argsort(ptr(a), descending)); }, py::arg("a"),
           py::arg("descending") = false, "i32 indices sorting each row (last axis); ties in index order, NaNs last.");
+    m.def("top_k", [](T a, int k) { return handle(ops::top_k(ptr(a), k)); }, py::arg("a"), py::arg("k"),
+          "ggml_top_k: i32 indices of each row's k largest values (last axis), largest first; ties in index "
+          "order, NaNs last.");
+    m.def("sum", [](T a) { return handle(ops::sum(ptr(a))); }, py::arg("a"),
+          "ggml_sum: the sum of every element, shape (1,).");
+    m.def("cumsum", [](T a) { return handle(ops::cumsum(ptr(a))); }, py::arg("a"),
+          "ggml_cumsum: the running sum along each row (last axis), in f32.");
     m.def("mul_mat_id", [](T as, T b, T ids) { return handle(ops::mul_mat_id(ptr(as), ptr(b), ptr(ids))); },
           py::arg("as_"), py::arg("b"), py::arg("ids"),
           "Expert routing (ggml_mul_mat_id): as_ (E,N,K), b (T,n_b,K) f32, ids (T,n_used) i32 -> (T,n_used,N) f32; "
@@ -249,6 +260,57 @@ void init_ops(py::module_& root) {
     }, py::arg("r"), py::arg("w"), py::arg("k"), py::arg("v"), py::arg("a"), py::arg("b"), py::arg("state"),
        "RWKV-7's WKV (ggml_rwkv_wkv7): r, w, k, v, a, b (T, H, S), state (n_seqs, S*S*H) -> "
        "(T + S*n_seqs, S*H): y rows, then the new states.");
+    m.def("roll", [](T a, int s0, int s1, int s2, int s3) {
+        const int shift[kMaxDims] = {s0, s1, s2, s3};
+        return handle(ops::roll(ptr(a), shift));
+    }, py::arg("a"), py::arg("shift0"), py::arg("shift1") = 0, py::arg("shift2") = 0, py::arg("shift3") = 0,
+       "ggml_roll: np.roll by shift0 along the last axis, shift1 the one before, ...; |shift| < the axis' size.");
+    m.def("out_prod", [](T a, T b) { return handle(ops::out_prod(ptr(a), ptr(b))); }, py::arg("a"), py::arg("b"),
+          "ggml_out_prod: a (..., K, M), b (..., K, N) f32 -> (..., N, M) = b^T a per matrix; a's leading axes "
+          "divide b's.");
+    m.def("pool_1d", [](T a, const std::string& op, int k0, int s0, int p0) {
+        if (op != "max" && op != "avg") {
+            fail<InvalidArgumentError>("ops.pool_1d", "op must be \"max\" or \"avg\", got \"", op, "\"");
+        }
+        return handle(ops::pool_1d(ptr(a), op == "avg", k0, s0, p0));
+    }, py::arg("a"), py::arg("op"), py::arg("k0"), py::arg("s0"), py::arg("p0") = 0,
+       "ggml_pool_1d over the last axis; avg divides by the cells inside the row (ggml); p0 < k0.");
+    m.def("conv_2d_direct", [](T kernel, T data, int s0, int s1, int p0, int p1, int d0, int d1) {
+        return handle(ops::conv_2d_direct(ptr(kernel), ptr(data), s0, s1, p0, p1, d0, d1));
+    }, py::arg("kernel"), py::arg("data"), py::arg("s0") = 1, py::arg("s1") = 1, py::arg("p0") = 0, py::arg("p1") = 0,
+       py::arg("d0") = 1, py::arg("d1") = 1,
+       "ggml_conv_2d_direct: kernel (OC, IC, KH, KW) f32/f16, data (N, IC, H, W) f32 -> (N, OC, OH, OW); "
+       "s0/p0/d0 along W, s1/p1/d1 along H.");
+    m.def("conv_2d_dw_direct", [](T kernel, T data, int s0, int s1, int p0, int p1, int d0, int d1) {
+        return handle(ops::conv_2d_dw_direct(ptr(kernel), ptr(data), s0, s1, p0, p1, d0, d1));
+    }, py::arg("kernel"), py::arg("data"), py::arg("s0") = 1, py::arg("s1") = 1, py::arg("p0") = 0, py::arg("p1") = 0,
+       py::arg("d0") = 1, py::arg("d1") = 1,
+       "ggml_conv_2d_dw_direct (depthwise): kernel (C, 1, KH, KW), data (N, C, H, W) -> (N, C, OH, OW).");
+    m.def("conv_transpose_2d_p0", [](T kernel, T data, int stride) {
+        return handle(ops::conv_transpose_2d_p0(ptr(kernel), ptr(data), stride));
+    }, py::arg("kernel"), py::arg("data"), py::arg("stride") = 1,
+       "ggml_conv_transpose_2d_p0: kernel (IC, OC, KH, KW), data (N, IC, H, W) -> "
+       "(N, OC, (H-1)*stride + KH, (W-1)*stride + KW), no padding.");
+    m.def("tri", [](T a, const std::string& type) {
+        const char* names[] = {"upper_diag", "upper", "lower_diag", "lower"};
+        for (int i = 0; i < 4; ++i) {
+            if (type == names[i]) return handle(ops::tri(ptr(a), i));
+        }
+        fail<InvalidArgumentError>("ops.tri", "type \"", type, "\" is not a ggml_tri_type; types: \"upper_diag\", ",
+                                   "\"upper\", \"lower_diag\", \"lower\"");
+    }, py::arg("a"), py::arg("type"),
+       "ggml_tri: the triangle of the last two axes (upper: column >= row; _diag keeps the diagonal), "
+       "zeros elsewhere.");
+    m.def("diag", [](T a) { return handle(ops::diag(ptr(a))); }, py::arg("a"),
+          "ggml_diag: a (..., 1, n) -> (..., n, n) with a's row on the diagonal.");
+    m.def("diag_mask_inf", [](T a, int n_past) { return handle(ops::diag_mask_inf(ptr(a), n_past)); }, py::arg("a"),
+          py::arg("n_past"), "ggml_diag_mask_inf: -inf where column > n_past + row (last two axes).");
+    m.def("diag_mask_zero", [](T a, int n_past) { return handle(ops::diag_mask_zero(ptr(a), n_past)); },
+          py::arg("a"), py::arg("n_past"), "ggml_diag_mask_zero: 0 where column > n_past + row (last two axes).");
+    m.def("set", [](T a, T b, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
+        return handle(ops::set(ptr(a), ptr(b), nb1, nb2, nb3, offset));
+    }, py::arg("a"), py::arg("b"), py::arg("nb1"), py::arg("nb2"), py::arg("nb3"), py::arg("offset") = 0,
+       "ggml_set: a copy of a with b written into the view at byte offset, byte strides nb1..nb3 (ggml order).");
     m.def("acc", [](T a, T b, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
         return handle(ops::acc(ptr(a), ptr(b), nb1, nb2, nb3, offset));
     }, py::arg("a"), py::arg("b"), py::arg("nb1"), py::arg("nb2"), py::arg("nb3"), py::arg("offset") = 0,

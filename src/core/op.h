@@ -19,7 +19,8 @@ enum class Op : int32_t {
     X(None) X(Binary) X(Unary) X(Norm) X(SoftMax) X(Reduce) X(FlashAttnExt) X(MulMat) X(Copy) X(Rows) X(Im2col) \
     X(Layout) X(Rope) X(Glu) \
     X(Arange) X(Argsort) X(MulMatId) X(AddId) X(TimestepEmbedding) \
-    X(ConvTranspose1d) X(Pool2d) X(Upscale) X(SsmConv) X(Acc) X(SsmScan) X(RwkvWkv)
+    X(ConvTranspose1d) X(Pool2d) X(Upscale) X(SsmConv) X(Acc) X(SsmScan) X(RwkvWkv) \
+    X(TopK) X(Cumsum) X(Tri) X(OutProd) X(Pool1d) X(Conv2d) X(ConvTranspose2d)
 enum class OpFamily {
 #define MB_FAMILY_ENUM(F) F,
     MB_OP_FAMILIES(MB_FAMILY_ENUM)

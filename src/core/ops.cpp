@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <sstream>
+#include <string>
 #include <utility>
 
 #include "core/context.h"
@@ -133,6 +135,15 @@ void require_dim0_kept(const char* who, const Tensor* a, int from) {
 
 Tensor* add(Tensor* a, Tensor* b) { return binary(Op::ADD, "add", a, b); }
 Tensor* sub(Tensor* a, Tensor* b) { return binary(Op::SUB, "sub", a, b); }
+Tensor* add1(Tensor* a, Tensor* b) {
+    need(a, "add1", "a");
+    need(b, "add1", "b");
+    MB_REQUIRE(b->nelements() == 1, "add1",
+               "b must hold one element (a scalar), got b " + desc(b) + " for a " + desc(a));
+    MB_REQUIRE(a->type == Type::F32 && (b->type == Type::F32 || b->type == Type::F16), "add1",
+               "a must be f32 and b f32 or f16, got a " + desc(a) + ", b " + desc(b));
+    return binary(Op::ADD1, "add1", a, b);
+}
 Tensor* mul(Tensor* a, Tensor* b) { return binary(Op::MUL, "mul", a, b); }
 Tensor* div(Tensor* a, Tensor* b) { return binary(Op::DIV, "div", a, b); }
 
@@ -154,6 +165,14 @@ Tensor* clamp(Tensor* a, float min, float max) {
     Tensor* t = like(a, Op::CLAMP, {a});
     t->set_param_f(0, min);
     t->set_param_f(1, max);
+    return t;
+}
+
+Tensor* fill(Tensor* a, float c) {
+    need(a, "fill", "a");
+    MB_REQUIRE(a->type == Type::F32 || a->type == Type::F16, "fill", "a must be f32 or f16, got " + desc(a));
+    Tensor* t = like(a, Op::FILL, {a});
+    t->set_param_f(0, c);
     return t;
 }
 
@@ -512,6 +531,31 @@ Tensor* argsort(Tensor* a, bool descending) {
     return t;
 }
 
+Tensor* top_k(Tensor* a, int k) {
+    const char* who = "top_k";
+    need(a, who, "a");
+    MB_REQUIRE(a->type == Type::F32, who, "a must be f32, got " + desc(a));
+    MB_REQUIRE(k >= 0 && k <= a->ne[0], who,
+               "k " + std::to_string(k) + " must be in [0, " + std::to_string(a->ne[0]) + "], the row length of " +
+                   desc(a));
+    MB_REQUIRE(a->ne[0] <= INT32_MAX, who, "rows of " + desc(a) + " are too long for i32 indices");
+    int64_t ne[kMaxDims] = {k, a->ne[1], a->ne[2], a->ne[3]};
+    return result(a, Type::I32, ne, a->n_dims, Op::TOP_K, {a});
+}
+
+Tensor* sum(Tensor* a) {
+    need(a, "sum", "a");
+    MB_REQUIRE(a->type == Type::F32, "sum", "a must be f32, got " + desc(a));
+    const int64_t ne[kMaxDims] = {1, 1, 1, 1};
+    return result(a, Type::F32, ne, 1, Op::SUM, {a});
+}
+
+Tensor* cumsum(Tensor* a) {
+    need(a, "cumsum", "a");
+    MB_REQUIRE(a->type == Type::F32, "cumsum", "a must be f32, got " + desc(a));
+    return result(a, Type::F32, a->ne, a->n_dims, Op::CUMSUM, {a});
+}
+
 Tensor* mul_mat_id(Tensor* as, Tensor* b, Tensor* ids) {
     const char* who = "mul_mat_id";
     need(as, who, "as");
@@ -761,8 +805,10 @@ Tensor* ssm_conv(Tensor* sx, Tensor* c) {
     return result(sx, Type::F32, ne, 3, Op::SSM_CONV, {sx, c});
 }
 
-Tensor* acc(Tensor* a, Tensor* b, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
-    const char* who = "acc";
+namespace {
+
+// ACC and SET: b into a byte-strided view of a copy of a.
+Tensor* view_update(Op op, const char* who, Tensor* a, Tensor* b, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
     need(a, who, "a");
     need(b, who, "b");
     same_context(who, {a, b});
@@ -790,13 +836,170 @@ Tensor* acc(Tensor* a, Tensor* b, size_t nb1, size_t nb2, size_t nb3, size_t off
     MB_REQUIRE(nb[1] <= size_t(INT32_MAX) && nb[2] <= size_t(INT32_MAX) && nb[3] <= size_t(INT32_MAX) &&
                    offset <= size_t(INT32_MAX),
                who, "strides and offset must be below 2^31 bytes (" + shapes + ")");
-    Tensor* t = like(a, Op::ACC, {a, b});
+    Tensor* t = like(a, op, {a, b});
     t->op_params[0] = int32_t(nb[1]);
     t->op_params[1] = int32_t(nb[2]);
     t->op_params[2] = int32_t(nb[3]);
     t->op_params[3] = int32_t(offset);
     return t;
 }
+
+}  // namespace
+
+Tensor* acc(Tensor* a, Tensor* b, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
+    return view_update(Op::ACC, "acc", a, b, nb1, nb2, nb3, offset);
+}
+
+Tensor* set(Tensor* a, Tensor* b, size_t nb1, size_t nb2, size_t nb3, size_t offset) {
+    return view_update(Op::SET, "set", a, b, nb1, nb2, nb3, offset);
+}
+
+Tensor* roll(Tensor* a, const int shift[kMaxDims]) {
+    need(a, "roll", "a");
+    MB_REQUIRE(!type_traits(a->type).is_quantized, "roll", "a must not be quantized, got " + desc(a));
+    for (int d = 0; d < kMaxDims; ++d) {
+        MB_REQUIRE(std::abs(int64_t(shift[d])) < std::max<int64_t>(a->ne[d], 1), "roll",
+                   "shift" + std::to_string(d) + " " + std::to_string(shift[d]) + " must be smaller than dim " +
+                       std::to_string(d) + "'s size " + std::to_string(a->ne[d]) + " in magnitude (a " + desc(a) + ")");
+    }
+    Tensor* t = like(a, Op::ROLL, {a});
+    for (int d = 0; d < kMaxDims; ++d) t->op_params[d] = shift[d];
+    return t;
+}
+
+Tensor* out_prod(Tensor* a, Tensor* b) {
+    const char* who = "out_prod";
+    need(a, who, "a");
+    need(b, who, "b");
+    same_context(who, {a, b});
+    const std::string shapes = "a " + desc(a) + ", b " + desc(b);
+    MB_REQUIRE(a->type == Type::F32 && b->type == Type::F32, who, "a and b must be f32 (" + shapes + ")");
+    MB_REQUIRE(a->ne[1] == b->ne[1], who, "a and b must share their second-to-last axis (" + shapes + ")");
+    MB_REQUIRE(a->ne[2] > 0 && a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0, who,
+               "a's leading axes must divide b's (" + shapes + ")");
+    const int64_t ne[kMaxDims] = {a->ne[0], b->ne[0], b->ne[2], b->ne[3]};
+    return result(b, Type::F32, ne, std::max({a->n_dims, b->n_dims, 2}), Op::OUT_PROD, {a, b});
+}
+
+Tensor* pool_1d(Tensor* a, bool avg, int k0, int s0, int p0) {
+    const char* who = "pool_1d";
+    need(a, who, "a");
+    MB_REQUIRE(a->type == Type::F32, who, "a must be f32, got " + desc(a));
+    MB_REQUIRE(k0 > 0 && s0 > 0 && p0 >= 0 && p0 < k0, who,
+               "k0 " + std::to_string(k0) + " and s0 " + std::to_string(s0) + " must be > 0 and p0 " +
+                   std::to_string(p0) + " in [0, k0)");
+    MB_REQUIRE(a->ne[0] + 2 * p0 >= k0, who,
+               "the window k0 " + std::to_string(k0) + " is larger than the padded row of " + desc(a));
+    const int64_t ne[kMaxDims] = {(a->ne[0] + 2 * p0 - k0) / s0 + 1, a->ne[1], a->ne[2], a->ne[3]};
+    Tensor* t = result(a, Type::F32, ne, a->n_dims, Op::POOL_1D, {a});
+    t->op_params[0] = avg ? 1 : 0;
+    t->op_params[1] = k0;
+    t->op_params[2] = s0;
+    t->op_params[3] = p0;
+    return t;
+}
+
+namespace {
+
+Tensor* conv_2d_any(Op op, const char* who, Tensor* kernel, Tensor* data, int s0, int s1, int p0, int p1, int d0,
+                    int d1) {
+    need(kernel, who, "kernel");
+    need(data, who, "data");
+    same_context(who, {kernel, data});
+    const std::string shapes = "kernel " + desc(kernel) + ", data " + desc(data);
+    MB_REQUIRE((kernel->type == Type::F32 || kernel->type == Type::F16) && data->type == Type::F32, who,
+               "kernel must be f32 or f16 and data f32 (" + shapes + ")");
+    MB_REQUIRE(s0 > 0 && s1 > 0 && d0 > 0 && d1 > 0 && p0 >= 0 && p1 >= 0, who,
+               "strides and dilations must be > 0 and paddings >= 0, got s " + std::to_string(s0) + "x" +
+                   std::to_string(s1) + ", p " + std::to_string(p0) + "x" + std::to_string(p1) + ", d " +
+                   std::to_string(d0) + "x" + std::to_string(d1));
+    if (op == Op::CONV_2D) {
+        MB_REQUIRE(kernel->ne[2] == data->ne[2], who,
+                   "kernel and data must have the same input channels (" + shapes + ")");
+    } else {
+        MB_REQUIRE(kernel->ne[2] == 1 && kernel->ne[3] == data->ne[2], who,
+                   "a depthwise kernel is (C, 1, KH, KW) for data (N, C, H, W) (" + shapes + ")");
+    }
+    const int64_t rw = data->ne[0] + 2 * int64_t(p0) - int64_t(d0) * (kernel->ne[0] - 1) - 1;
+    const int64_t rh = data->ne[1] + 2 * int64_t(p1) - int64_t(d1) * (kernel->ne[1] - 1) - 1;
+    MB_REQUIRE(kernel->ne[0] > 0 && kernel->ne[1] > 0 && rw >= 0 && rh >= 0, who,
+               "the dilated kernel is larger than the padded data (" + shapes + ")");
+    const int64_t ne[kMaxDims] = {rw / s0 + 1, rh / s1 + 1, op == Op::CONV_2D ? kernel->ne[3] : data->ne[2],
+                                  data->ne[3]};
+    Tensor* t = result(data, Type::F32, ne, 4, op, {kernel, data});
+    const int32_t params[6] = {s0, s1, p0, p1, d0, d1};
+    std::copy(params, params + 6, t->op_params);
+    return t;
+}
+
+}  // namespace
+
+Tensor* conv_2d_direct(Tensor* kernel, Tensor* data, int s0, int s1, int p0, int p1, int d0, int d1) {
+    return conv_2d_any(Op::CONV_2D, "conv_2d_direct", kernel, data, s0, s1, p0, p1, d0, d1);
+}
+
+Tensor* conv_2d_dw_direct(Tensor* kernel, Tensor* data, int s0, int s1, int p0, int p1, int d0, int d1) {
+    return conv_2d_any(Op::CONV_2D_DW, "conv_2d_dw_direct", kernel, data, s0, s1, p0, p1, d0, d1);
+}
+
+Tensor* conv_transpose_2d_p0(Tensor* kernel, Tensor* data, int stride) {
+    const char* who = "conv_transpose_2d_p0";
+    need(kernel, who, "kernel");
+    need(data, who, "data");
+    same_context(who, {kernel, data});
+    const std::string shapes = "kernel " + desc(kernel) + ", data " + desc(data);
+    MB_REQUIRE((kernel->type == Type::F32 || kernel->type == Type::F16) && data->type == Type::F32, who,
+               "kernel must be f32 or f16 and data f32 (" + shapes + ")");
+    MB_REQUIRE(stride > 0, who, "stride " + std::to_string(stride) + " must be > 0");
+    MB_REQUIRE(kernel->ne[3] == data->ne[2], who,
+               "the kernel (IC, OC, KH, KW) must have data's input channels (" + shapes + ")");
+    MB_REQUIRE(data->ne[0] > 0 && data->ne[1] > 0, who, "data must have rows and columns (" + shapes + ")");
+    const int64_t ne[kMaxDims] = {(data->ne[0] - 1) * stride + kernel->ne[0],
+                                  (data->ne[1] - 1) * stride + kernel->ne[1], kernel->ne[2], data->ne[3]};
+    Tensor* t = result(data, Type::F32, ne, 4, Op::CONV_TRANSPOSE_2D, {kernel, data});
+    t->op_params[0] = stride;
+    return t;
+}
+
+namespace {
+
+void require_f32_or_f16(const char* who, const Tensor* a) {
+    need(a, who, "a");
+    MB_REQUIRE(a->type == Type::F32 || a->type == Type::F16, who, "a must be f32 or f16, got " + desc(a));
+}
+
+}  // namespace
+
+Tensor* tri(Tensor* a, int type) {
+    require_f32_or_f16("tri", a);
+    MB_REQUIRE(type >= 0 && type <= 3, "tri", "type " + std::to_string(type) + " is not a ggml_tri_type (0..3)");
+    MB_REQUIRE(a->ne[0] == a->ne[1], "tri", "a must be square in its last two axes, got " + desc(a));
+    Tensor* t = like(a, Op::TRI, {a});
+    t->op_params[0] = type;
+    return t;
+}
+
+Tensor* diag(Tensor* a) {
+    require_f32_or_f16("diag", a);
+    MB_REQUIRE(a->ne[1] == 1, "diag", "a must be one row per matrix (second-to-last axis 1), got " + desc(a));
+    const int64_t ne[kMaxDims] = {a->ne[0], a->ne[0], a->ne[2], a->ne[3]};
+    return result(a, a->type, ne, std::max(a->n_dims, 2), Op::DIAG, {a});
+}
+
+namespace {
+
+Tensor* diag_mask(Op op, const char* who, Tensor* a, int n_past) {
+    require_f32_or_f16(who, a);
+    MB_REQUIRE(n_past >= 0, who, "n_past " + std::to_string(n_past) + " must be >= 0 (a " + desc(a) + ")");
+    Tensor* t = like(a, op, {a});
+    t->op_params[0] = n_past;
+    return t;
+}
+
+}  // namespace
+
+Tensor* diag_mask_inf(Tensor* a, int n_past) { return diag_mask(Op::DIAG_MASK_INF, "diag_mask_inf", a, n_past); }
+Tensor* diag_mask_zero(Tensor* a, int n_past) { return diag_mask(Op::DIAG_MASK_ZERO, "diag_mask_zero", a, n_past); }
 
 Tensor* reshape(Tensor* a, const int64_t ne[kMaxDims], int n_dims) {
     need(a, "reshape", "a");

@@ -15,6 +15,8 @@ namespace mb::ops {
 
 // Element-wise a (op) b with b broadcast over a; result: a's shape and type.
 Tensor* add(Tensor* a, Tensor* b);
+// ADD1 (ggml_add1): a + b with b a single element (f32 or f16), a f32.
+Tensor* add1(Tensor* a, Tensor* b);
 Tensor* sub(Tensor* a, Tensor* b);
 Tensor* mul(Tensor* a, Tensor* b);
 Tensor* div(Tensor* a, Tensor* b);
@@ -22,6 +24,8 @@ Tensor* div(Tensor* a, Tensor* b);
 // x*s + b per element.
 Tensor* scale(Tensor* a, float s, float b = 0.0f);
 Tensor* clamp(Tensor* a, float min, float max);
+// FILL (ggml_fill): like a (f32 or f16), every element c. params f[0] = c.
+Tensor* fill(Tensor* a, float c);
 // The MAP rows of op_table.h (one f32 input, no parameters: SQR, GELU, ...); result like a.
 Tensor* unary(Op op, Tensor* a);
 
@@ -114,6 +118,14 @@ Tensor* arange(Context* ctx, float start, float stop, float step);
 // ARGSORT: i32 like a (f32): each row's indices in ascending (or descending) order of its values;
 // ties keep index order, NaNs last.
 Tensor* argsort(Tensor* a, bool descending);
+// TOP_K (ggml_top_k): i32 [k, ne1, ne2, ne3] from f32 a: each row's indices of its k largest values,
+// largest first, ties in index order, NaNs last (ggml leaves the order open; this one is argsort's
+// descending order cut at k). 0 <= k <= ne0.
+Tensor* top_k(Tensor* a, int k);
+// CUMSUM (ggml_cumsum): f32 like a (f32, any strides): the running sum along each row (ne0).
+Tensor* cumsum(Tensor* a);
+// SUM (ggml_sum): f32 [1] from f32 a (any strides): the sum of every element.
+Tensor* sum(Tensor* a);
 
 // MUL_MAT_ID (ggml_mul_mat_id): as [K, N, E] experts (any mul_mat weight type), b f32 [K, n_b, T],
 // ids i32 [n_used, T] with n_used % n_b == 0 -> f32 [N, n_used, T]: dst[:, e, t] = as[ids[e, t]] @
@@ -155,6 +167,36 @@ Tensor* ssm_conv(Tensor* sx, Tensor* c);
 // volumes must not overlap. params i[0..3] = nb1, nb2, nb3, offset (the strides of size-1 dims
 // normalised).
 Tensor* acc(Tensor* a, Tensor* b, size_t nb1, size_t nb2, size_t nb3, size_t offset);
+// SET (ggml_set): as ACC, but b's values replace the view's instead of being added.
+Tensor* set(Tensor* a, Tensor* b, size_t nb1, size_t nb2, size_t nb3, size_t offset);
+
+// ROLL (ggml_roll): like a (any non-quantized type): a shifted by shift[d] along ggml dim d with
+// wrap-around (np.roll); |shift[d]| < ne[d]. params i[0..3] = the shifts.
+Tensor* roll(Tensor* a, const int shift[kMaxDims]);
+// OUT_PROD (ggml_out_prod): a f32 [M, K, A2, A3], b f32 [N, K, B2, B3] (A2 | B2, A3 | B3) -> f32
+// [M, N, B2, B3]: dst[i3][i2][n][m] = sum_k a[i3 / (B3/A3)][i2 / (B2/A2)][k][m] * b[i3][i2][k][n].
+Tensor* out_prod(Tensor* a, Tensor* b);
+// POOL_1D (ggml_pool_1d): f32 [W, ...] -> f32 [(W + 2 p0 - k0) / s0 + 1, ...]; max, or the mean over
+// the window's cells inside the row. k0, s0 > 0, 0 <= p0 < k0. params i[0] = avg, i[1..3] = k0, s0, p0.
+Tensor* pool_1d(Tensor* a, bool avg, int k0, int s0, int p0);
+// CONV_2D (ggml_conv_2d_direct): kernel [KW, KH, IC, OC] f32 or f16, data f32 [W, H, IC, N] ->
+// f32 [OW, OH, OC, N]; CONV_2D_DW (ggml_conv_2d_dw_direct, depthwise): kernel [KW, KH, 1, C], data
+// [W, H, C, N] -> [OW, OH, C, N]. params i[0..5] = s0, s1, p0, p1, d0, d1 (s, d > 0, p >= 0).
+Tensor* conv_2d_direct(Tensor* kernel, Tensor* data, int s0, int s1, int p0, int p1, int d0, int d1);
+Tensor* conv_2d_dw_direct(Tensor* kernel, Tensor* data, int s0, int s1, int p0, int p1, int d0, int d1);
+// CONV_TRANSPOSE_2D (ggml_conv_transpose_2d_p0): kernel [KW, KH, OC, IC] f32 or f16, data f32
+// [W, H, IC, N] (W, H > 0) -> f32 [(W - 1) s + KW, (H - 1) s + KH, OC, N]. params i[0] = s > 0.
+Tensor* conv_transpose_2d_p0(Tensor* kernel, Tensor* data, int stride);
+// TRI (ggml_tri): like a (f32 or f16, square in dims 0 and 1): the triangle of `type`
+// (ggml_tri_type 0..3: upper with the diagonal, upper, lower with the diagonal, lower; upper means
+// i0 >= i1), zeros elsewhere. params i[0] = type.
+Tensor* tri(Tensor* a, int type);
+// DIAG (ggml_diag): a [n, 1, ne2, ne3] (f32 or f16) -> [n, n, ne2, ne3] with a's row on the diagonal.
+Tensor* diag(Tensor* a);
+// DIAG_MASK_INF / DIAG_MASK_ZERO (ggml_diag_mask_inf/_zero): like a (f32 or f16), elements with
+// i0 > n_past + i1 replaced by -inf / 0; n_past >= 0. params i[0] = n_past.
+Tensor* diag_mask_inf(Tensor* a, int n_past);
+Tensor* diag_mask_zero(Tensor* a, int n_past);
 
 // Views: no copy; the result aliases a's memory.
 Tensor* reshape(Tensor* a, const int64_t ne[kMaxDims], int n_dims);  // a contiguous, same element count

@@ -17,12 +17,45 @@ int argsort_threads(const Tensor& node, int nth) {
     return int(std::max<int64_t>(1, std::min<int64_t>(want, nth)));
 }
 
+// Selecting k of n costs about n per row (nth_element) plus k log k: one thread per 16K values.
+int top_k_threads(const Tensor& node, int nth) {
+    const Tensor* a = node.src[0];
+    const int64_t n = a ? a->nelements() : 0;
+    const int64_t want = n < (1 << 14) ? 1 : n / (1 << 14);
+    return int(std::max<int64_t>(1, std::min<int64_t>({want, nth, node.nrows()})));
+}
+
+// A reduction's work is its source's elements (SUM's result is one value).
+int reduce_threads(const Tensor& node, int nth) {
+    const Tensor* a = node.src[0];
+    const int64_t n = a ? a->nelements() : 0;
+    const int64_t want = n < (1 << 15) ? 1 : n / (1 << 14);
+    const int64_t rows = a ? std::max<int64_t>(1, a->nrows()) : 1;
+    return int(std::max<int64_t>(1, std::min<int64_t>({want, nth, rows})));
+}
+
+// Products and convolutions: their work is the result's elements times the terms each sums.
+int product_threads(const Tensor& node, int nth) {
+    const Tensor* k = node.src[0];
+    int64_t terms = 1;
+    if (node.op == Op::OUT_PROD) {
+        terms = k->ne[1];
+    } else if (node.op == Op::CONV_2D || node.op == Op::CONV_2D_DW) {
+        terms = k->ne[0] * k->ne[1] * k->ne[2];
+    } else if (node.op == Op::CONV_TRANSPOSE_2D) {
+        terms = k->ne[3];
+    }
+    const int64_t work = node.nelements() * std::max<int64_t>(terms, 1);
+    const int64_t want = work < (1 << 17) ? 1 : work / (1 << 16);
+    return int(std::max<int64_t>(1, std::min<int64_t>(want, nth)));
+}
+
 // supported, work_size, prepare, threads, compute
 const CpuFamily kBinary{binary_supported, nullptr, nullptr, nullptr, compute_binary};
 const CpuFamily kUnary{unary_supported, nullptr, nullptr, nullptr, compute_unary};
 const CpuFamily kNorm{norm_supported, nullptr, nullptr, nullptr, compute_norm};
 const CpuFamily kSoftMax{soft_max_supported, nullptr, nullptr, nullptr, compute_soft_max};
-const CpuFamily kReduce{reduce_supported, nullptr, nullptr, nullptr, compute_reduce};
+const CpuFamily kReduce{reduce_supported, reduce_work_size, nullptr, reduce_threads, compute_reduce};
 const CpuFamily kFlashAttnExt{flash_attn_ext_supported, flash_attn_ext_work_size, nullptr, flash_attn_ext_threads,
                               compute_flash_attn_ext};
 const CpuFamily kMulMat{mul_mat_supported, mul_mat_work_size, mul_mat_prepare, mul_mat_threads, compute_mul_mat};
@@ -45,6 +78,14 @@ const CpuFamily kAddId{add_id_supported, nullptr, nullptr, nullptr, compute_add_
 const CpuFamily kTimestepEmbedding{timestep_embedding_supported, nullptr, nullptr, nullptr, compute_timestep_embedding};
 const CpuFamily kArange{arange_supported, nullptr, nullptr, nullptr, compute_arange};
 const CpuFamily kArgsort{argsort_supported, nullptr, nullptr, argsort_threads, compute_argsort};
+const CpuFamily kTopK{top_k_supported, nullptr, nullptr, top_k_threads, compute_top_k};
+const CpuFamily kCumsum{cumsum_supported, nullptr, nullptr, nullptr, compute_cumsum};
+const CpuFamily kTri{tri_supported, nullptr, nullptr, nullptr, compute_tri};
+const CpuFamily kOutProd{out_prod_supported, out_prod_work_size, nullptr, product_threads, compute_out_prod};
+const CpuFamily kPool1d{pool_1d_supported, nullptr, nullptr, nullptr, compute_pool_1d};
+const CpuFamily kConv2d{conv_2d_supported, conv_2d_work_size, nullptr, product_threads, compute_conv_2d};
+const CpuFamily kConvTranspose2d{conv_transpose_2d_supported, conv_transpose_2d_work_size, nullptr, product_threads,
+                                 compute_conv_transpose_2d};
 
 }  // namespace
 
@@ -79,6 +120,13 @@ const CpuFamily* cpu_family(Op op) {
         case OpFamily::TimestepEmbedding: return &kTimestepEmbedding;
         case OpFamily::Arange: return &kArange;
         case OpFamily::Argsort: return &kArgsort;
+        case OpFamily::TopK: return &kTopK;
+        case OpFamily::Cumsum: return &kCumsum;
+        case OpFamily::Tri: return &kTri;
+        case OpFamily::OutProd: return &kOutProd;
+        case OpFamily::Pool1d: return &kPool1d;
+        case OpFamily::Conv2d: return &kConv2d;
+        case OpFamily::ConvTranspose2d: return &kConvTranspose2d;
         case OpFamily::None: break;
     }
     return nullptr;

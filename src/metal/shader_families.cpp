@@ -30,6 +30,13 @@ const char* shader_family(Op op) {
         case OpFamily::Glu: return "glu";
         case OpFamily::Arange: return "arange";
         case OpFamily::Argsort: return "argsort";
+        case OpFamily::TopK: return "top_k";
+        case OpFamily::Cumsum: return "cumsum";
+        case OpFamily::Tri: return "tri";
+        case OpFamily::OutProd: return "out_prod";
+        case OpFamily::Pool1d: return "pool_1d";
+        case OpFamily::Conv2d: return "conv_2d";
+        case OpFamily::ConvTranspose2d: return "conv_transpose_2d";
         case OpFamily::MulMatId: return "mul_mat_id";
         case OpFamily::AddId: return "add_id";
         case OpFamily::TimestepEmbedding: return "timestep_embedding";

@@ -5,10 +5,10 @@ takes them, values from a seeded numpy generator so that shrinking works on stru
 bits) and a chain of ops over them: binary ops with broadcasting, unary ops, scale, norm/rms_norm,
 soft_max(_ext) with masks, sum_rows/mean, mul_mat over f32/f16/q8_0/q4_0 weights, get_rows,
 cpy/cont of views, permute/transpose/reshape/view (of quantized tensors too: those that move dim 0
-must be refused). The same program is built and computed on the CPU and on MetalSim (and Metal
-where present). Two more properties: every permute of a q4_0..q8_0 tensor is refused or exact
-(cont, cpy, mul_mat), and host writes while a program is queued on MetalSim raise exactly when they
-overlap what the queued work reads or writes.
+must be refused), cumsum/sum, top_k, tri/diag_mask_zero/diag_mask_inf/roll. The same program is
+built and computed on the CPU and on MetalSim (and Metal where present). Two more properties: every
+permute of a q4_0..q8_0 tensor is refused or exact (cont, cpy, mul_mat), and host writes while a
+program is queued on MetalSim raise exactly when they overlap what the queued work reads or writes.
 
 Every node is checked on its own, against a float64 reference computed from the values its sources
 hold on that device after the compute, so a wrong kernel is caught where it is wrong and rounding
@@ -718,9 +718,73 @@ def step_fusable(p: Planner):
                     lambda av, bv: (av + tile_to(bv, av.shape), np.abs(av) + np.abs(tile_to(bv, av.shape))), ARITH))
 
 
+def step_scan(p: Planner):
+    """cumsum along rows, or sum of every element (f32 arithmetic, compared against the sum of |a|)."""
+    name = p.draw(st.sampled_from(["cumsum", "sum"]))
+    a = p.pick(lambda t, v: is_f32(t, v) and bounded(v))
+    if a is None:
+        return
+
+    def ref(av, name=name):
+        if name == "cumsum":
+            return np.cumsum(av, axis=-1), np.cumsum(np.abs(av), axis=-1)
+        return np.sum(av).reshape(1), np.sum(np.abs(av)).reshape(1)
+
+    p.add_step(Step(name, (a,), getattr(mb.ops, name), ref, ROWS))
+
+
+def step_top_k(p: Planner):
+    """top_k: the indices of each row's k largest values as the device holds them, largest first, ties in
+    index order, NaNs last: exact."""
+    a = p.pick(lambda t, v: is_f32(t, v) and len(t.shape) >= 1)
+    if a is None:
+        return
+    n = tuple(p.tensors[a].shape)[-1]
+    k = p.draw(st.integers(0, n))
+    p.add_step(Step(f"top_k[{k}]", (a,), lambda x, k=k: mb.ops.top_k(x, k),
+                    lambda av, k=k: (np.argsort(-av, axis=-1, kind="stable")[..., :k].astype(np.float64), None)))
+
+
+def step_mask(p: Planner):
+    """tri, diag_mask_zero/inf and roll: values kept or replaced by position, exact."""
+    kind = p.draw(st.sampled_from(["tri", "diag_mask_zero", "diag_mask_inf", "roll"]))
+    if kind == "roll":
+        a = p.pick(lambda t, v: t.type in (mb.f32, mb.f16))
+        if a is None:
+            return
+        shape = tuple(p.tensors[a].shape)
+        shifts = [p.draw(st.integers(-(d - 1), d - 1)) if d > 0 else 0 for d in shape[::-1]]
+        p.add_step(Step(f"roll{tuple(shifts)}", (a,), lambda x, s=shifts: mb.ops.roll(x, *s),
+                        lambda av, s=shifts: (np.roll(av, s, axis=tuple(range(av.ndim))[::-1]), None)))
+        return
+    if kind == "tri":
+        a = p.pick(lambda t, v: t.type in (mb.f32, mb.f16) and len(t.shape) >= 2 and t.shape[-1] == t.shape[-2])
+        if a is None:
+            n = p.draw(st.integers(1, 9))
+            a = p.add_input(p.draw(st.sampled_from([mb.f32, mb.f16])), (p.draw(st.integers(1, 3)), n, n))
+        ttype = p.draw(st.sampled_from(["upper_diag", "upper", "lower_diag", "lower"]))
+        k = {"upper_diag": 0, "upper": 1, "lower_diag": 0, "lower": -1}[ttype]
+        np_fn = np.triu if ttype.startswith("upper") else np.tril
+        p.add_step(Step(f"tri[{ttype}]", (a,), lambda x, tt=ttype: mb.ops.tri(x, tt),
+                        lambda av, f=np_fn, k=k: (f(av, k), None)))
+        return
+    a = p.pick(lambda t, v: t.type in (mb.f32, mb.f16) and len(t.shape) >= 2)
+    if a is None:
+        return
+    n_past = p.draw(st.integers(0, 4))
+    value = -np.inf if kind == "diag_mask_inf" else 0.0
+
+    def ref(av, n_past=n_past, value=value):
+        rows, cols = av.shape[-2], av.shape[-1]
+        masked = np.arange(cols)[None, :] > n_past + np.arange(rows)[:, None]
+        return np.where(masked, value, av), None
+
+    p.add_step(Step(f"{kind}[{n_past}]", (a,), lambda x, kind=kind, n=n_past: getattr(mb.ops, kind)(x, n), ref))
+
+
 STEPS = [step_binary, step_unary, step_scale, step_norm, step_soft_max, step_reduce, step_mul_mat, step_get_rows,
          step_view, step_view, step_copy, step_clamp, step_layout, step_rope, step_flash_attn, step_fusable,
-         step_xielu, step_interpolate, step_ssm_scan, step_rwkv]
+         step_xielu, step_interpolate, step_ssm_scan, step_rwkv, step_scan, step_top_k, step_mask]
 
 
 @st.composite

@@ -1,6 +1,6 @@
-// ACC (ggml_acc): dst = a (contiguous f32) with b added into the view of dst at byte offset
-// params i[3] and byte strides i[0..2] (nb1, nb2, nb3; nb0 = 4). The view's elements are distinct
-// (checked when the graph is built), so each is added once.
+// ACC (ggml_acc) and SET (ggml_set): dst = a (contiguous f32) with b added into (SET: written into)
+// the view of dst at byte offset params i[3] and byte strides i[0..2] (nb1, nb2, nb3; nb0 = 4). The
+// view's elements are distinct (checked when the graph is built), so each is added (written) once.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -12,7 +12,8 @@ namespace mb {
 bool acc_supported(const Tensor& dst) {
     const Tensor* a = dst.src[0];
     const Tensor* b = dst.src[1];
-    return dst.op == Op::ACC && a && b && a->type == Type::F32 && b->type == Type::F32 && dst.type == Type::F32 &&
+    return (dst.op == Op::ACC || dst.op == Op::SET) && a && b && a->type == Type::F32 && b->type == Type::F32 &&
+           dst.type == Type::F32 &&
            a->is_contiguous() && dst.is_contiguous();
 }
 
@@ -35,7 +36,11 @@ void compute_acc(const ComputeParams& p, Tensor& dst) {
         const int64_t i1 = r % b.ne[1], i2 = (r / b.ne[1]) % b.ne[2], i3 = r / (b.ne[1] * b.ne[2]);
         float* y = reinterpret_cast<float*>(host_data(dst) + offset + size_t(i1) * nb1 + size_t(i2) * nb2 +
                                             size_t(i3) * nb3);
-        for (int64_t i0 = 0; i0 < b.ne[0]; ++i0) y[i0] += *reinterpret_cast<const float*>(at(b, i0, i1, i2, i3));
+        if (dst.op == Op::SET) {
+            for (int64_t i0 = 0; i0 < b.ne[0]; ++i0) y[i0] = *reinterpret_cast<const float*>(at(b, i0, i1, i2, i3));
+        } else {
+            for (int64_t i0 = 0; i0 < b.ne[0]; ++i0) y[i0] += *reinterpret_cast<const float*>(at(b, i0, i1, i2, i3));
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-// ADD SUB MUL DIV: f32 src0 and dst, f32 or f16 src1 broadcast over src0 by modulo on every
+// ADD SUB MUL DIV ADD1: f32 src0 and dst, f32 or f16 src1 broadcast over src0 by modulo on every
 // dimension, any strides. The loops are plain C++ instantiated twice, once inside an AVX2-targeted
 // function, so the compiler vectorises each for its ISA.
 #include <algorithm>
@@ -69,7 +69,8 @@ RowFn pick_row() {
 
 RowFn row_fn(Op op) {
     switch (op) {
-        case Op::ADD: return pick_row<Add>();
+        case Op::ADD:
+        case Op::ADD1: return pick_row<Add>();
         case Op::SUB: return pick_row<Sub>();
         case Op::MUL: return pick_row<Mul>();
         case Op::DIV: return pick_row<Div>();
@@ -100,7 +101,9 @@ const float* src1_row(const Tensor& s1, const uint8_t* p, std::vector<float>& bu
 }  // namespace
 
 bool binary_supported(const Tensor& dst) {
-    if (dst.op != Op::ADD && dst.op != Op::SUB && dst.op != Op::MUL && dst.op != Op::DIV) return false;
+    if (dst.op != Op::ADD && dst.op != Op::SUB && dst.op != Op::MUL && dst.op != Op::DIV && dst.op != Op::ADD1) {
+        return false;
+    }
     const Tensor* a = dst.src[0];
     const Tensor* b = dst.src[1];
     if (a == nullptr || b == nullptr) return false;

@@ -33,20 +33,27 @@ inline uint8_t* at(const Tensor& t, int64_t i0, int64_t i1 = 0, int64_t i2 = 0, 
 inline uint8_t* host_data(const Tensor& t) { return static_cast<uint8_t*>(t.data); }
 
 // Whether the family can run this node, and the scratch bytes it needs with nth threads.
-bool binary_supported(const Tensor& dst);            // ADD SUB MUL DIV
+bool binary_supported(const Tensor& dst);            // ADD SUB MUL DIV ADD1
 bool unary_supported(const Tensor& dst);             // the Unary rows of shaders/op_table.h
 bool norm_supported(const Tensor& dst);              // NORM RMS_NORM L2_NORM GROUP_NORM
 bool soft_max_supported(const Tensor& dst);          // SOFT_MAX
-bool reduce_supported(const Tensor& dst);            // SUM_ROWS MEAN ARGMAX
+bool reduce_supported(const Tensor& dst);            // SUM SUM_ROWS MEAN ARGMAX
 bool flash_attn_ext_supported(const Tensor& dst);    // FLASH_ATTN_EXT
 bool mul_mat_supported(const Tensor& dst);           // MUL_MAT
 bool copy_supported(const Tensor& dst);              // DUP CPY CONT
 bool rows_supported(const Tensor& dst);              // GET_ROWS SET_ROWS
 bool im2col_supported(const Tensor& dst);            // IM2COL
-bool layout_supported(const Tensor& dst);            // CONCAT REPEAT PAD PAD_REFLECT_1D
+bool layout_supported(const Tensor& dst);            // CONCAT REPEAT PAD PAD_REFLECT_1D ROLL
 bool rope_supported(const Tensor& dst);              // ROPE
 bool arange_supported(const Tensor& dst);            // ARANGE
 bool argsort_supported(const Tensor& dst);           // ARGSORT
+bool top_k_supported(const Tensor& dst);             // TOP_K
+bool cumsum_supported(const Tensor& dst);            // CUMSUM
+bool tri_supported(const Tensor& dst);               // TRI DIAG DIAG_MASK_INF DIAG_MASK_ZERO
+bool out_prod_supported(const Tensor& dst);          // OUT_PROD
+bool pool_1d_supported(const Tensor& dst);           // POOL_1D
+bool conv_2d_supported(const Tensor& dst);           // CONV_2D CONV_2D_DW
+bool conv_transpose_2d_supported(const Tensor& dst);  // CONV_TRANSPOSE_2D
 bool mul_mat_id_supported(const Tensor& dst);        // MUL_MAT_ID
 bool add_id_supported(const Tensor& dst);            // ADD_ID
 bool timestep_embedding_supported(const Tensor& dst);  // TIMESTEP_EMBEDDING
@@ -56,7 +63,7 @@ bool upscale_supported(const Tensor& dst);            // UPSCALE
 bool ssm_conv_supported(const Tensor& dst);           // SSM_CONV
 bool ssm_scan_supported(const Tensor& dst);           // SSM_SCAN
 bool rwkv_wkv_supported(const Tensor& dst);           // RWKV_WKV6 RWKV_WKV7
-bool acc_supported(const Tensor& dst);               // ACC
+bool acc_supported(const Tensor& dst);               // ACC SET
 bool glu_supported(const Tensor& dst);               // REGLU GEGLU SWIGLU GEGLU_ERF GEGLU_QUICK SWIGLU_OAI
 
 size_t mul_mat_work_size(const Tensor& dst, int nth);
@@ -83,6 +90,13 @@ void compute_layout(const ComputeParams& p, Tensor& dst);
 void compute_rope(const ComputeParams& p, Tensor& dst);
 void compute_glu(const ComputeParams& p, Tensor& dst);
 void compute_acc(const ComputeParams& p, Tensor& dst);
+void compute_top_k(const ComputeParams& p, Tensor& dst);
+void compute_cumsum(const ComputeParams& p, Tensor& dst);
+void compute_tri(const ComputeParams& p, Tensor& dst);
+void compute_out_prod(const ComputeParams& p, Tensor& dst);
+void compute_pool_1d(const ComputeParams& p, Tensor& dst);
+void compute_conv_2d(const ComputeParams& p, Tensor& dst);
+void compute_conv_transpose_2d(const ComputeParams& p, Tensor& dst);
 void compute_conv_transpose_1d(const ComputeParams& p, Tensor& dst);
 void compute_pool_2d(const ComputeParams& p, Tensor& dst);
 void compute_upscale(const ComputeParams& p, Tensor& dst);
@@ -94,6 +108,10 @@ void compute_add_id(const ComputeParams& p, Tensor& dst);
 void compute_timestep_embedding(const ComputeParams& p, Tensor& dst);
 size_t mul_mat_id_work_size(const Tensor& dst, int nth);
 size_t conv_transpose_1d_work_size(const Tensor& dst, int nth);
+size_t reduce_work_size(const Tensor& dst, int nth);
+size_t out_prod_work_size(const Tensor& dst, int nth);
+size_t conv_2d_work_size(const Tensor& dst, int nth);
+size_t conv_transpose_2d_work_size(const Tensor& dst, int nth);
 void compute_arange(const ComputeParams& p, Tensor& dst);
 void compute_argsort(const ComputeParams& p, Tensor& dst);
 

@@ -1,6 +1,8 @@
-// CONCAT, REPEAT, PAD and PAD_REFLECT_1D: raw element moves (any non-quantized type, any strides), one dst row at a
-// time.
+// CONCAT, REPEAT, PAD, PAD_REFLECT_1D and ROLL: raw element moves (any non-quantized type, any
+// strides), one dst row at a time.
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/errors.h"
@@ -57,6 +59,21 @@ void pad_reflect_row(const Tensor& a, Tensor& dst, const vec::RowIndex& ix, size
     }
 }
 
+// np.roll: dst[i] = a[(i - shift) mod ne] on every dim (op_params[0..3] the shifts, |shift| < ne).
+int64_t roll_shift(const Tensor& dst, int d) {
+    const int64_t n = dst.ne[d];
+    return n == 0 ? 0 : ((int64_t(dst.op_params[d]) % n) + n) % n;
+}
+
+void roll_row(const Tensor& a, Tensor& dst, const vec::RowIndex& ix, size_t es) {
+    auto src = [&](int64_t i, int d) { const int64_t v = i - roll_shift(dst, d); return v < 0 ? v + dst.ne[d] : v; };
+    const uint8_t* srow = vec::row_ptr(a, {src(ix.i1, 1), src(ix.i2, 2), src(ix.i3, 3)});
+    uint8_t* drow = vec::row_ptr(dst, ix);
+    const int64_t n = dst.ne[0], s = roll_shift(dst, 0);
+    vec::copy_elems(srow, a.nb[0], drow + size_t(s) * dst.nb[0], dst.nb[0], n - s, es);
+    vec::copy_elems(srow + size_t(n - s) * a.nb[0], a.nb[0], drow, dst.nb[0], s, es);
+}
+
 }  // namespace
 
 bool layout_supported(const Tensor& dst) {
@@ -81,6 +98,13 @@ bool layout_supported(const Tensor& dst) {
         case Op::PAD:
             for (int i = 0; i < kMaxDims; ++i) {
                 if (dst.op_params[i] < 0 || dst.ne[i] != a->ne[i] + dst.op_params[i]) return false;
+            }
+            return true;
+        case Op::ROLL:
+            for (int i = 0; i < kMaxDims; ++i) {
+                if (dst.ne[i] != a->ne[i] || std::abs(int64_t(dst.op_params[i])) >= std::max<int64_t>(a->ne[i], 1)) {
+                    return false;
+                }
             }
             return true;
         case Op::PAD_REFLECT_1D: {
@@ -109,6 +133,7 @@ void compute_layout(const ComputeParams& p, Tensor& dst) {
             case Op::REPEAT: repeat_row(a, dst, ix, es); break;
             case Op::PAD: pad_row(a, dst, ix, es); break;
             case Op::PAD_REFLECT_1D: pad_reflect_row(a, dst, ix, es); break;
+            case Op::ROLL: roll_row(a, dst, ix, es); break;
             default: fail<InvalidArgumentError>("compute_layout", "not a layout op: ", op_name(dst.op));
         }
     }

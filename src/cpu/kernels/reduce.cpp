@@ -1,4 +1,5 @@
-// SUM_ROWS, MEAN and ARGMAX over each row of an f32 tensor with any strides.
+// SUM, SUM_ROWS, MEAN and ARGMAX over each row of an f32 tensor with any strides. SUM: each thread
+// sums its rows in double into its scratch slot, and thread 0 adds the slots in order.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -42,10 +43,16 @@ int32_t row_argmax(const uint8_t* row, size_t stride, int64_t n) {
 
 }  // namespace
 
+size_t reduce_work_size(const Tensor& dst, int nth) {
+    return dst.op == Op::SUM ? size_t(nth) * sizeof(double) : 0;
+}
+
 bool reduce_supported(const Tensor& dst) {
     const Tensor* a = dst.src[0];
     if (a == nullptr || a->type != Type::F32) return false;
     switch (dst.op) {
+        case Op::SUM:
+            return dst.type == Type::F32 && dst.nelements() == 1;
         case Op::SUM_ROWS:
         case Op::MEAN:
             return dst.type == Type::F32 && dst.ne[0] == 1 && dst.ne[1] == a->ne[1] && dst.ne[2] == a->ne[2] &&
@@ -65,6 +72,20 @@ void compute_reduce(const ComputeParams& p, Tensor& dst) {
     const int64_t n = a.ne[0];
     int64_t r0, r1;
     split_range(a.nrows(), p.ith, p.nth, &r0, &r1);
+    if (dst.op == Op::SUM) {
+        double s = 0.0;
+        for (int64_t r = r0; r < r1; ++r) s += row_sum(vec::row_ptr(a, vec::row_index(a, r)), a.nb[0], n);
+        double* partial = reinterpret_cast<double*>(p.wdata);
+        partial[p.ith] = s;
+        p.barrier();
+        if (p.ith == 0) {
+            double total = 0.0;
+            for (int t = 0; t < p.nth; ++t) total += partial[t];
+            const float v = float(total);
+            std::memcpy(host_data(dst), &v, sizeof v);
+        }
+        return;
+    }
     for (int64_t r = r0; r < r1; ++r) {
         const vec::RowIndex ix = vec::row_index(a, r);
         const uint8_t* row = vec::row_ptr(a, ix);

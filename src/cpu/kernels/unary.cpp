@@ -1,4 +1,4 @@
-// SCALE, CLAMP, LEAKY_RELU, XIELU and the unary activations (the Unary rows of shaders/op_table.h): f32 in,
+// SCALE, CLAMP, FILL, LEAKY_RELU, XIELU and the unary activations (the Unary rows of shaders/op_table.h): f32 in,
 // f32 out (or f16 in and out, computed in f32), any strides. Packed f32 data is mapped eight lanes at a time
 // with AVX2 where the host has it; the transcendental ones go through vec.h's polynomial exp (tanh, sigmoid
 // and both GELUs are rational functions of one exp).
@@ -23,6 +23,15 @@ struct FScale {
     float s(float x) const { return x * m + b; }
 #if defined(MB_VEC_AVX2)
     MB_AVX2 __m256 v(__m256 x) const { return _mm256_fmadd_ps(x, _mm256_set1_ps(m), _mm256_set1_ps(b)); }
+#endif
+};
+
+struct FFill {
+    float c;
+    static constexpr bool kVec = true;
+    float s(float) const { return c; }
+#if defined(MB_VEC_AVX2)
+    MB_AVX2 __m256 v(__m256) const { return _mm256_set1_ps(c); }
 #endif
 };
 
@@ -289,6 +298,7 @@ void compute_unary(const ComputeParams& p, Tensor& dst) {
     switch (dst.op) {
         case Op::SCALE: return run(FScale{dst.param_f(0), dst.param_f(1)}, p, dst);
         case Op::CLAMP: return run(FClamp{dst.param_f(0), dst.param_f(1)}, p, dst);
+        case Op::FILL: return run(FFill{dst.param_f(0)}, p, dst);
         case Op::SQR: return run(FSqr{}, p, dst);
         case Op::SQRT: return run(FSqrt{}, p, dst);
         case Op::LOG: return run(FLog{}, p, dst);

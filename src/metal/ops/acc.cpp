@@ -1,4 +1,4 @@
-// ACC on the Metal device (shaders/acc.metal): one thread per element of the contiguous f32 result.
+// ACC and SET on the Metal device (shaders/acc.metal): one thread per element of the contiguous f32 result.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +13,8 @@ bool supports_acc(const RuntimeProps& props, const Tensor& node) {
     (void)props;
     const Tensor* a = node.src[0];
     const Tensor* b = node.src[1];
-    return node.op == Op::ACC && a && b && a->type == Type::F32 && b->type == Type::F32 && node.type == Type::F32 &&
+    return (node.op == Op::ACC || node.op == Op::SET) && a && b && a->type == Type::F32 && b->type == Type::F32 &&
+           node.type == Type::F32 &&
            a->is_contiguous() && node.is_contiguous() && node.nelements() <= int64_t(UINT32_MAX) && fits_i32(*b);
 }
 
@@ -30,6 +31,7 @@ size_t encode_acc(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
     args.nb2 = uint64_t(dst.op_params[1]);
     args.nb3 = uint64_t(dst.op_params[2]);
     args.offset = uint64_t(dst.op_params[3]);
+    args.set = dst.op == Op::SET ? 1 : 0;
     const Pipeline& p = enc.use("kernel_acc_f32", {});
     enc.args(args);
     enc.input(a, 1);

@@ -1,4 +1,4 @@
-// ADD SUB MUL DIV on the Metal device (shaders/binary.metal). src0 and dst f32 with any strides,
+// ADD SUB MUL DIV ADD1 on the Metal device (shaders/binary.metal). src0 and dst f32 with any strides,
 // src1 f32 or f16 broadcast by modulo on every dim. Paths: one thread per float4 when src0 and dst
 // are contiguous and every operand is one contiguous row (`_row_c4`), else one threadgroup per dst
 // row. With fusion on, a chain of ADDs (each adding to the previous result) is one kernel.
@@ -18,7 +18,8 @@ namespace {
 
 int bin_op(Op op) {
     switch (op) {
-        case Op::ADD: return MB_BIN_ADD;
+        case Op::ADD:
+        case Op::ADD1: return MB_BIN_ADD;
         case Op::SUB: return MB_BIN_SUB;
         case Op::MUL: return MB_BIN_MUL;
         default: return MB_BIN_DIV;
@@ -61,7 +62,9 @@ bool row_c4(const Tensor& src0, const Tensor& dst, const std::vector<const Tenso
 
 bool supports_binary(const RuntimeProps& props, const Tensor& node) {
     (void)props;
-    if (node.op != Op::ADD && node.op != Op::SUB && node.op != Op::MUL && node.op != Op::DIV) return false;
+    if (node.op != Op::ADD && node.op != Op::SUB && node.op != Op::MUL && node.op != Op::DIV && node.op != Op::ADD1) {
+        return false;
+    }
     const Tensor* a = node.src[0];
     const Tensor* b = node.src[1];
     if (!a || !b || a->type != Type::F32 || node.type != Type::F32) return false;

@@ -1,9 +1,10 @@
-// CONCAT, REPEAT, PAD and PAD_REFLECT_1D on the Metal device (shaders/layout.metal): one threadgroup per dst row,
+// CONCAT, REPEAT, PAD, PAD_REFLECT_1D and ROLL on the Metal device (shaders/layout.metal): one threadgroup per dst row,
 // any strides, element types of 4 bytes (f32, i32) and 2 bytes (f16, bf16); the kernels only move
 // bits, so each element size has one kernel per op.
 #include <algorithm>
 #include <climits>
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -54,6 +55,13 @@ bool shapes_ok(const Tensor& node) {
         case Op::PAD:
             for (int i = 0; i < kMaxDims; ++i) {
                 if (node.op_params[i] < 0 || node.ne[i] != a.ne[i] + node.op_params[i]) return false;
+            }
+            return true;
+        case Op::ROLL:
+            for (int i = 0; i < kMaxDims; ++i) {
+                if (node.ne[i] != a.ne[i] || std::abs(int64_t(node.op_params[i])) >= std::max<int64_t>(a.ne[i], 1)) {
+                    return false;
+                }
             }
             return true;
         case Op::PAD_REFLECT_1D: {
@@ -131,6 +139,26 @@ size_t encode_layout(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
             k.p0 = dst.op_params[0];
             k.p1 = dst.op_params[1];
             p = &enc.use("kernel_pad_reflect_1d_" + type);
+            enc.args(k);
+            enc.input(a, 1);
+            enc.output(dst, 2);
+            break;
+        }
+        case Op::ROLL: {
+            mb_kargs_roll k{};
+            MB_SET_NE(k, ne0, a);
+            MB_SET_NB(k, nb0, a);
+            MB_SET_NB(k, nb, dst);
+            int32_t s[kMaxDims];
+            for (int d = 0; d < kMaxDims; ++d) {
+                const int64_t n = dst.ne[d];
+                s[d] = int32_t(((int64_t(dst.op_params[d]) % n) + n) % n);
+            }
+            k.s0 = s[0];
+            k.s1 = s[1];
+            k.s2 = s[2];
+            k.s3 = s[3];
+            p = &enc.use("kernel_roll_" + type);
             enc.args(k);
             enc.input(a, 1);
             enc.output(dst, 2);

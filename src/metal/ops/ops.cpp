@@ -42,6 +42,13 @@ const Family kAddId{supports_add_id, encode_add_id, nullptr};
 const Family kTimestepEmbedding{supports_timestep_embedding, encode_timestep_embedding, nullptr};
 const Family kArange{supports_arange, encode_arange, nullptr};
 const Family kArgsort{supports_argsort, encode_argsort, nullptr};
+const Family kTopK{supports_top_k, encode_top_k, nullptr};
+const Family kCumsum{supports_cumsum, encode_cumsum, nullptr};
+const Family kTri{supports_tri, encode_tri, nullptr};
+const Family kOutProd{supports_out_prod, encode_out_prod, nullptr};
+const Family kPool1d{supports_pool_1d, encode_pool_1d, nullptr};
+const Family kConv2d{supports_conv_2d, encode_conv_2d, nullptr};
+const Family kConvTranspose2d{supports_conv_transpose_2d, encode_conv_transpose_2d, nullptr};
 
 }  // namespace
 
@@ -84,6 +91,13 @@ const Family* family_of(Op op) {
         case OpFamily::TimestepEmbedding: return &kTimestepEmbedding;
         case OpFamily::Arange: return &kArange;
         case OpFamily::Argsort: return &kArgsort;
+        case OpFamily::TopK: return &kTopK;
+        case OpFamily::Cumsum: return &kCumsum;
+        case OpFamily::Tri: return &kTri;
+        case OpFamily::OutProd: return &kOutProd;
+        case OpFamily::Pool1d: return &kPool1d;
+        case OpFamily::Conv2d: return &kConv2d;
+        case OpFamily::ConvTranspose2d: return &kConvTranspose2d;
         case OpFamily::None: break;
     }
     return nullptr;

@@ -63,7 +63,7 @@ size_t encode_node(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
 size_t extra_alloc_size(const Tensor& node);
 
 // --- one pair per family: supports_<family>(props, node) and encode_<family>(enc, nodes, i) ---
-// ADD SUB MUL DIV (+ ADD chains)
+// ADD SUB MUL DIV ADD1 (+ ADD chains)
 bool supports_binary(const RuntimeProps& props, const Tensor& node);
 size_t encode_binary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
 // the Unary rows of shaders/op_table.h
@@ -75,7 +75,7 @@ size_t encode_norm(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
 // SOFT_MAX
 bool supports_soft_max(const RuntimeProps& props, const Tensor& node);
 size_t encode_soft_max(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
-// SUM_ROWS MEAN ARGMAX
+// SUM SUM_ROWS MEAN ARGMAX
 bool supports_reduce(const RuntimeProps& props, const Tensor& node);
 size_t encode_reduce(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
 // MUL_MAT
@@ -106,6 +106,27 @@ size_t encode_arange(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
 // ARGSORT
 bool supports_argsort(const RuntimeProps& props, const Tensor& node);
 size_t encode_argsort(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// TOP_K
+bool supports_top_k(const RuntimeProps& props, const Tensor& node);
+size_t encode_top_k(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// CUMSUM
+bool supports_cumsum(const RuntimeProps& props, const Tensor& node);
+size_t encode_cumsum(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// TRI DIAG DIAG_MASK_INF DIAG_MASK_ZERO
+bool supports_tri(const RuntimeProps& props, const Tensor& node);
+size_t encode_tri(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// OUT_PROD
+bool supports_out_prod(const RuntimeProps& props, const Tensor& node);
+size_t encode_out_prod(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// POOL_1D
+bool supports_pool_1d(const RuntimeProps& props, const Tensor& node);
+size_t encode_pool_1d(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// CONV_2D CONV_2D_DW
+bool supports_conv_2d(const RuntimeProps& props, const Tensor& node);
+size_t encode_conv_2d(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
+// CONV_TRANSPOSE_2D
+bool supports_conv_transpose_2d(const RuntimeProps& props, const Tensor& node);
+size_t encode_conv_transpose_2d(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
 // MUL_MAT_ID
 bool supports_mul_mat_id(const RuntimeProps& props, const Tensor& node);
 size_t encode_mul_mat_id(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
@@ -133,10 +154,10 @@ size_t encode_ssm_scan(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t
 // RWKV_WKV6 RWKV_WKV7
 bool supports_rwkv_wkv(const RuntimeProps& props, const Tensor& node);
 size_t encode_rwkv_wkv(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
-// ACC
+// ACC SET
 bool supports_acc(const RuntimeProps& props, const Tensor& node);
 size_t encode_acc(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
-// CONCAT REPEAT PAD PAD_REFLECT_1D
+// CONCAT REPEAT PAD PAD_REFLECT_1D ROLL
 bool supports_layout(const RuntimeProps& props, const Tensor& node);
 size_t encode_layout(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i);
 

@@ -1,5 +1,6 @@
 // SUM_ROWS, MEAN and ARGMAX on the Metal device (shaders/reduce.metal): one threadgroup per row of
 // f32 with any strides; SUM_ROWS/MEAN give one f32 per row, ARGMAX one i32 per row of a 2-D tensor.
+// SUM: one threadgroup walks every element.
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,8 @@ bool supports_reduce(const RuntimeProps& props, const Tensor& node) {
     const Tensor* a = node.src[0];
     if (!props.has_simdgroup_reduction || !a || a->type != Type::F32 || !fits_i32(*a)) return false;
     switch (node.op) {
+        case Op::SUM:
+            return node.type == Type::F32 && node.nelements() == 1;
         case Op::SUM_ROWS:
         case Op::MEAN:
             return node.type == Type::F32 && node.ne[0] == 1 && node.ne[1] == a->ne[1] && node.ne[2] == a->ne[2] &&
@@ -41,6 +44,16 @@ size_t encode_reduce(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i
     args.nb3 = dst.nb[3];
     args.mean = dst.op == Op::MEAN ? 1 : 0;
 
+    if (dst.op == Op::SUM) {
+        const Pipeline& p = enc.use("kernel_sum_f32");
+        enc.args(args);
+        enc.input(src0, 1);
+        enc.output(dst, 2);
+        enc.threadgroup_memory(32 * sizeof(float), 0);
+        const uint32_t nth = row_threads(src0.nelements(), p.max_threads_per_threadgroup());
+        enc.dispatch({1, 1, 1}, {nth, 1, 1});
+        return 1;
+    }
     const bool argmax = dst.op == Op::ARGMAX;
     const Pipeline& p = enc.use(argmax ? "kernel_argmax_f32" : "kernel_sum_rows_f32");
     enc.args(args);

@@ -57,7 +57,7 @@ size_t encode_unary(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i)
     const bool vec4 = flat && n % 4 == 0 && device_ref(src0).offset % align == 0 && device_ref(dst).offset % align == 0;
     mb_kargs_unary args{};
     args.n = uint32_t(vec4 ? n / 4 : n);
-    if (op_info(dst.op).kind == OpKind::Ew) {  // SCALE, CLAMP, LEAKY_RELU, XIELU: parameters f[0..3]
+    if (op_info(dst.op).kind == OpKind::Ew) {  // SCALE, CLAMP, FILL, LEAKY_RELU, XIELU: parameters f[0..3]
         args.p0 = dst.param_f(0);
         args.p1 = dst.param_f(1);
         args.p2 = dst.param_f(2);
