@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "cpu/kernels/simd.h"
+#include "cpu/kernels/vec_dot.h"
 
 namespace mb {
 
@@ -206,30 +207,74 @@ struct Q6 {
     }
 };
 
+// The two integer totals of one super-block, still in lanes: isum (the scaled code sums less the zero
+// point's part) and msum (the minimums' part, zero without minimums).
+template <class K>
+MB_TARGET_AVX2 inline void block_lanes(const typename K::Block& a, const block_q8_K& y, __m256i& isum,
+                                       __m256i& msum) {
+    __m128i sc8, mn8;
+    K::scales(a, sc8, mn8);
+    isum = K::sums(a, y.qs, scales16(sc8));
+    const __m256i bs = load256(y.bsums);
+    if (K::kZero != 0) {
+        // kZero is 4 or 32: the zero point's products as a shift.
+        const __m256i z = _mm256_madd_epi16(bs, _mm256_cvtepi8_epi16(sc8));
+        isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(z, K::kZero == 4 ? 2 : 5));
+    }
+    msum = K::kHasMin ? _mm256_madd_epi16(bs, _mm256_cvtepi8_epi16(mn8)) : _mm256_setzero_si256();
+}
+
 template <class K>
 MB_TARGET_AVX2 float dot_k(int64_t k, const void* va, const void* vb) {
     const auto* a = static_cast<const typename K::Block*>(va);
     const auto* b = static_cast<const block_q8_K*>(vb);
     float acc = 0.0f;
     for (int64_t i = 0; i < k / kQK; ++i) {
-        __m128i sc8, mn8;
-        K::scales(a[i], sc8, mn8);
-        __m256i isum = K::sums(a[i], b[i].qs, scales16(sc8));
-        const __m256i bs = load256(b[i].bsums);
-        if (K::kZero != 0) {
-            // kZero is 4 or 32: the zero point's products as a shift.
-            const __m256i z = _mm256_madd_epi16(bs, _mm256_cvtepi8_epi16(sc8));
-            isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(z, K::kZero == 4 ? 2 : 5));
-        }
-        const __m256i msum = K::kHasMin ? _mm256_madd_epi16(bs, _mm256_cvtepi8_epi16(mn8)) : _mm256_setzero_si256();
+        __m256i isum, msum;
+        block_lanes<K>(a[i], b[i], isum, msum);
         // Both totals at once: [i, m, i, m].
         const __m256i h = _mm256_hadd_epi32(isum, msum);
         __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
         t = _mm_hadd_epi32(t, t);
-        acc = k_block_add(acc, half(a[i].d), K::dmin(a[i]), b[i].d, _mm_cvtsi128_si32(t),
-                          _mm_extract_epi32(t, 1), K::kHasMin);
+        acc = k_block_add(acc, half(a[i].d), K::dmin(a[i]), b[i].d, _mm_cvtsi128_si32(t), _mm_extract_epi32(t, 1),
+                          K::kHasMin);
     }
     return acc;
+}
+
+// The totals of four rows' lanes, in row order.
+MB_TARGET_AVX2 inline __m128i totals4(const __m256i* v) {
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// kVecDotRows (4) rows against nt tokens: each row's float part is k_block_add's two fused
+// multiply-adds, done for the four rows in the four lanes of one vector (the same operations lane by
+// lane, so the same bits as dot_k).
+template <class K>
+MB_TARGET_AVX2 void rows_k(int64_t k, const uint8_t* a, size_t a_stride, const void* const* b, int nt, float* out) {
+    using Block = typename K::Block;
+    const Block* rows[4];
+    for (int r = 0; r < 4; ++r) rows[r] = reinterpret_cast<const Block*>(a + size_t(r) * a_stride);
+    const __m128 sign = _mm_castsi128_ps(_mm_set1_epi32(int(0x80000000u)));
+    for (int t = 0; t < nt; ++t) {
+        const auto* y = static_cast<const block_q8_K*>(b[t]);
+        __m128 acc = _mm_setzero_ps();
+        for (int64_t i = 0; i < k / kQK; ++i) {
+            __m256i isum[4], msum[4];
+            for (int r = 0; r < 4; ++r) block_lanes<K>(rows[r][i], y[i], isum[r], msum[r]);
+            const __m128 dy = _mm_set1_ps(y[i].d);
+            const __m128 d = _mm_cvtph_ps(_mm_setr_epi16(short(rows[0][i].d), short(rows[1][i].d),
+                                                         short(rows[2][i].d), short(rows[3][i].d), 0, 0, 0, 0));
+            acc = _mm_fmadd_ps(_mm_mul_ps(d, dy), _mm_cvtepi32_ps(totals4(isum)), acc);
+            if (K::kHasMin) {
+                const __m128 dmin = _mm_setr_ps(K::dmin(rows[0][i]), K::dmin(rows[1][i]), K::dmin(rows[2][i]),
+                                                K::dmin(rows[3][i]));
+                acc = _mm_fmadd_ps(_mm_xor_ps(_mm_mul_ps(dmin, dy), sign), _mm_cvtepi32_ps(totals4(msum)), acc);
+            }
+        }
+        _mm_storeu_ps(out + 4 * t, acc);
+    }
 }
 
 }  // namespace
@@ -303,9 +348,22 @@ VecDotKFn vec_dot_k_avx2_fn(Type t) {
     }
 }
 
+VecDotRowsFn vec_dot_k_rows_avx2_fn(Type t) {
+    static_assert(kVecDotRows == 4, "rows_k computes four rows");
+    switch (t) {
+        case Type::Q2_K: return rows_k<Q2>;
+        case Type::Q3_K: return rows_k<Q3>;
+        case Type::Q4_K: return rows_k<Q4>;
+        case Type::Q5_K: return rows_k<Q5>;
+        case Type::Q6_K: return rows_k<Q6>;
+        default: return nullptr;
+    }
+}
+
 #else
 
 VecDotKFn vec_dot_k_avx2_fn(Type) { return nullptr; }
+VecDotRowsFn vec_dot_k_rows_avx2_fn(Type) { return nullptr; }
 bool quantize_q8_K_act_block_avx2(const float*, block_q8_K*) { return false; }
 
 #endif
