@@ -260,13 +260,13 @@ VecDotKFn vec_dot_k_portable_fn(Type t) {
 }
 
 VecDotKFn vec_dot_k_fn(Type t) {
-    if (VecDotKFn f = vec_dot_table_fn(t)) return f;
-    if (VecDotKFn f = vec_dot_grid_fn(t)) return f;
 #if defined(MB_SIMD_X86)
     if (cpu_has_avx2_fma_f16c()) {
-        if (VecDotKFn f = vec_dot_k_avx2_fn(t)) return f;
+        if (VecDotKFn f = vec_dot_k_avx2_fn(t)) return f;  // q2_K .. q6_K and iq4_xs
     }
 #endif
+    if (VecDotKFn f = vec_dot_table_fn(t)) return f;
+    if (VecDotKFn f = vec_dot_grid_fn(t)) return f;
     return vec_dot_k_portable_fn(t);
 }
 

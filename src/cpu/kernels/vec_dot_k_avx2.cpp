@@ -13,6 +13,7 @@
 
 #include "cpu/kernels/simd.h"
 #include "cpu/kernels/vec_dot.h"
+#include "quant_blocks.h"
 
 namespace mb {
 
@@ -207,6 +208,52 @@ struct Q6 {
     }
 };
 
+// iq4_xs: the codes pick signed table values v (|v| <= 127); vpmaddubsw takes |v| against the
+// activation codes with v's sign moved onto them (|y| <= 127: pairs at most 2 * 127 * 127). The 8
+// sub-block scales (ls - 32, -32..31) go to both 16-element halves of their sub-block.
+struct IQ4XS {
+    using Block = block_iq4_xs;
+    static constexpr int kZero = 0;
+    static constexpr bool kHasMin = false;
+    MB_TARGET_AVX2 static float dmin(const Block&) { return 0.0f; }
+    MB_TARGET_AVX2 static void scales(const Block& b, __m128i& sc8, __m128i& mn8) {
+        uint32_t l4;
+        std::memcpy(&l4, b.scales_l, 4);
+        const __m128i v = _mm_cvtsi32_si128(int(l4));
+        // Sub-block s: the low nibble of scales_l[s / 2] for even s, its high nibble for odd s.
+        const __m128i lo = _mm_unpacklo_epi8(_mm_and_si128(v, _mm_set1_epi8(0x0F)),
+                                             _mm_and_si128(_mm_srli_epi16(v, 4), _mm_set1_epi8(0x0F)));
+        // Bits 2s..2s+1 of scales_h spread to byte s.
+        uint64_t h = b.scales_h;
+        h = (h | (h << 24)) & 0x000000FF000000FFull;
+        h = (h | (h << 12)) & 0x000F000F000F000Full;
+        h = (h | (h << 6)) & 0x0303030303030303ull;
+        const __m128i ls = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(_mm_cvtsi64_si128(int64_t(h)), 4)),
+                                        _mm_set1_epi8(32));
+        sc8 = _mm_shuffle_epi8(ls, _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7));
+        mn8 = _mm_setzero_si128();
+    }
+    MB_TARGET_AVX2 static __m256i sub_dot(__m256i acc, __m256i v, const int8_t* y, __m256i sc16, int s) {
+        const __m256i yv = load256(y + 32 * s);
+        const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(yv, v));
+        return _mm256_add_epi32(acc, _mm256_madd_epi16(p, group_scales(sc16, s)));
+    }
+    MB_TARGET_AVX2 static __m256i sums(const Block& b, const int8_t* y, __m256i sc16) {
+        const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mb_kvalues_iq4nl)));
+        __m256i acc0 = _mm256_setzero_si256();
+        __m256i acc1 = _mm256_setzero_si256();
+        for (int s = 0; s < 8; s += 2) {
+            // Sub-blocks s and s + 1: their 16 code bytes each, low nibbles the first 16 elements.
+            const __m256i q = load256(b.qs + 16 * s);
+            const __m256i vlo = _mm256_shuffle_epi8(table, _mm256_and_si256(q, mask8(0xF)));
+            const __m256i vhi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(q, 4), mask8(0xF)));
+            acc0 = sub_dot(acc0, _mm256_permute2x128_si256(vlo, vhi, 0x20), y, sc16, s);
+            acc1 = sub_dot(acc1, _mm256_permute2x128_si256(vlo, vhi, 0x31), y, sc16, s + 1);
+        }
+        return _mm256_add_epi32(acc0, acc1);
+    }
+};
+
 // The two integer totals of one super-block, still in lanes: isum (the scaled code sums less the zero
 // point's part) and msum (the minimums' part, zero without minimums).
 template <class K>
@@ -344,6 +391,7 @@ VecDotKFn vec_dot_k_avx2_fn(Type t) {
         case Type::Q4_K: return dot_k<Q4>;
         case Type::Q5_K: return dot_k<Q5>;
         case Type::Q6_K: return dot_k<Q6>;
+        case Type::IQ4_XS: return dot_k<IQ4XS>;
         default: return nullptr;
     }
 }
@@ -356,6 +404,7 @@ VecDotRowsFn vec_dot_k_rows_avx2_fn(Type t) {
         case Type::Q4_K: return rows_k<Q4>;
         case Type::Q5_K: return rows_k<Q5>;
         case Type::Q6_K: return rows_k<Q6>;
+        case Type::IQ4_XS: return rows_k<IQ4XS>;
         default: return nullptr;
     }
 }
