@@ -212,20 +212,14 @@ VecDotKFn vec_dot_table_fn(Type t) {
 }
 
 bool is_k_quant(Type t) {
+    if (type_traits(t).is_grid) return true;  // the grid types are paired with q8_K activations too
     switch (t) {
         case Type::Q2_K:
         case Type::Q3_K:
         case Type::Q4_K:
         case Type::Q5_K:
         case Type::Q6_K:
-        case Type::IQ4_XS:  // also paired with q8_K activations, as are the grid types
-        case Type::IQ2_XXS:
-        case Type::IQ2_XS:
-        case Type::IQ2_S:
-        case Type::IQ3_XXS:
-        case Type::IQ3_S:
-        case Type::IQ1_S:
-        case Type::IQ1_M:
+        case Type::IQ4_XS:  // also paired with q8_K activations
             return true;
         default:
             return false;
