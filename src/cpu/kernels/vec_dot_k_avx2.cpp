@@ -289,9 +289,9 @@ MB_TARGET_AVX2 float dot_k(int64_t k, const void* va, const void* vb) {
     return acc;
 }
 
-// The totals of four rows' lanes, in row order.
-MB_TARGET_AVX2 inline __m128i totals4(const __m256i* v) {
-    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+// The totals of four rows' lanes, in row order, from the pairs' vphaddd folds (rows 0 and 1, 2 and 3).
+MB_TARGET_AVX2 inline __m128i totals4(const __m256i* pair) {
+    const __m256i h = _mm256_hadd_epi32(pair[0], pair[1]);
     return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
@@ -308,16 +308,23 @@ MB_TARGET_AVX2 void rows_k(int64_t k, const uint8_t* a, size_t a_stride, const v
         const auto* y = static_cast<const block_q8_K*>(b[t]);
         __m128 acc = _mm_setzero_ps();
         for (int64_t i = 0; i < k / kQK; ++i) {
-            __m256i isum[4], msum[4];
-            for (int r = 0; r < 4; ++r) block_lanes<K>(rows[r][i], y[i], isum[r], msum[r]);
+            // Rows in pairs, each pair's lanes folded at once (fewer live registers than four rows).
+            __m256i ipair[2], mpair[2];
+            for (int p = 0; p < 2; ++p) {
+                __m256i i0, m0, i1, m1;
+                block_lanes<K>(rows[2 * p][i], y[i], i0, m0);
+                block_lanes<K>(rows[2 * p + 1][i], y[i], i1, m1);
+                ipair[p] = _mm256_hadd_epi32(i0, i1);
+                mpair[p] = K::kHasMin ? _mm256_hadd_epi32(m0, m1) : _mm256_setzero_si256();
+            }
             const __m128 dy = _mm_set1_ps(y[i].d);
             const __m128 d = _mm_cvtph_ps(_mm_setr_epi16(short(rows[0][i].d), short(rows[1][i].d),
                                                          short(rows[2][i].d), short(rows[3][i].d), 0, 0, 0, 0));
-            acc = _mm_fmadd_ps(_mm_mul_ps(d, dy), _mm_cvtepi32_ps(totals4(isum)), acc);
+            acc = _mm_fmadd_ps(_mm_mul_ps(d, dy), _mm_cvtepi32_ps(totals4(ipair)), acc);
             if (K::kHasMin) {
                 const __m128 dmin = _mm_setr_ps(K::dmin(rows[0][i]), K::dmin(rows[1][i]), K::dmin(rows[2][i]),
                                                 K::dmin(rows[3][i]));
-                acc = _mm_fmadd_ps(_mm_xor_ps(_mm_mul_ps(dmin, dy), sign), _mm_cvtepi32_ps(totals4(msum)), acc);
+                acc = _mm_fmadd_ps(_mm_xor_ps(_mm_mul_ps(dmin, dy), sign), _mm_cvtepi32_ps(totals4(mpair)), acc);
             }
         }
         _mm_storeu_ps(out + 4 * t, acc);
