@@ -1,7 +1,8 @@
 """Per-node profile of the Whisper encoder (tiny.en by default) on a device: where its time goes.
 
     python3 benchmarks/profile_whisper_encoder.py [--device CPU|MetalSim|Metal] [--model PATH]
-        [--audio WAV] [--threads N] [--top N] [--trace OUT.json]
+        [--audio WAV] [--threads N] [--top N] [--trace OUT.json] [--quantize q8_0]
+        [--compute-type float32|int8]
 
 Loads the model, encodes the first 30 s window of the audio once (through the model's scheduler,
 which also places the graph's intermediates), then runs Backend.profile on the encoder graph and
@@ -29,9 +30,13 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--trace", default=None)
+    parser.add_argument("--quantize", default=None, help="Whisper.load's quantize (q8_0, ...)")
+    parser.add_argument("--compute-type", default="float32",
+                        help='Whisper.load\'s compute_type ("int8": q8_0 and 8-bit activations)')
     args = parser.parse_args()
 
-    model = Whisper.load(args.model or default_model_path(), device=args.device, threads=args.threads)
+    model = Whisper.load(args.model or default_model_path(), device=args.device, threads=args.threads,
+                         quantize=args.quantize, compute_type=args.compute_type)
     compute = model.compute
     hp = compute.hp
     compute.encode(mel_windows(load_audio(args.audio), n_mels=hp.n_mels)[0])

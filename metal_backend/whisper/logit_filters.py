@@ -105,7 +105,7 @@ class LogitRules:
         self.suppressed = np.array(sorted(suppressed), dtype=np.int64)
         first = [special.eot]
         if options.suppress_blank:
-            first += [i for i, token in enumerate(model.vocab[:special.eot]) if token == b" "]
+            first += model.blank_token_ids
         self.first_step_suppressed = np.array(sorted(first), dtype=np.int64)
         self.last_initial_timestamp = None
         if options.max_initial_timestamp is not None:

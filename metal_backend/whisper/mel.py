@@ -76,14 +76,21 @@ def log_mel_spectrogram(audio: np.ndarray, n_mels: int = 80, padding: int = 0,
     return mel.frames(0, mel.n_frames)
 
 
+# LogMel keeps every chunk of its spectrogram when they fit in this many bytes (float64).
+KEEP_ALL_BYTES = 64 << 20
+
+
 class LogMel:
     """The log-mel spectrogram of audio followed by `padding` zero samples, computed by windows.
 
     Memory is bounded in the audio's length: frames(start, stop) computes only the chunks of
     chunk_frames frames that cover the range (the last few are kept for the next call); the
     (max - 8) floor, which needs every frame, comes from one pass made at construction that
-    keeps only the maximum. Frame i is the periodic-Hann window of samples 160 i - 200 ..
-    160 i + 199 of the audio and its padding, mirrored (numpy's "reflect") past either end, so
+    keeps only the maximum. When every chunk fits in KEEP_ALL_BYTES (float64: about 16 minutes of
+    audio at 80 mel bins), that pass keeps the chunks too, so no chunk is computed twice (the
+    transcription loop's windows overlap chunks, which otherwise recomputes each one two or
+    three times); the memory is then at most that constant. Frame i is the periodic-Hann window
+    of samples 160 i - 200 .. 160 i + 199 of the audio and its padding, mirrored (numpy's "reflect") past either end, so
     every window equals the same columns of the whole-file spectrogram (log_mel_spectrogram).
     Arguments and errors as log_mel_spectrogram.
     """
@@ -110,9 +117,12 @@ class LogMel:
         # Centred framing gives 1 + length // hop frames; whisper drops the last one.
         self.n_frames = self._length // HOP_LENGTH
         self._chunks: dict[int, np.ndarray] = {}
+        every_chunk = self._n_chunks() * n_mels * self.chunk_frames * 8
+        self._keep = max(3, self._n_chunks()) if every_chunk <= KEEP_ALL_BYTES else 3
         peak = max((float(self._log_chunk(k).max()) for k in range(self._n_chunks())), default=-10.0)
         self._floor = peak - 8.0
-        self._chunks.clear()
+        if self._keep < self._n_chunks():
+            self._chunks.clear()
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -159,7 +169,7 @@ class LogMel:
         frames = np.lib.stride_tricks.sliding_window_view(segment, N_FFT)[::HOP_LENGTH][:count]
         power = np.abs(np.fft.rfft(frames * self._window, axis=-1)) ** 2
         log_spec = np.log10(np.maximum(self._filters @ power.T, 1e-10))
-        if len(self._chunks) >= 3:
+        if len(self._chunks) >= self._keep:
             self._chunks.pop(next(iter(self._chunks)))
         self._chunks[k] = log_spec
         return log_spec

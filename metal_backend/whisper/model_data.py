@@ -9,6 +9,7 @@ same amount, which softmax cancels).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -273,6 +274,14 @@ class WhisperModelData:
     def special(self) -> SpecialTokens:
         """The model's special token ids."""
         return SpecialTokens.for_hparams(self.hparams)
+
+    @functools.cached_property
+    def blank_token_ids(self) -> tuple[int, ...]:
+        """The ids below end-of-text whose text is one space (what suppress_blank masks at a
+        segment's first step). Scanning the vocabulary costs tens of milliseconds, so it runs once
+        per model, not once per transcription (the vocabulary is not expected to change after load)."""
+        eot = self.special.eot
+        return tuple(i for i, token in enumerate(self.vocab[:eot]) if token == b" ")
 
     @property
     def word_alignment_heads(self) -> tuple[tuple[int, int], ...]:

@@ -11,6 +11,8 @@ ulps of the sum of |lane terms|.
 """
 from __future__ import annotations
 
+import platform
+
 import numpy as np
 import pytest
 
@@ -149,17 +151,92 @@ def test_int8_matches_quantized_reference_on_every_cap(wtype, m, k, n, threads):
             assert np.array_equal(bits, first), f"cap {cap} differs from cap {CAPS[0]}"
 
 
+# The int8 GEMM for q8_0 weights (src/cpu/kernels/gemm_q8_0.h) is built for x86; elsewhere q8_0 takes
+# the matrix-vector route like the other types.
+INT8_GEMM = platform.machine().lower() in ("x86_64", "amd64")
+INT8_GEMM_MIN_TOKENS = 8
+
+
+def gemm_q8_0_order(raw: bytes, m: int, k: int, x: np.ndarray) -> np.ndarray:
+    """The int8 GEMM's documented arithmetic, float32 (n, m): per row and token acc = 0, then per block
+    acc = fma(float(dot), float32(d * D), acc), dot the block's exact integer sum. The fused multiply-add
+    is emulated in long double (64-bit significand on x86): dot * scale is exact there (at most 20 + 24
+    bits) and so is the sum but for operands 2^40 apart, whose double rounding could only matter on
+    an exact float32 tie."""
+    assert np.finfo(np.longdouble).nmant >= 63
+    wc, wd, _ = decode_blocks(raw, "q8_0", m, k)
+    ac, ad, _ = quantize_activations(x)
+    n, nb = x.shape[0], k // 32
+    dots = np.einsum("nbi,mbi->nmb", ac.reshape(n, nb, 32), wc.reshape(m, nb, 32))
+    scale = wd.astype(np.float32)[None, :, :] * ad[:, None, :]
+    acc = np.zeros((n, m), np.float32)
+    for i in range(nb):
+        fused = dots[..., i].astype(np.longdouble) * scale[..., i].astype(np.longdouble) + acc.astype(np.longdouble)
+        acc = fused.astype(np.float32)
+    return acc
+
+
 @pytest.mark.parametrize("wtype", QUANT)
 def test_int8_gemm_equals_each_tokens_matrix_vector_product(wtype):
     # The many-token int8 path is the matrix-vector arithmetic over blocks of tokens: each token's
     # row equals, bit for bit, what that token alone gets (one token always quantizes activations).
+    # q8_0 on x86 has its own GEMM and order instead: each token's row is that order, bit for bit.
     rng = np.random.default_rng(QUANT.index(wtype))
     m, k, n = 45, 256, 70
     raw, x = _data(rng, wtype, m, k, n)
     many = Product(wtype, raw, m, k, x, 2, "int8").bits(None)
+    if wtype == "q8_0" and INT8_GEMM:
+        want = gemm_q8_0_order(raw, m, k, x).view(np.uint32)
+        for cap in CAPS:
+            assert np.array_equal(Product(wtype, raw, m, k, x, 2, "int8").bits(cap), want), f"cap {cap}"
+        return
     for t in (0, 1, 33, 64, 69):
         one = Product(wtype, raw, m, k, x[t:t + 1], 2, "float32").bits(None)
         assert np.array_equal(many[t], one[0]), f"token {t}"
+
+
+@pytest.mark.parametrize("n", [INT8_GEMM_MIN_TOKENS - 1, INT8_GEMM_MIN_TOKENS, 17])
+@pytest.mark.parametrize("m", [1, 4, 6])
+def test_int8_gemm_token_and_row_leftovers(m, n):
+    # Tiles are 4 rows x 16 tokens (two groups of 8): single rows, a half group and a partial second
+    # group, on both sides of the GEMM's token threshold, against the reference on every cap.
+    rng = np.random.default_rng([m, n])
+    k = 96
+    raw, x = _data(rng, "q8_0", m, k, n)
+    product = Product("q8_0", raw, m, k, x, 1, "int8")
+    ref, magnitude = reference(raw, "q8_0", m, k, x)
+    bound = (k / 32 + 8) * 2.0**-23 * magnitude + 1e-30
+    first = product.bits(CAPS[0])
+    for cap in CAPS:
+        bits = product.bits(cap)
+        assert np.array_equal(bits, first), f"cap {cap}"
+        assert np.all(np.abs(bits.view(np.float32) - ref) <= bound), f"cap {cap}"
+    if n >= INT8_GEMM_MIN_TOKENS and INT8_GEMM:
+        assert np.array_equal(first, gemm_q8_0_order(raw, m, k, x).view(np.uint32))
+
+
+def test_int8_infinite_activations_keep_their_sign_on_every_cap():
+    # A block holding -inf has amax = inf: its inverse scale is 0, -inf * 0 is NaN, and the quantizer
+    # codes NaN as -127 (the AVX2 form once wrote -128, which the sign trick cannot negate: -inf times
+    # a negative weight came out -inf). With D = inf the GEMM's one integer per block gives the float
+    # sign: -inf * w for w < 0 is +inf, +inf * w is -inf ... as long as the other codes are 0.
+    m, k, n = 4, 64, 16
+    w = np.full((m, k), 0.5, np.float32)
+    w[:, 0] = -1.0
+    raw = bytes(mb.quantize(w, mb.q8_0))
+    x = np.ones((n, k), np.float32)
+    x[:, 0] = -np.inf
+    x[:, 1:32] = 0.0
+    x[1, 0] = np.nan  # a NaN block: NaN out
+    product = Product("q8_0", raw, m, k, x, 2, "int8")
+    first = product.bits(CAPS[0])
+    for cap in CAPS:
+        assert np.array_equal(product.bits(cap), first), f"cap {cap}"
+    got = first.view(np.float32)
+    assert np.isnan(got[1]).all()
+    if INT8_GEMM:
+        rows = [t for t in range(n) if t != 1]
+        assert np.all(got[rows] == np.inf), got[rows]
 
 
 @pytest.mark.parametrize("wtype", ["q4_K", "q6_K", "iq4_nl", "iq4_xs", "mxfp4"])

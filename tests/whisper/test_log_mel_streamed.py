@@ -174,3 +174,25 @@ def test_memory_does_not_grow_with_the_audio():
     # spectrogram took about 50 MB per minute of audio (500 MB here).
     grown = int(run_isolated(_PEAK.format(minutes=10), timeout=300).split()[-1])
     assert grown < 200, f"the windowed log-mel of 10 minutes grew the peak by {grown} MB"
+
+
+@pytest.mark.parametrize("keep_all", [True, False])
+def test_chunks_are_computed_once_when_they_all_fit(monkeypatch, keep_all):
+    # Windows that start inside chunks (as the transcription loop's seeks do) read each chunk two or
+    # three times; under KEEP_ALL_BYTES the construction's peak pass keeps them, so each chunk's FFT
+    # runs once. Past it (0 here) only the last three chunks stay.
+    from metal_backend.whisper import mel as mel_module
+
+    if not keep_all:
+        monkeypatch.setattr(mel_module, "KEEP_ALL_BYTES", 0)
+    audio = _clip(95.0, seed=5)
+    whole = whole_file_log_mel(audio, padding=N_SAMPLES)
+    ffts = []
+    rfft = np.fft.rfft
+    monkeypatch.setattr(np.fft, "rfft", lambda *a, **kw: ffts.append(1) or rfft(*a, **kw))
+    mel = LogMel(audio, padding=N_SAMPLES)
+    chunks = -(-mel.n_frames // N_FRAMES)
+    for seek in range(0, mel.n_frames - N_FRAMES, 2200):
+        np.testing.assert_allclose(mel.frames(seek, seek + N_FRAMES), whole[:, seek:seek + N_FRAMES], rtol=0, atol=2e-6)
+        assert len(mel._chunks) == chunks if keep_all else len(mel._chunks) <= 3
+    assert len(ffts) == chunks if keep_all else len(ffts) > chunks

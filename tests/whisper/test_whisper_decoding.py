@@ -151,6 +151,25 @@ def test_blank_and_eot_suppressed_at_first_step_only():
     assert GreedyDecoder(fake_model(EN), options).decode(compute, ("F", 1)) == [220]
 
 
+class _NoScan(list):
+    def __getitem__(self, index):
+        raise AssertionError(f"vocabulary read again: {index!r}")
+
+
+def test_blank_tokens_are_found_once_per_model():
+    # suppress_blank's token list comes from a scan of the vocabulary, which costs tens of
+    # milliseconds at 51864 tokens: it runs on the first LogitRules of a model, not on every one.
+    model = fake_model(EN)
+    rules = LogitRules(model, DecodingOptions())
+    assert model.blank_token_ids == (220,)
+    assert rules.first_step_suppressed.tolist() == [220, model.special.eot]
+    model.vocab = _NoScan(model.vocab)
+    again = LogitRules(model, DecodingOptions())
+    assert again.first_step_suppressed.tolist() == [220, model.special.eot]
+    no_blank = LogitRules(model, DecodingOptions(suppress_blank=False))
+    assert no_blank.first_step_suppressed.tolist() == [model.special.eot]
+
+
 @pytest.mark.parametrize("hp", [EN, MULTI])
 def test_special_and_timestamp_tokens_never_sampled_without_timestamps(hp):
     sp = SpecialTokens.for_hparams(hp)

@@ -21,6 +21,8 @@
 //     acc[j] = fma(float(lane_i[j]), float(d_i) * D_i, acc[j])      (d: weight scale, D: activation's)
 //   then ((acc0 + acc1) + (acc2 + acc3)) + ((acc4 + acc5) + (acc6 + acc7)),
 //   plus, for q4_1 and q5_1, off = fma(m_i, S_i, off) summed over blocks in the same order.
+// (The many-token int8 GEMM for q8_0 weights, gemm_q8_0.h, has an order of its own: one integer sum
+// per block.)
 // q4_0's and q5_0's zero points (8 and 16) are taken off in the integer lanes (lane of (c - z) * q =
 // lane of c * q - lane of z * q), so they add no float term. Every multiply-add is an explicit fused
 // one, so no compiler contraction choice can make two paths differ.

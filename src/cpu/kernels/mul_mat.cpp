@@ -15,6 +15,9 @@
 //   quantized to 8-bit blocks once, then tiles of 4 weight rows x 2 tokens (vec_dot_rows.cpp), the
 //   arithmetic ggml's CPU backend uses for quantized weights. Many tokens are cut into blocks of
 //   kInt8TokensPerJob, so a block's quantized activations stay in L2 while every weight row passes.
+//   q8_0 weights from kInt8GemmMinTokens tokens (x86 builds): the int8 GEMM (gemm_q8_0.h) on the same
+//   jobs and quantized activations, with its own order of float operations (one integer sum per
+//   block), which AVX2 computes with integer accumulators in registers.
 // Threads take jobs from shared counters, which keeps every core busy when one of them is slowed by
 // something else on the machine. The matrix-vector path has no barrier (a slot never waits for one
 // that has not started, see kernels.h): the activation rows are claimed one by one and converted
@@ -31,6 +34,7 @@
 #include "core/ops.h"
 #include "cpu/cache_sizes.h"
 #include "cpu/kernels/gemm_f32.h"
+#include "cpu/kernels/gemm_q8_0.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/simd.h"
 #include "cpu/kernels/vec_dot.h"
@@ -48,6 +52,9 @@ constexpr int64_t kGemmMinTokensF32 = 12;
 constexpr int64_t kGemmMinTokensConverted = 24;
 // int8 activations: tokens per job (K = 1536 at 1.25 bytes per quantized element: 120 KiB).
 constexpr int64_t kInt8TokensPerJob = 64;
+// int8 activations against q8_0 weights: from this many tokens, the int8 GEMM (gemm_q8_0.h, its own
+// order of float operations) for every token of the product; below it, the matrix-vector kernels.
+constexpr int64_t kInt8GemmMinTokens = 8;
 // Cache blocking, measured for a 32 KiB L1 and 512 KiB L2 per core and scaled to the host's caches
 // (host_cache_sizes). A phase packs a block of weight rows over all of K (4 MiB there, shared, in
 // L3). Per k block, a weight panel (16 x kc floats, up to 24 KiB) stays in L1 while a job's packed
@@ -160,6 +167,7 @@ Shape shape_of(const Tensor& dst) {
 
 struct Plan {
     bool gemm = false;
+    bool int8_gemm = false;  // int8 activations x q8_0 weights through gemm_q8_0 (scratch per thread)
     // Activation rows: converted into scratch (conv_type rows of conv_row_bytes), or read in place.
     bool convert_b = false;
     VecType conv_type = VecType::F32;
@@ -245,6 +253,12 @@ Plan make_plan(const Tensor& dst, int nth) {
         const int64_t per_mat = std::max<int64_t>(1, ceil_div(want_jobs, n_bmat * p.n_tchunks));
         p.rows_per_job = round_up(ceil_div(s.m, per_mat), kVecDotRows);
         p.jobs_per_phase = n_bmat * p.n_tchunks * ceil_div(s.m, p.rows_per_job);
+        // From the types and shape only, not the max_isa cap (which picks the kernel at compute
+        // time), so the scratch asked for before a compute fits whatever runs.
+        p.int8_gemm = int8 && a.type == Type::Q8_0 && s.n >= kInt8GemmMinTokens && gemm_q8_0_built();
+        if (p.int8_gemm) {
+            p.thread_bytes = align_up(gemm_q8_0_scratch_bytes(s.k, p.tokens_per_job));
+        }
     }
 
     p.n_counters = p.gemm ? p.n_phases : 2 + nth;
@@ -381,10 +395,19 @@ void run_gemm_job(const Plan& p, const Shape& s, const Tensor& b, Tensor& dst, c
 
 // Weight rows go kVecDotRows at a time, tokens kVecDotTokens at a time, through dot_rows where there
 // is one (dst is packed, so a token's results for consecutive rows are adjacent); the rest one by one.
+// With int8_gemm, the whole job goes through the int8 GEMM.
 void run_vec_job(const Plan& p, const Shape& s, const Tensor& a, const Tensor& b, Tensor& dst, const uint8_t* conv,
-                 const Job& j, VecDotFn dot, VecDotRowsFn dot_rows) {
+                 const Job& j, VecDotFn dot, VecDotRowsFn dot_rows, uint8_t* scratch) {
     const uint8_t* base = host_data(a) + j.i02 * a.nb[2] + j.i03 * a.nb[3];
     int64_t r = j.r0;
+    if (p.int8_gemm) {
+        const void* acts[kInt8TokensPerJob];
+        for (int64_t t = j.t0; t < j.t1; ++t) acts[t - j.t0] = b_row(p, s, b, conv, t, j.i12, j.i13);
+        float* out = reinterpret_cast<float*>(at(dst, r, j.t0, j.i12, j.i13));
+        gemm_q8_0(s.k, base + r * a.nb[1], a.nb[1], j.r1 - j.r0, acts, j.t1 - j.t0, out,
+                  int64_t(dst.nb[1] / sizeof(float)), scratch);
+        return;
+    }
     if (dot_rows != nullptr) {
         for (; r + kVecDotRows <= j.r1; r += kVecDotRows) {
             const uint8_t* w = base + r * a.nb[1];
@@ -458,6 +481,7 @@ void run_vec(const ComputeParams& cp, const Plan& p, const Shape& s, const Tenso
     }
     const VecDotFn dot = vec_dot_fn(a.type, p.conv_type);
     const VecDotRowsFn dot_rows = vec_dot_rows_fn(a.type, p.conv_type);
+    uint8_t* scratch = base + p.thread_offset + p.thread_bytes * size_t(cp.ith);
     for (int k = 0; k < cp.nth; ++k) {
         const int t = (cp.ith + k) % cp.nth;
         const int64_t first = p.jobs_per_phase * t / cp.nth;
@@ -468,7 +492,7 @@ void run_vec(const ComputeParams& cp, const Plan& p, const Shape& s, const Tenso
             continue;
         }
         for (int64_t j = taken->fetch_add(1); j < count; j = taken->fetch_add(1)) {
-            run_vec_job(p, s, a, b, dst, conv, decode_vec(p, s, first + j), dot, dot_rows);
+            run_vec_job(p, s, a, b, dst, conv, decode_vec(p, s, first + j), dot, dot_rows, scratch);
         }
     }
 }

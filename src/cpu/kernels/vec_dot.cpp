@@ -66,8 +66,11 @@ MB_TARGET_AVX2 void quantize_q8_block_avx2(const float* x, BlockQ8Act* y) {
     __m256i q[4];
     for (int j = 0; j < 4; ++j) {
         const __m256 r = _mm256_round_ps(_mm256_mul_ps(v[j], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        // max/min return the second operand for NaN, which maps NaN to -127 as the portable path does.
-        q[j] = _mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_max_ps(lo, r)));
+        // vmaxps returns its second operand when either is NaN, so max(r, lo) maps NaN (NaN input, or
+        // +-inf times the zero inverse scale of a block whose amax is inf) to -127 as the portable
+        // path's fmax does. (max(lo, r) passed the NaN on, and its conversion wrote -128, a code
+        // that the sign trick cannot negate: -(-128) wraps to -128.)
+        q[j] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(r, lo), hi));
     }
     const __m256i sum32 = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
     __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum32), _mm256_extracti128_si256(sum32, 1));
