@@ -142,8 +142,10 @@ if ggml is not None:
 class Row:
     """A benchmark row: how each peer builds and runs it, and its FLOP count (None: not a matmul)."""
 
-    def __init__(self, name, shape, flops, ours, numpy_fn, ggml_spec, torch_fn, tol, weight_bytes=None):
+    def __init__(self, name, shape, flops, ours, numpy_fn, ggml_spec, torch_fn, tol, weight_bytes=None,
+                 numpy_peer=True):
         self.name, self.shape, self.flops = name, shape, flops
+        self.numpy_peer = numpy_peer  # False: numpy_fn is the reference only (no numpy version), not timed
         self.weight_bytes = weight_bytes  # mat-vec rows: bytes of weights each call reads
         self.ours, self.numpy_fn, self.ggml_spec, self.torch_fn = ours, numpy_fn, ggml_spec, torch_fn
         self.tol = tol  # relative error vs numpy above which the row is flagged
@@ -288,10 +290,17 @@ def mul_mat_id_row(rng):
 
     torch_fn = None
     if torch is not None:
-        tw, tx, ti = torch.from_numpy(w), torch.from_numpy(x[:, 0]), torch.from_numpy(ids.astype(np.int64))
+        # As numpy's: per expert, its tokens through one matmul (gathering every token's expert weights,
+        # tw[ids], would copy 32 x 2 matrices and time the copy, not the product).
+        tw, tx = torch.from_numpy(w), torch.from_numpy(x[:, 0])
+        routes = [(j, *(torch.from_numpy(v) for v in np.nonzero(ids == j))) for j in range(e)]
+        routes = [(j, tok, slot) for j, tok, slot in routes if tok.numel()]
 
         def torch_fn():
-            return torch.einsum("tunk,tk->tun", tw[ti], tx)
+            out = torch.empty((t, used, n))
+            for j, tok, slot in routes:
+                out[tok, slot] = tx[tok] @ tw[j].T
+            return out
 
     def build_ggml(ctx):
         tw = ggml.ggml_new_tensor_3d(ctx, ggml.GGML_TYPE_F32, k, n, e)
@@ -524,7 +533,32 @@ def interpolate_row(mode, rng):
         return [t], ggml.ggml_interpolate(ctx, t, ow, oh, c, 1, 1 if mode == "bilinear" else 2)
 
     return Row(f"upscale {mode[:5]}", f"{c}x{h}x{w} x2", None, (build_ours, [a]), np_fn, (build_ggml, [a]), torch_fn,
-               1e-4)
+               1e-4, numpy_peer=mode != "bicubic")
+
+
+def antialias_row(rng):
+    """A vision encoder's antialiased 2x downsampling: 1x64x128x128 -> 64x64 (bilinear, antialias: torch's
+    antialias=True, ggml's GGML_SCALE_FLAG_ANTIALIAS)."""
+    c, h, w = 64, 128, 128
+    a = rng.standard_normal((1, c, h, w)).astype(np.float32)
+    oh, ow = h // 2, w // 2
+    ta = torch.from_numpy(a) if torch is not None else None
+    torch_fn = None
+    if torch is not None:
+        def torch_fn():
+            return F.interpolate(ta, size=(oh, ow), mode="bilinear", align_corners=False, antialias=True)
+    ref = torch_fn().numpy() if torch is not None else None  # numpy has no antialiased resize: torch is the reference
+
+    def build_ours(ctx):
+        t = ctx.tensor(mb.f32, a.shape)
+        return [t], mb.ops.interpolate(t, (1, c, oh, ow), "bilinear", antialias=True)
+
+    def build_ggml(ctx):
+        t = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F32, w, h, c, 1)
+        return [t], ggml.ggml_interpolate(ctx, t, ow, oh, c, 1, 1 | 512)
+
+    return Row("upscale bil_aa", f"{c}x{h}x{w} /2", None, (build_ours, [a]), lambda: ref, (build_ggml, [a]),
+               torch_fn, 1e-4, numpy_peer=False)
 
 
 def all_rows(rng):
@@ -542,6 +576,8 @@ def all_rows(rng):
     rows += [softmax_row(rng), norm_row(rng), gelu_row(rng), add_row(rng)]
     rows += [mul_mat_id_row(rng), argsort_row(rng), group_norm_row(rng), conv_transpose_1d_row(rng)]
     rows += [ssm_scan_row(rng), *rwkv_rows(rng), interpolate_row("bilinear", rng), interpolate_row("bicubic", rng)]
+    if torch is not None:
+        rows.append(antialias_row(rng))
     return rows
 
 
@@ -734,8 +770,9 @@ def run_table(nth, args):
             names.append("ours")
         except mb.MetalBackendError as e:  # an op another helper has not landed yet
             note = f"ours: {type(e).__name__}"
-        fns.append(row.numpy_fn)
-        names.append("numpy")
+        if row.numpy_peer:
+            fns.append(row.numpy_fn)
+            names.append("numpy")
         g = None
         if ggml is not None and row.ggml_spec is not None:
             g = Ggml(nth, *row.ggml_spec)

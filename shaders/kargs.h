@@ -147,11 +147,13 @@ typedef struct {
 } mb_kargs_pool_2d;
 
 // UPSCALE: scale factors sf_d = dst.ne[d] / src0.ne[d] (align corners: (ne_d - 1) / (ne0_d - 1) on
-// dims 0, 1); mode MB_SCALE_* (bilinear and bicubic act on dims 0, 1, sample at (i + offset) / sf - offset).
+// dims 0, 1); mode MB_SCALE_* (bilinear and bicubic act on dims 0, 1, sample at (i + offset) / sf - offset),
+// | MB_SCALE_ANTIALIAS for bilinear's triangle filter of half-width max(1, 1 / sf) (ggml's bit 9).
 #define MB_SCALE_NEAREST 0
 #define MB_SCALE_BILINEAR 1
 #define MB_SCALE_BICUBIC 2
 #define MB_SCALE_ALIGN_CORNERS 256
+#define MB_SCALE_ANTIALIAS 512
 typedef struct {
     int32_t ne0, ne00, ne01, mode;
     float sf0, sf1, sf2, sf3;

@@ -98,7 +98,7 @@ MB_OP(ROPE, Rope, OP, "rope")          // src1 i32 positions; see ops.h
 // convolution, pooling, resampling, state-space models
 MB_OP(CONV_TRANSPOSE_1D, ConvTranspose1d, OP, "conv_transpose_1d")  // src0 kernel, src1 data; i[0..2] s0, p0, d0
 MB_OP(POOL_2D, Pool2d, OP, "pool_2d")     // i[0] 0 max / 1 avg, i[1..6] k0, k1, s0, s1, p0, p1
-// UPSCALE: to dst's shape; i[0] = mode (0 nearest, 1 bilinear, 2 bicubic) | 256 align corners
+// UPSCALE: to dst's shape; i[0] = mode (0 nearest, 1 bilinear, 2 bicubic) | 256 align corners | 512 antialias
 MB_OP(UPSCALE, Upscale, OP, "upscale")
 MB_OP(SSM_CONV, SsmConv, OP, "ssm_conv")  // src0 sx, src1 c
 MB_OP(SSM_SCAN, SsmScan, OP, "ssm_scan")  // s, x, dt, A, B, C, ids -> y then the final states, one f32 vector

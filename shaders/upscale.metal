@@ -1,5 +1,6 @@
 // UPSCALE (ggml_interpolate): nearest dst[i] = src0[floor(i_d / sf_d)] on every dim; bilinear and bicubic
-// (Keys, a = -0.75) on dims 0 and 1 at (i + offset) / sf - offset with edges clamped, dims 2 and 3 nearest.
+// (Keys, a = -0.75) on dims 0 and 1 at (i + offset) / sf - offset with edges clamped, dims 2 and 3 nearest;
+// bilinear | MB_SCALE_ANTIALIAS: torch's antialias=True triangle filter (ggml's GGML_SCALE_FLAG_ANTIALIAS).
 // One threadgroup per dst row.
 #include <metal_stdlib>
 #include "kargs.h"
@@ -37,6 +38,32 @@ kernel void kernel_upscale_f32(
         const int j1 = int(float(tgpig.x) / args.sf1);
         for (int i0 = tpitg; i0 < args.ne0; i0 += ntg) {
             *((device float *) (y + i0 * args.nb0)) = upscale_at(plane, args, int(float(i0) / args.sf0), j1);
+        }
+        return;
+    }
+    if (args.mode == (MB_SCALE_BILINEAR | MB_SCALE_ANTIALIAS)) {
+        // Triangle filter of half-width support = max(1, 1 / sf) around c = (i + offset) / sf, taps
+        // s in [c - support + offset, c + support + offset) inside the image, normalised by their sum.
+        const float sup0 = max(1.0f, 1.0f / args.sf0), sup1 = max(1.0f, 1.0f / args.sf1);
+        const float inv0 = 1.0f / sup0, inv1 = 1.0f / sup1;
+        const float cy = (float(tgpig.x) + off) / args.sf1;
+        const int y_min = max(int(cy - sup1 + off), 0);
+        const int y_max = min(int(cy + sup1 + off), args.ne01);
+        for (int i0 = tpitg; i0 < args.ne0; i0 += ntg) {
+            const float cx = (float(i0) + off) / args.sf0;
+            const int x_min = max(int(cx - sup0 + off), 0);
+            const int x_max = min(int(cx + sup0 + off), args.ne00);
+            float v = 0.0f, total = 0.0f;
+            for (int sy = y_min; sy < y_max; ++sy) {
+                const float wy = max(1.0f - fabs((float(sy) - cy + off) * inv1), 0.0f);
+                for (int sx = x_min; sx < x_max; ++sx) {
+                    const float w = max(1.0f - fabs((float(sx) - cx + off) * inv0), 0.0f) * wy;
+                    if (w <= 0.0f) continue;
+                    v += upscale_at(plane, args, sx, sy) * w;
+                    total += w;
+                }
+            }
+            *((device float *) (y + i0 * args.nb0)) = total > 0.0f ? v / total : 0.0f;
         }
         return;
     }

@@ -495,6 +495,20 @@ def sort_cases():
          lambda a: argsort_ref(np.floor(a * 2.0), False), EXACT)
     case("argsort/f32/transposed", "ARGSORT", [In((23, 7))], lambda a: mb.ops.argsort(a.transpose(), True),
          lambda a: argsort_ref(a.T, True), EXACT)
+    # log(floor(2a)): NaN (negatives, last in either order), -inf (zeros, tied), 0 (ones, tied), finite values.
+    for desc in (False, True):
+        case(f"argsort/f32/nan_inf_{'desc' if desc else 'asc'}", "ARGSORT", [In((4, 300))],
+             lambda a, desc=desc: mb.ops.argsort(mb.ops.log(mb.ops.floor(mb.ops.scale(a, 2.0))), desc),
+             lambda a, desc=desc: argsort_ref(_log_floor2(a), desc), EXACT)
+    # -0 and +0 compare equal: index order.
+    case("argsort/f32/signed_zeros", "ARGSORT", [In((3, 40))],
+         lambda a: mb.ops.argsort(mb.ops.mul(mb.ops.floor(a), mb.ops.scale(mb.ops.floor(a), 0.0)), True),
+         lambda a: argsort_ref(np.floor(a) * 0.0, True), EXACT)
+
+
+def _log_floor2(a):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.log(np.floor(a * 2.0))
 
 
 def arange_cases():
@@ -565,12 +579,16 @@ def moe_cases():
 
 def group_norm_cases():
     for label, shape, groups in [("even", (2, 6, 5, 7), 3), ("uneven", (1, 5, 4, 4), 2), ("each", (1, 8, 3, 3), 8),
-                                 ("more_groups", (1, 3, 2, 5), 4), ("unet", (1, 64, 16, 16), 32)]:
+                                 ("more_groups", (1, 3, 2, 5), 4), ("unet", (1, 64, 16, 16), 32),
+                                 ("chunks", (2, 4, 48, 65), 2)]:  # groups of 6240 values: several pieces
         case(f"group_norm/f32/{label}", "GROUP_NORM", [In(shape)],
              lambda a, g=groups: mb.ops.group_norm(a, g, 1e-6), lambda a, g=groups: group_norm_ref(a, g, 1e-6), ROWS)
     case("group_norm/f32/offset", "GROUP_NORM", [In((2, 4, 3, 3), gen="positive")],
          lambda a: mb.ops.group_norm(mb.ops.scale(a, 1.0, 50.0), 2, 1e-5),
          lambda a: group_norm_ref(a + 50.0, 2, 1e-5), ROWS)
+    case("group_norm/f32/strided_rows", "GROUP_NORM", [In((1, 4, 6, 5))],
+         lambda a: mb.ops.group_norm(a.permute(0, 1, 3, 2), 2, 1e-6),
+         lambda a: group_norm_ref(a.transpose(0, 1, 3, 2), 2, 1e-6), ROWS)
     case("group_norm/f32/permuted", "GROUP_NORM", [In((4, 2, 3, 5))],
          lambda a: mb.ops.group_norm(a.permute(1, 0, 2, 3), 2, 1e-6),
          lambda a: group_norm_ref(a.transpose(1, 0, 2, 3), 2, 1e-6), ROWS)
@@ -615,8 +633,11 @@ def ssm_conv_ref(sx, c):
     return out
 
 
-def interpolate_ref(a, shape, mode, align_corners=False):
-    """ggml_interpolate in float64, sample positions computed in f32 as ggml does."""
+def interpolate_ref(a, shape, mode, align_corners=False, antialias=False):
+    """ggml_interpolate in float64, sample positions computed in f32 as ggml does. antialias (bilinear):
+    ggml's GGML_SCALE_FLAG_ANTIALIAS, torch's antialias=True: per output pixel, the source pixels s in
+    [c - support + offset, c + support + offset) around c = (i + offset) / sf with support = max(1, 1 / sf),
+    weighted by the triangle max(0, 1 - |s - c + offset| / support) on each axis, divided by the weights' sum."""
     f = np.float32
     a4 = a.reshape((1,) * (4 - a.ndim) + a.shape)
     o4 = (1,) * (4 - len(shape)) + tuple(shape)
@@ -640,6 +661,23 @@ def interpolate_ref(a, shape, mode, align_corners=False):
     def pos(d):
         p = (np.arange(ne_out[d], dtype=f) + off) / sf[d] - off
         return p, np.floor(p).astype(np.int64)
+
+    if antialias:
+        def aa_matrix(d):
+            """(n_out, n_in) filter of axis d, rows normalised (all-zero rows stay zero)."""
+            n_in, sfd = ne_in[d], sf[d]
+            support = max(f(1.0), f(1.0) / sfd)
+            m = np.zeros((ne_out[d], n_in))
+            for i in range(ne_out[d]):
+                c = (f(i) + off) / sfd
+                lo, hi = max(int(c - support + off), 0), min(int(c + support + off), n_in)
+                for s_ in range(lo, hi):
+                    m[i, s_] = max(0.0, 1.0 - abs((float(s_) - float(c) + float(off)) / float(support)))
+            tot = m.sum(axis=1, keepdims=True)
+            return np.divide(m, tot, out=np.zeros_like(m), where=tot > 0)
+
+        out = np.einsum("yY,...Yx->...yx", aa_matrix(1), planes) @ aa_matrix(0).T
+        return out.reshape(shape)
 
     (py, y0), (px, x0) = pos(1), pos(0)
 
@@ -780,6 +818,17 @@ def spatial_cases():
         case(f"interpolate/{label}", "UPSCALE", [In(shape)],
              lambda a, o=out, m=mode, al=align: mb.ops.interpolate(a, o, m, al),
              lambda a, o=out, m=mode, al=align: interpolate_ref(a, o, m, al), EXACT if mode == "nearest" else ROWS)
+    # antialias (bilinear): down by 2.x and 3.x (filters wider than 2 taps), up (support 1), align corners.
+    for label, shape, out, align in [("down", (2, 3, 11, 13), (2, 3, 5, 4), False),
+                                     ("down_align", (1, 2, 9, 16), (1, 2, 3, 5), True),
+                                     ("up", (1, 2, 4, 5), (1, 2, 9, 10), False),
+                                     ("mixed", (2, 7, 12), (2, 14, 5), False)]:
+        case(f"interpolate/bilinear_aa/{label}", "UPSCALE", [In(shape)],
+             lambda a, o=out, al=align: mb.ops.interpolate(a, o, "bilinear", al, antialias=True),
+             lambda a, o=out, al=align: interpolate_ref(a, o, "bilinear", al, antialias=True), ROWS)
+    case("upscale/bilinear_aa/x2", "UPSCALE", [In((2, 3, 5, 7))],
+         lambda a: mb.ops.upscale(a, 2, "bilinear", antialias=True),
+         lambda a: interpolate_ref(a, (2, 3, 10, 14), "bilinear", antialias=True), ROWS)
     for label, (ns, di, dc, nt) in [("mamba", (2, 16, 4, 7)), ("one", (1, 8, 4, 1)), ("wide", (1, 64, 3, 33))]:
         case(f"ssm_conv/f32/{label}", "SSM_CONV", [In((ns, di, dc - 1 + nt)), In((di, dc))], mb.ops.ssm_conv,
              ssm_conv_ref, ROWS)

@@ -35,7 +35,7 @@ int ggml_dim(int axis, int n_dims, const char* who) {
 }
 
 // ggml's scale mode word from the Python names: nearest 0, bilinear 1, bicubic 2, | 256 align corners.
-int scale_mode(const char* who, const std::string& mode, bool align_corners) {
+int scale_mode(const char* who, const std::string& mode, bool align_corners, bool antialias) {
     int m = 0;
     if (mode == "nearest") {
         m = 0;
@@ -47,7 +47,10 @@ int scale_mode(const char* who, const std::string& mode, bool align_corners) {
         fail<InvalidArgumentError>(who, "mode \"", mode, "\" is not supported; modes: \"nearest\", \"bilinear\", "
                                    "\"bicubic\"");
     }
-    return m | (align_corners ? 256 : 0);
+    if (antialias && m != 1) {
+        fail<InvalidArgumentError>(who, "antialias applies to mode \"bilinear\" only, got mode \"", mode, "\"");
+    }
+    return m | (align_corners ? 256 : 0) | (antialias ? 512 : 0);
 }
 
 T reshape_to(const T& a, py::object shape) {
@@ -211,17 +214,23 @@ void init_ops(py::module_& root) {
         return handle(ops::pool_2d(ptr(a), op == "avg", k0, k1, s0, s1, p0, p1));
     }, py::arg("a"), py::arg("op"), py::arg("k0"), py::arg("k1"), py::arg("s0"), py::arg("s1"), py::arg("p0") = 0,
        py::arg("p1") = 0, "a (N,C,H,W): k0/s0/p0 along W, k1/s1/p1 along H; avg divides by k0*k1 (ggml).");
-    m.def("upscale", [](T a, int scale_factor, const std::string& mode, bool align_corners) {
-        return handle(ops::upscale(ptr(a), scale_factor, scale_mode("ops.upscale", mode, align_corners)));
+    m.def("upscale", [](T a, int scale_factor, const std::string& mode, bool align_corners, bool antialias) {
+        return handle(
+            ops::upscale(ptr(a), scale_factor, scale_mode("ops.upscale", mode, align_corners, antialias)));
     }, py::arg("a"), py::arg("scale_factor"), py::arg("mode") = "nearest", py::arg("align_corners") = false,
-       "The last two axes scale_factor times larger; mode \"nearest\", \"bilinear\" or \"bicubic\" (ggml's).");
-    m.def("interpolate", [](T a, py::object shape, const std::string& mode, bool align_corners) {
+       py::arg("antialias") = false,
+       "The last two axes scale_factor times larger; mode \"nearest\", \"bilinear\" or \"bicubic\" (ggml's); "
+       "antialias (bilinear only): torch's antialias=True triangle filter.");
+    m.def("interpolate", [](T a, py::object shape, const std::string& mode, bool align_corners, bool antialias) {
         int64_t ne[kMaxDims];
         int n_dims;
         shape_to_ne(shape, "ops.interpolate", ne, &n_dims);
-        return handle(ops::interpolate(ptr(a), ne, scale_mode("ops.interpolate", mode, align_corners)));
+        return handle(ops::interpolate(ptr(a), ne, scale_mode("ops.interpolate", mode, align_corners, antialias)));
     }, py::arg("a"), py::arg("shape"), py::arg("mode") = "nearest", py::arg("align_corners") = false,
-       "a resampled to a numpy-order shape (ggml_interpolate); bilinear and bicubic act on the last two axes.");
+       py::arg("antialias") = false,
+       "a resampled to a numpy-order shape (ggml_interpolate); bilinear and bicubic act on the last two axes; "
+       "antialias (bilinear only, ggml's GGML_SCALE_FLAG_ANTIALIAS): a triangle filter as wide as the source "
+       "pixels one output pixel covers, as torch's antialias=True.");
     m.def("ssm_conv", [](T sx, T c) { return handle(ops::ssm_conv(ptr(sx), ptr(c))); }, py::arg("sx"), py::arg("c"),
           "Mamba's conv: sx (n_s, d_inner, d_conv-1+n_t), c (d_inner, d_conv) -> (n_s, n_t, d_inner).");
     m.def("ssm_scan", [](T s, T x, T dt, T A, T B, T C, T ids) {

@@ -620,9 +620,11 @@ Tensor* interpolate(Tensor* a, const int64_t ne[kMaxDims], int mode) {
     need(a, who, "a");
     MB_REQUIRE(a->type == Type::F32, who, "a must be f32, got " + desc(a));
     const int base = mode & 0xFF;
-    MB_REQUIRE(mode >= 0 && base <= 2 && (mode & ~0x1FF) == 0, who,
+    MB_REQUIRE(mode >= 0 && base <= 2 && (mode & ~0x3FF) == 0, who,
                "mode " + std::to_string(mode) +
-                   " is not nearest (0), bilinear (1) or bicubic (2), | 256 align corners");
+                   " is not nearest (0), bilinear (1) or bicubic (2), | 256 align corners, | 512 antialias");
+    MB_REQUIRE(!(mode & 512) || base == 1, who,
+               "antialias (512) applies to bilinear (1) only, got mode " + std::to_string(mode));
     std::string shape = "(";
     for (int d = kMaxDims - 1; d >= 0; --d) shape += std::to_string(ne[d]) + (d ? ", " : ")");
     for (int d = 0; d < kMaxDims; ++d) {

@@ -183,6 +183,9 @@ BAD_BUILDS = [
     ("upscale", lambda: mb.ops.upscale(*_ctx_tensors((mb.f32, (2, 3))), 0), ["scale_factor", "0"]),
     ("upscale", lambda: mb.ops.upscale(*_ctx_tensors((mb.f32, (2, 3))), 2, "area"), ["area", "bicubic"]),
     ("interpolate", lambda: mb.ops.interpolate(*_ctx_tensors((mb.f32, (2, 3))), (4, -1)), ["(4, -1)"]),
+    ("interpolate", lambda: mb.ops.interpolate(*_ctx_tensors((mb.f32, (2, 3))), (4, 6), "bicubic", antialias=True),
+     ["antialias", "bicubic"]),
+    ("upscale", lambda: mb.ops.upscale(*_ctx_tensors((mb.f32, (2, 3))), 2, antialias=True), ["antialias", "nearest"]),
     ("interpolate", lambda: mb.ops.interpolate(*_ctx_tensors((mb.f16, (2, 3))), (4, 6), "bilinear"), ["f16"]),
     ("interpolate", lambda: mb.ops.interpolate(*_ctx_tensors((mb.f32, (0, 3))), (4, 6)), ["(0, 3)", "(1, 1, 4, 6)"]),
     ("ssm_scan", lambda: mb.ops.ssm_scan(*_ctx_tensors(

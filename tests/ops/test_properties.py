@@ -539,18 +539,21 @@ def step_interpolate(p: Planner):
     if a is None:
         return
     shape = tuple(p.tensors[a].shape)
-    mode = p.draw(st.sampled_from(["nearest", "bilinear", "bicubic"]))
+    mode = p.draw(st.sampled_from(["nearest", "bilinear", "bicubic", "bilinear_aa"]))
+    aa = mode == "bilinear_aa"  # bilinear with antialias
+    mode = "bilinear" if aa else mode
     align = p.draw(st.booleans())
     out = tuple(p.draw(st.integers(1, min(2 * d + 1, 48))) for d in shape)
     while int(np.prod(out)) > MAX_ELEMENTS:
         out = tuple(max(1, d // 2) for d in out)
 
-    def ref(av, out=out, mode=mode, align=align):
-        r = op_cases.interpolate_ref(av, out, mode, align)
+    def ref(av, out=out, mode=mode, align=align, aa=aa):
+        r = op_cases.interpolate_ref(av, out, mode, align, antialias=aa)
         return r, (None if mode == "nearest" else np.full(r.shape, np.abs(av).max(initial=0) + 1e-30))
 
-    p.add_step(Step(f"interpolate[{out},{mode},{align}]", (a,),
-                    lambda x, out=out, mode=mode, align=align: mb.ops.interpolate(x, out, mode, align), ref, ROWS))
+    p.add_step(Step(f"interpolate[{out},{mode},{align},aa={aa}]", (a,),
+                    lambda x, out=out, mode=mode, align=align, aa=aa: mb.ops.interpolate(x, out, mode, align,
+                                                                                       antialias=aa), ref, ROWS))
 
 
 def _rms(r):

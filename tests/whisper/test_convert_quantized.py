@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
-import struct
 
 import numpy as np
 import pytest
@@ -23,12 +22,11 @@ import metal_backend as mb
 from metal_backend.whisper import QuantizedTensor, Whisper, WhisperError, load_audio, load_model_data
 from metal_backend.whisper.convert import FILE_TYPES, convert, main
 from metal_backend.whisper.ggml_format import write_ggml
-from whisper_testing import JFK_TEXT, normalize, require
+from whisper_testing import JFK_TEXT, normalize, require, walk_ggml_file
 
 QUANTIZED = ["q8_0", "q5_1", "q5_0", "q4_1", "q4_0"]
-# ggml type ids and (block values, block bytes), from ggml.h / ggml.c's type traits.
+# ggml type ids, from ggml.h.
 GGML_IDS = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8}
-BLOCKS = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34)}
 # ggml's ftype (GGML_FTYPE_MOSTLY_*) of each type.
 GGML_FTYPES = {"q4_0": 2, "q4_1": 3, "q8_0": 7, "q5_0": 8, "q5_1": 9}
 SKIPPED = {"encoder.conv1.bias", "encoder.conv2.bias", "encoder.positional_embedding",
@@ -37,28 +35,7 @@ SKIPPED = {"encoder.conv1.bias", "encoder.conv2.bias", "encoder.positional_embed
 
 def walk(path) -> tuple[tuple[int, ...], dict[str, tuple[int, tuple[int, ...], bytes]]]:
     """(hparams, {name: (ggml type, ne, data bytes)}) of a whisper.cpp file, read by hand."""
-    raw = path.read_bytes()
-    assert struct.unpack_from("<I", raw, 0)[0] == 0x67676D6C
-    hparams = struct.unpack_from("<11i", raw, 4)
-    pos = 48
-    n_mel, n_fft = struct.unpack_from("<2i", raw, pos)
-    pos += 8 + 4 * n_mel * n_fft
-    (n_words,) = struct.unpack_from("<i", raw, pos)
-    pos += 4
-    for _ in range(n_words):
-        pos += 4 + struct.unpack_from("<I", raw, pos)[0]
-    tensors = {}
-    while pos < len(raw):
-        n_dims, name_len, ttype = struct.unpack_from("<3i", raw, pos)
-        ne = struct.unpack_from(f"<{n_dims}i", raw, pos + 12)
-        pos += 12 + 4 * n_dims
-        name = raw[pos:pos + name_len].decode()
-        pos += name_len
-        block, nbytes = BLOCKS[ttype]
-        size = int(np.prod(ne)) // block * nbytes
-        tensors[name] = (ttype, ne, raw[pos:pos + size])
-        pos += size
-    assert pos == len(raw)
+    hparams, _, tensors = walk_ggml_file(path)
     return hparams, tensors
 
 

@@ -21,6 +21,7 @@ from metal_backend.whisper.convert import main as convert_main
 from metal_backend.whisper.ct2_format import read_ct2, read_ct2_variables
 from metal_backend.whisper.ggml_format import read_ggml, write_ggml
 from metal_backend.whisper.model_data import expected_shapes, is_matrix
+from whisper_testing import walk_ggml_file
 
 
 def synthetic_model(d: int = 8, ftype: int = 1, seed: int = 0) -> WhisperModelData:
@@ -43,29 +44,8 @@ def synthetic_model(d: int = 8, ftype: int = 1, seed: int = 0) -> WhisperModelDa
 
 def scan_ggml(path) -> tuple[tuple[int, ...], int, dict[str, tuple[int, tuple[int, ...]]]]:
     """Walks a ggml file independently of the reader: (hparams, n_words, {name: (type, ne)})."""
-    raw = path.read_bytes()
-    assert struct.unpack_from("<I", raw, 0)[0] == 0x67676D6C
-    hparams = struct.unpack_from("<11i", raw, 4)
-    pos = 48
-    n_mel, n_fft = struct.unpack_from("<2i", raw, pos)
-    pos += 8 + 4 * n_mel * n_fft
-    (n_words,) = struct.unpack_from("<i", raw, pos)
-    pos += 4
-    for _ in range(n_words):
-        pos += 4 + struct.unpack_from("<I", raw, pos)[0]
-    tensors = {}
-    sizes = {0: (1, 4), 1: (1, 2), 8: (32, 34), 6: (32, 22)}
-    while pos < len(raw):
-        n_dims, name_len, ttype = struct.unpack_from("<3i", raw, pos)
-        ne = struct.unpack_from(f"<{n_dims}i", raw, pos + 12)
-        pos += 12 + 4 * n_dims
-        name = raw[pos:pos + name_len].decode()
-        pos += name_len
-        block, nbytes = sizes[ttype]
-        pos += int(np.prod(ne)) // block * nbytes
-        tensors[name] = (ttype, ne)
-    assert pos == len(raw)
-    return hparams, n_words, tensors
+    hparams, n_words, tensors = walk_ggml_file(path)
+    return hparams, n_words, {name: (ttype, ne) for name, (ttype, ne, _) in tensors.items()}
 
 
 def test_ggml_round_trip(tmp_path):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 # One normalisation and WER for the tests and the benchmarks: re-exported, imported from here by the
@@ -19,6 +21,40 @@ JFK_TEXT = ("And so my fellow Americans, ask not what your country can do for yo
             "ask what you can do for your country.")
 DOOR_TEXT = "Please open the door and turn on the light."
 MORNING_TEXT = "Good morning. How are you today?"
+
+
+# ggml type ids -> (values per block, bytes per block), from ggml.c's type traits: the types a
+# whisper.cpp .bin file holds (f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0).
+GGML_BLOCKS = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34)}
+
+
+def walk_ggml_file(path) -> tuple[tuple[int, ...], int, dict[str, tuple[int, tuple[int, ...], bytes]]]:
+    """(hparams, n_words, {name: (ggml type, ne, data bytes)}) of a whisper.cpp .bin file, read by hand
+    from whisper.cpp's layout (magic, 11 hparams, mel filters, vocabulary, tensors), independently of
+    metal_backend's reader, so the tests check the reader and writer against the format itself."""
+    raw = Path(path).read_bytes()
+    assert struct.unpack_from("<I", raw, 0)[0] == 0x67676D6C
+    hparams = struct.unpack_from("<11i", raw, 4)
+    pos = 48
+    n_mel, n_fft = struct.unpack_from("<2i", raw, pos)
+    pos += 8 + 4 * n_mel * n_fft
+    (n_words,) = struct.unpack_from("<i", raw, pos)
+    pos += 4
+    for _ in range(n_words):
+        pos += 4 + struct.unpack_from("<I", raw, pos)[0]
+    tensors = {}
+    while pos < len(raw):
+        n_dims, name_len, ttype = struct.unpack_from("<3i", raw, pos)
+        ne = struct.unpack_from(f"<{n_dims}i", raw, pos + 12)
+        pos += 12 + 4 * n_dims
+        name = raw[pos:pos + name_len].decode()
+        pos += name_len
+        block, nbytes = GGML_BLOCKS[ttype]
+        size = int(np.prod(ne)) // block * nbytes
+        tensors[name] = (ttype, ne, raw[pos:pos + size])
+        pos += size
+    assert pos == len(raw)
+    return hparams, n_words, tensors
 
 
 def require(available: bool, what: str) -> None:

@@ -5,7 +5,9 @@
 // OC*K columns j = oc*K + k, through the register-tiled f32 engine (gemm_f32.h), then each cols[l][j]
 // is added at out[n][oc][l*s0 + k*d0 - p0]. Threads take whole output channels (their columns), so
 // the scatters of two threads never meet; each packs its own columns of the kernel once, and the
-// data tokens per block of kLB positions.
+// data tokens (every input channel) per block of kLB positions. The columns go kJB at a time, so a
+// block's cols (kLB x kJB) stay in L2 and are scattered in the order they were written: by position,
+// then column, each output channel's K taps landing on consecutive outputs.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +24,8 @@ namespace {
 
 constexpr int64_t kLB = 96;   // data positions per GEMM block (16 token groups of kGemmMR)
 constexpr int64_t kKC = 256;  // input channels per GEMM k block
+constexpr int64_t kJB = 256;  // kernel columns per GEMM column block (a multiple of kGemmNR)
+static_assert(kJB % kGemmNR == 0, "column blocks are whole panels");
 
 int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
@@ -39,8 +43,8 @@ Scratch scratch_floats(const Tensor& dst, int64_t noc) {
     const int64_t nj = noc * K;
     Scratch s{};
     s.panels = round_up(nj, kGemmNR) * IC;                 // every k block's panels, consecutive
-    s.tokens = round_up(kLB, kGemmMR) * std::min(IC, kKC);  // one k block of packed tokens
-    s.cols = kLB * nj;
+    s.tokens = round_up(kLB, kGemmMR) * IC;  // every k block of packed tokens of one position block
+    s.cols = kLB * std::min(nj, kJB);
     return s;
 }
 
@@ -97,10 +101,15 @@ void compute_conv_transpose_1d(const ComputeParams& p, Tensor& dst) {
         const int64_t kc = std::min(kKC, IC - kb0);
         float* blk = panels + kb0 * n_panels * kGemmNR;
         std::memset(blk, 0, size_t(n_panels * kGemmNR * kc) * sizeof(float));
-        for (int64_t j = 0; j < nj; ++j) {
-            const int64_t oc = o0 + j / K, k = j % K;
-            float* pan = blk + (j / kGemmNR) * kc * kGemmNR + j % kGemmNR;
-            for (int64_t ic = 0; ic < kc; ++ic) pan[ic * kGemmNR] = load_kernel(kern, at(kern, k, oc, kb0 + ic));
+        // Input channel outer: the kernel is read along its rows (k, then oc), not 4*OC*K bytes apart.
+        for (int64_t ic = 0; ic < kc; ++ic) {
+            int64_t j = 0;
+            for (int64_t oc = o0; oc < o1; ++oc) {
+                for (int64_t k = 0; k < K; ++k, ++j) {
+                    blk[(j / kGemmNR) * kc * kGemmNR + ic * kGemmNR + j % kGemmNR] =
+                        load_kernel(kern, at(kern, k, oc, kb0 + ic));
+                }
+            }
         }
     }
 
@@ -111,31 +120,47 @@ void compute_conv_transpose_1d(const ComputeParams& p, Tensor& dst) {
         }
         for (int64_t l0 = 0; l0 < L; l0 += kLB) {
             const int64_t m = std::min(kLB, L - l0);
+            const int64_t groups = (m + kGemmMR - 1) / kGemmMR;
+            // Per k block kb0: tokens + kb0 * groups * MR holds g*kc*MR + ic*MR + r = data[n][kb0 + ic][l0 +
+            // g*MR + r], zeros past m.
             for (int64_t kb0 = 0; kb0 < IC; kb0 += kKC) {
                 const int64_t kc = std::min(kKC, IC - kb0);
-                // tokens[g*kc*MR + ic*MR + r] = data[n][kb0 + ic][l0 + g*MR + r], zeros past m.
-                const int64_t groups = (m + kGemmMR - 1) / kGemmMR;
+                float* tk = tokens + kb0 * groups * kGemmMR;
                 for (int64_t ic = 0; ic < kc; ++ic) {
                     const uint8_t* xr = at(x, 0, kb0 + ic, n);
                     for (int64_t g = 0; g < groups; ++g) {
-                        float* dstp = tokens + g * kc * kGemmMR + ic * kGemmMR;
+                        float* dstp = tk + g * kc * kGemmMR + ic * kGemmMR;
                         for (int64_t r = 0; r < kGemmMR; ++r) {
                             const int64_t l = g * kGemmMR + r;
                             dstp[r] = l < m ? *reinterpret_cast<const float*>(xr + (l0 + l) * x.nb[0]) : 0.0f;
                         }
                     }
                 }
-                gemm_f32_block(kc, panels + kb0 * n_panels * kGemmNR, nj, tokens, m, cols, nj, kb0 > 0);
             }
-            // Scatter: cols[l][j] -> out[n][o0 + j / K][(l0 + l)*s0 + (j % K)*d0 - p0].
-            for (int64_t j = 0; j < nj; ++j) {
-                const int64_t oc = o0 + j / K, k = j % K;
-                float* out = reinterpret_cast<float*>(at(dst, 0, oc, n));
+            for (int64_t jb0 = 0; jb0 < nj; jb0 += kJB) {
+                const int64_t njb = std::min(kJB, nj - jb0);
+                for (int64_t kb0 = 0; kb0 < IC; kb0 += kKC) {
+                    const int64_t kc = std::min(kKC, IC - kb0);
+                    const float* pan = panels + kb0 * n_panels * kGemmNR + (jb0 / kGemmNR) * kc * kGemmNR;
+                    gemm_f32_block(kc, pan, njb, tokens + kb0 * groups * kGemmMR, m, cols, njb, kb0 > 0);
+                }
+                // Scatter: cols[l][j - jb0] -> out[n][o0 + j / K][(l0 + l)*s0 + (j % K)*d0 - p0].
                 const int64_t step = int64_t(dst.nb[0] / sizeof(float));
-                const int64_t shift = k * d0 - p0;
                 for (int64_t l = 0; l < m; ++l) {
-                    const int64_t ol = (l0 + l) * s0 + shift;
-                    if (ol >= 0 && ol < OL) out[ol * step] += cols[l * nj + j];
+                    const float* cl = cols + l * njb;
+                    const int64_t base_ol = (l0 + l) * s0 - p0;
+                    int64_t oc = o0 + jb0 / K, k = jb0 % K;
+                    for (int64_t jj = 0; jj < njb;) {
+                        float* out = reinterpret_cast<float*>(at(dst, 0, oc, n));
+                        const int64_t taps = std::min(K - k, njb - jj);
+                        for (int64_t t = 0; t < taps; ++t) {
+                            const int64_t ol = base_ol + (k + t) * d0;
+                            if (ol >= 0 && ol < OL) out[ol * step] += cl[jj + t];
+                        }
+                        jj += taps;
+                        k = 0;
+                        ++oc;
+                    }
                 }
             }
         }

@@ -42,13 +42,37 @@ float scan_row_portable(float* __restrict st, const float* __restrict b, const f
     MB_SSM_ROW_BODY
 }
 
+#undef MB_SSM_ROW_BODY
+
 #if defined(MB_VEC_AVX2)
+// The same with four vector accumulators: one would chain every FMA of the row on the last one's latency.
 MB_AVX2 float scan_row_avx2(float* __restrict st, const float* __restrict b, const float* __restrict c, float da,
                             float xdt, int64_t n) {
-    MB_SSM_ROW_BODY
+    const __m256 vda = _mm256_set1_ps(da), vx = _mm256_set1_ps(xdt);
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        for (int u = 0; u < 4; ++u) {
+            const int64_t o = i + 8 * u;
+            const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(st + o), vda, _mm256_mul_ps(_mm256_loadu_ps(b + o), vx));
+            _mm256_storeu_ps(st + o, v);
+            acc[u] = _mm256_fmadd_ps(v, _mm256_loadu_ps(c + o), acc[u]);
+        }
+    }
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(st + i), vda, _mm256_mul_ps(_mm256_loadu_ps(b + i), vx));
+        _mm256_storeu_ps(st + i, v);
+        acc[0] = _mm256_fmadd_ps(v, _mm256_loadu_ps(c + i), acc[0]);
+    }
+    float sum = vec::hsum8(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; ++i) {
+        const float v = st[i] * da + b[i] * xdt;
+        sum += v * c[i];
+        st[i] = v;
+    }
+    return sum;
 }
 #endif
-#undef MB_SSM_ROW_BODY
 
 float scan_row(float* st, const float* b, const float* c, float da, float xdt, int64_t n) {
 #if defined(MB_VEC_AVX2)

@@ -1,5 +1,6 @@
-// UPSCALE on the Metal device (shaders/upscale.metal): nearest, bilinear and bicubic (with or without
-// align corners), f32 with any strides, one threadgroup per dst row (threads take the row's elements).
+// UPSCALE on the Metal device (shaders/upscale.metal): nearest, bilinear (optionally antialiased) and
+// bicubic (with or without align corners), f32 with any strides, one threadgroup per dst row (threads
+// take the row's elements).
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -11,7 +12,9 @@ namespace mb::metal {
 
 bool supports_upscale(const RuntimeProps& props, const Tensor& node) {
     (void)props;
-    return plain_f32_supports(node, Op::UPSCALE, 1) && (node.op_params[0] & 0xFF) <= MB_SCALE_BICUBIC;
+    const int mode = node.op_params[0] & 0xFF;
+    const bool aa = (node.op_params[0] & MB_SCALE_ANTIALIAS) != 0;
+    return plain_f32_supports(node, Op::UPSCALE, 1) && mode <= MB_SCALE_BICUBIC && (!aa || mode == MB_SCALE_BILINEAR);
 }
 
 size_t encode_upscale(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t i) {
@@ -22,7 +25,7 @@ size_t encode_upscale(OpEncoder& enc, const std::vector<Tensor*>& nodes, size_t 
     args.ne0 = int32_t(dst.ne[0]);
     args.ne00 = int32_t(a.ne[0]);
     args.ne01 = int32_t(a.ne[1]);
-    args.mode = dst.op_params[0] & 0xFF;
+    args.mode = (dst.op_params[0] & 0xFF) | (dst.op_params[0] & MB_SCALE_ANTIALIAS);
     float sf[kMaxDims];
     for (int d = 0; d < kMaxDims; ++d) sf[d] = float(dst.ne[d]) / float(a.ne[d]);
     args.offset = 0.5f;
