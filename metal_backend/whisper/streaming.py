@@ -22,13 +22,15 @@ How (Whisper-Streaming's LocalAgreement-2, gated by a voice activity detector):
 - The end of a stretch (the VAD heard min_silence_duration_ms of silence) closes it with a final
   pass whose words are all committed. A stretch that follows within context_gap_seconds keeps
   the closed one's audio in its buffer as left context (its committed words are not committed
-  again: LocalAgreement drops them); after a longer silence the buffer starts empty.
+  again: LocalAgreement drops them), cut back at a sentence end when it is longer than
+  trim_seconds; after a longer silence the buffer starts empty.
 - The committed words before the buffer are the prompt of each transcription (with
   initial_prompt in front), as the long-form loop conditions on previous text.
 - The buffer never exceeds max_buffer_seconds (at most 30 s, one Whisper window): past
-  trim_seconds it is cut at the end of the last Whisper segment whose words are all committed;
-  at max_buffer_seconds at the last committed word, or, when nothing was committed, by a final
-  pass over the whole buffer.
+  trim_seconds it is cut after a committed word that ends a sentence, halfway to the next word
+  (never at a word's aligned edge, which clips it), keeping up to two thirds of trim_seconds as
+  left context; near max_buffer_seconds after a committed segment or word, or, when nothing was
+  committed, by a final pass over the whole buffer.
 
 Compute per push is bounded: a push runs the VAD over its samples and at most one transcription
 per max_step_seconds of speech it brings (so a 0.5 s chunk costs at most one transcription,
