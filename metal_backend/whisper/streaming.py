@@ -22,13 +22,15 @@ How (Whisper-Streaming's LocalAgreement-2, gated by a voice activity detector):
 - The end of a stretch (the VAD heard min_silence_duration_ms of silence) closes it with a final
   pass whose words are all committed. A stretch that follows within context_gap_seconds keeps
   the closed one's audio in its buffer as left context (its committed words are not committed
-  again: LocalAgreement drops them); after a longer silence the buffer starts empty.
+  again: LocalAgreement drops them), cut back at a sentence end when it is longer than
+  trim_seconds; after a longer silence the buffer starts empty.
 - The committed words before the buffer are the prompt of each transcription (with
   initial_prompt in front), as the long-form loop conditions on previous text.
 - The buffer never exceeds max_buffer_seconds (at most 30 s, one Whisper window): past
-  trim_seconds it is cut at the end of the last Whisper segment whose words are all committed;
-  at max_buffer_seconds at the last committed word, or, when nothing was committed, by a final
-  pass over the whole buffer.
+  trim_seconds it is cut after a committed word that ends a sentence, halfway to the next word
+  (never at a word's aligned edge, which clips it), keeping up to two thirds of trim_seconds as
+  left context; near max_buffer_seconds after a committed segment or word, or, when nothing was
+  committed, by a final pass over the whole buffer.
 
 Compute per push is bounded: a push runs the VAD over its samples and at most one transcription
 per max_step_seconds of speech it brings (so a 0.5 s chunk costs at most one transcription,
@@ -169,6 +171,7 @@ class Stream:
         self._audio_start = 0
         self._slice_start: int | None = None  # absolute sample where the open stretch's buffer starts
         self._context_start: int | None = None  # buffer start kept from a closed stretch (left context)
+        self._context_cuts: list[int] = []  # sentence ends in that context where it may be cut
         self._speech_start = 0  # where the VAD heard speech start (before padding is taken off)
         self._last_hypothesis = 0  # buffer end of the last transcription
         self._hypothesis_segments: list[Segment] = []
@@ -295,10 +298,13 @@ class Stream:
             elif self._slice_start is not None:
                 committed += self._close(min(position, self._audio_end), position - self._pad)
         if self._slice_start is None:
-            if self._context_start is not None and (
-                    self._audio_end - self._gate.voiced_end > self._context_gap
-                    or self._audio_end - self._context_start > self._trim):
-                self._context_start = None
+            if self._context_start is not None:
+                if self._audio_end - self._gate.voiced_end > self._context_gap:
+                    self._context_start = None
+                elif self._audio_end - self._context_start > self._trim:
+                    # Too long a context: keep its last sentences (a cut at a sentence end), or none.
+                    cut = self._keep_from(self._context_cuts, self._audio_end)
+                    self._context_start = cut if cut is not None and cut > self._context_start else None
             if self._context_start is None:
                 self._drop_before(self._audio_end - self._pad - WINDOW)
         elif self._audio_end - self._last_hypothesis >= self._min_step:
@@ -319,25 +325,50 @@ class Stream:
         return committed
 
     def _limit(self, end: int) -> list[Segment]:
-        """Cuts the buffer at a committed segment end past trim_seconds; forces it under max_buffer_seconds."""
+        """Cuts the buffer at a committed sentence end past trim_seconds (keeping up to two thirds
+        of trim_seconds of audio as left context); forces it under max_buffer_seconds."""
         done = self._agreement.committed_end
-        cut = None
-        segs = self._hypothesis_segments
-        for i, seg in enumerate(segs[:-1]):
-            if seg.words and seg.words[-1].end <= done + 1e-6:
-                next_start = segs[i + 1].words[0].start if segs[i + 1].words else seg.end
-                cut = min(seg.end, next_start)
+        cut = self._keep_from(self._cuts(sentences=True), end)
         if cut is None and end - self._slice_start > self._max_buffer - self._max_step:
-            if done > self._slice_start / SAMPLE_RATE + 1.0:
-                cut = done
-            else:  # nothing committed in a full buffer: a final pass over it, then a fresh buffer
+            cut = self._keep_from(self._cuts(sentences=False), end)
+            if cut is None and done > self._slice_start / SAMPLE_RATE + 1.0:
+                cut = int(round(done * SAMPLE_RATE))
+            elif cut is None:  # nothing committed in a full buffer: a final pass over it, then a fresh buffer
                 committed = self._segments_of(self._agreement.flush())
                 self._set_tentative("")
                 self._cut(end)
                 return committed
         if cut is not None:
-            self._cut(int(round(cut * SAMPLE_RATE)))
+            self._cut(cut)
         return []
+
+    def _cuts(self, sentences: bool) -> list[int]:
+        """Absolute samples where the buffer may be cut, in order: in the gap after each committed
+        word of the last hypothesis that ends a sentence (when `sentences`; Whisper's segments
+        often run over several sentences) or its segment, halfway to the next word. A cut at a
+        word's aligned edge clips it: the alignment is off by a few hundredths of a second either
+        way, and Whisper then hears the clipped word at the buffer's start as another one ('sells'
+        as 'tells')."""
+        done = self._agreement.committed_end
+        words = [(w, k == len(seg.words) - 1) for seg in self._hypothesis_segments
+                 for k, w in enumerate(seg.words or [])]
+        cuts = []
+        for (word, segment_end), (following, _) in zip(words, words[1:]):
+            if word.end > done + 1e-6:
+                break
+            if word.word.rstrip().endswith((".", "?", "!")) if sentences else segment_end:
+                middle = (word.end + max(following.start, word.end)) / 2
+                cuts.append(int(round(middle * SAMPLE_RATE)))
+        return cuts
+
+    def _keep_from(self, cuts: list[int], end: int) -> int | None:
+        """The earliest cut leaving at most two thirds of trim_seconds before `end`, else the last
+        cut (None when there is none)."""
+        keep = self._trim * 2 // 3
+        for cut in cuts:
+            if end - cut <= keep:
+                return cut
+        return cuts[-1] if cuts else None
 
     def _cut(self, position: int) -> None:
         position = min(max(position, self._slice_start), self._audio_end)
@@ -355,10 +386,13 @@ class Stream:
         else:
             self._agreement.forget()
         self._set_tentative("")
-        if committed:
+        if self._agreement.committed_end > start / SAMPLE_RATE:
             # The stretch stays in the buffer as left context for the next one, if that follows
-            # within context_gap_seconds: tiny models hear a sentence better after the one before.
+            # within context_gap_seconds: tiny models hear a sentence better after the one before
+            # (a stretch that starts with no context loses words: 'a warm cup of tea' heard as
+            # 'Warren Compunti'). Where a long one may be cut is kept with it.
             self._context_start = start
+            self._context_cuts = self._cuts(sentences=True)
         else:
             self._drop_before(end)
         return committed

@@ -265,15 +265,24 @@ def test_callbacks_see_every_commit_and_tentative_change(model, vad, passage):
 
 @pytest.mark.skipif(not [d for d in mb.devices() if d.name == "MetalSim"], reason="MetalSim not built")
 def test_a_stream_on_metalsim_commits_what_the_cpu_commits(tiny_en_dir, vad, asset):
-    """The same stream on MetalSim (every Metal kernel Whisper uses, run on the CPU): a sentence
-    and a pause pushed in 2 s chunks (two hypotheses and the final pass) commit the CPU device's
-    segments."""
-    audio = np.concatenate([load_audio(asset("door_light.wav")), np.zeros(SR, np.float32)])
+    """The same stream on MetalSim (every Metal kernel Whisper uses, run on the CPU), at the cost
+    of one transcription: a sentence in one push, cut before the VAD hears it end, is one
+    hypothesis (all of it tentative: one hypothesis agrees with nothing), and finish() commits it
+    from that same hypothesis (same audio, same prompt: not transcribed again). Tentative text,
+    committed segments and their word texts equal the CPU device's."""
+    audio = load_audio(asset("door_light.wav"))[:int(2.7 * SR)]  # speech ends at 2.62 s
     results = []
     for device in ("CPU", "MetalSim"):
         m = Whisper.load(tiny_en_dir, device=device, threads=2)
-        s = m.stream(vad=vad, language="en")
-        pushed = [seg for i in range(0, audio.size, 2 * SR) for seg in s.push(audio[i:i + 2 * SR])]
-        results.append(([seg.text for seg in pushed + s.finish()], s.text))
+        calls = []
+        original = m.transcribe_window
+        m.transcribe_window = lambda *a, **k: calls.append(1) or original(*a, **k)
+        s = m.stream(vad=vad, language="en", word_timestamps=True)
+        assert s.push(audio) == []
+        tentative = s.tentative
+        committed = s.finish()
+        assert len(calls) == 1, (device, len(calls))
+        assert committed == s.segments and s.tentative == ""
+        results.append((tentative, [(seg.text, [w.word for w in seg.words]) for seg in committed], s.text))
     assert results[1] == results[0], results
-    assert "open the door" in results[0][1].lower(), results
+    assert "open the door" in results[0][2].lower() and results[0][0].lower() in results[0][2].lower(), results
