@@ -36,9 +36,11 @@ class OnnxSilero:
     window's last 64. framing "reflect" (whisper.cpp's VAD graph, which takes the 512-sample window
     alone and reflect-pads it 64 on both sides): the 64 in front are the window's samples 64..1
     mirrored, so the network sees exactly the padded window whisper.cpp computes on.
-    f16: the model with whisper.cpp's f16 numerics (ggml_f16_numerics)."""
+    f16_weights: the STFT basis and conv weights rounded to f16, as a whisper.cpp file holds them;
+    f16_conv_inputs: every conv's input rounded to f16 too, as whisper.cpp computes (ggml_f16_numerics)."""
 
-    def __init__(self, path: Path = ONNX, threads: int = 1, framing: str = "previous", f16: bool = False):
+    def __init__(self, path: Path = ONNX, threads: int = 1, framing: str = "previous", f16_weights: bool = False,
+                 f16_conv_inputs: bool = False):
         if framing not in ("previous", "reflect"):
             raise ValueError(f"framing {framing!r} is not 'previous' or 'reflect'")
         self.framing = framing
@@ -47,7 +49,7 @@ class OnnxSilero:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        model = ggml_f16_numerics(path) if f16 else str(path)
+        model = ggml_f16_numerics(path, f16_conv_inputs) if f16_weights or f16_conv_inputs else str(path)
         self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         self.reset()
 
@@ -73,11 +75,11 @@ class OnnxSilero:
         return np.array([self.window(padded[i * 512:(i + 1) * 512]) for i in range(n)])
 
 
-def ggml_f16_numerics(path: Path) -> bytes:
+def ggml_f16_numerics(path: Path, conv_inputs: bool = True) -> bytes:
     """silero_vad.onnx computing in f16 where whisper.cpp's VAD does: the STFT basis and the conv
-    weights rounded to f16 (the types whisper.cpp's loader gives them), and every conv's input
-    rounded to f16 (ggml_conv_1d's im2col writes f16 patches for an f16 kernel; the products
-    accumulate in f32, as onnxruntime's do). The LSTM stays f32 in both."""
+    weights rounded to f16 (the types whisper.cpp's loader gives them), and with conv_inputs every
+    conv's input rounded to f16 (ggml_conv_1d's im2col writes f16 patches for an f16 kernel; the
+    products accumulate in f32, as onnxruntime's do). The LSTM stays f32 in both."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -93,7 +95,7 @@ def ggml_f16_numerics(path: Path) -> bytes:
             tensor.CopyFrom(numpy_helper.from_array(rounded, tensor.name))
     nodes = []
     for node in graph.node:
-        if node.op_type == "Conv":
+        if node.op_type == "Conv" and conv_inputs:
             half, back = node.input[0] + "/f16", node.input[0] + "/f16/f32"
             nodes.append(helper.make_node("Cast", [node.input[0]], [half], to=TensorProto.FLOAT16))
             nodes.append(helper.make_node("Cast", [half], [back], to=TensorProto.FLOAT))
