@@ -24,6 +24,7 @@ this clip) move the probabilities."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from pathlib import Path
 
@@ -78,14 +79,29 @@ def test_whisper_cpp_on_our_file_matches_onnxruntime(tmp_path: Path, audio: np.n
 
 
 def test_our_loader_reads_the_f16_file_whisper_cpp_users_have(tmp_path: Path, audio: np.ndarray) -> None:
-    """The f16 file (byte for byte what whisper.cpp's converter writes from silero-vad 6.2.3, version
-    aside) loads in ours as the network onnxruntime computes with the same f16-rounded weights, in
-    silero-vad's framing: the ~1e-2 by which it differs from the f32 model is the rounding, not the
-    layout. Measured: 2.4e-5 over 10 min; 1e-4 is the VAD tests' tolerance."""
+    """The f16 file (byte for byte whisper.cpp's converter's, test below) loads in ours as the
+    network onnxruntime computes with the same f16-rounded weights, in silero-vad's framing: the
+    ~1e-2 by which it differs from the f32 model is the rounding, not the layout. Measured: 2.4e-5
+    over 10 min; 1e-4 is the VAD tests' tolerance."""
     path = tmp_path / "ggml-silero-v6.2.0.bin"
     write_silero_file(path, shipped(), (6, 2, 0), f16=True)
     ours = SileroVad.load(path, device="CPU").speech_probabilities(audio)
     np.testing.assert_allclose(ours, OnnxSilero(f16_weights=True).probabilities(audio), atol=1e-4, rtol=0)
+
+
+# SHA-256 of the file whisper.cpp's models/convert-silero-vad-to-ggml.py (ggml-org/whisper.cpp
+# 233fe1f) writes from the silero-vad 6.2.0 wheel's model, the way its ggml-silero-v6.2.0.bin is made:
+#   pip install --no-deps --target T silero_vad-6.2.0-py3-none-any.whl   (plus torch; torchaudio, which
+#   it imports but the converter does not use, may be an empty module)
+#   PYTHONPATH=T python convert-silero-vad-to-ggml.py --output ggml-silero.bin
+# Measured 2026-12-01; the 6.2.3 wheel gives the same bytes but for the version's patch field.
+WHISPER_CPP_V620_SHA256 = "2aa269b785eeb53a82983a20501ddf7c1d9c48e33ab63a41391ac6c9f7fb6987"
+
+
+def test_our_f16_file_is_whisper_cpps_file(tmp_path: Path) -> None:
+    path = tmp_path / "ggml-silero-v6.2.0.bin"
+    write_silero_file(path, shipped(), (6, 2, 0), f16=True)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == WHISPER_CPP_V620_SHA256
 
 
 def gates_in_onnx_order(w: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
