@@ -1,6 +1,6 @@
 """Mat-vec against the memory-bandwidth roof: weights far larger than the caches, one token.
 
-    python benchmarks/matvec_bandwidth.py [--threads 16] [--mib 512] [--types f16 q8_0 q4_0]
+    python benchmarks/matvec_bandwidth.py [--threads 16] [--mib 512] [--types f16 q8_0 q4_0 q4_K q5_K q6_K iq4_nl]
 
 A one-token mat-vec reads every weight byte once, so once the weights outgrow the last-level cache
 its time is bounded below by weight bytes / memory bandwidth. The roof is measured here, in the same
@@ -9,7 +9,9 @@ weights: torch.sum over a float32 tensor (torch's threads) and numpy's sum (one 
 the roof where torch is missing). Each weight type gets a matrix of about --mib MiB (K = 4096 columns),
 and the script prints GB/s of weight bytes and our time over the roof time (the issue's target:
 within 2x). Times are the best of several calls after a warm-up; the weights are read from memory
-each call because they are larger than the caches (check the printed L3 size).
+each call because they are larger than the caches (check the printed L3 size). Where ggml-python is
+installed, ggml's CPU backend runs the same mat-vec on the same bytes (a persistent thread pool, the
+same thread count), calls alternating with ours, and ggml/ours is printed (above 1: ours faster).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import time
 import numpy as np
 
 import metal_backend as mb
+from ops import GGML_TYPES, Ggml  # benchmarks/ops.py: the ggml peer (None-safe without ggml-python)
 
 try:
     import torch
@@ -51,6 +54,33 @@ def best_time(fn, calls: int) -> float:
     return best
 
 
+def best_times(fns, calls: int) -> list[float]:
+    """Best time of each callable, the callables called in turn (A B A B ...) after one warm-up each."""
+    for fn in fns:
+        fn()
+    best = [float("inf")] * len(fns)
+    for _ in range(calls):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t0)
+    return best
+
+
+def ggml_peer(wtype: str, rows: int, raw: bytes, x: np.ndarray, threads: int):
+    """ggml's mat-vec on the same weight bytes, or None where ggml-python (or the type) is missing."""
+    if wtype not in GGML_TYPES:
+        return None
+    import ggml
+
+    def build(ctx):
+        tw = ggml.ggml_new_tensor_2d(ctx, GGML_TYPES[wtype], K, rows)
+        tx = ggml.ggml_new_tensor_2d(ctx, ggml.GGML_TYPE_F32, K, 1)
+        return [tw, tx], ggml.ggml_mul_mat(ctx, tw, tx)
+
+    return Ggml(threads, build, [raw, x])
+
+
 def roof_seconds(nbytes: int, threads: int, calls: int) -> tuple[float, str]:
     """Fastest full read of nbytes among the peers, and who read it."""
     a = np.ones(nbytes // 4, dtype=np.float32)
@@ -67,7 +97,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, nargs="+", default=[os.cpu_count() or 1])
     ap.add_argument("--mib", type=int, default=512, help="weight size per type, MiB (well above the L3 size)")
-    ap.add_argument("--types", nargs="+", default=["f16", "q8_0", "q4_0"])
+    ap.add_argument("--types", nargs="+", default=["f16", "q8_0", "q4_0", "q4_K", "q5_K", "q6_K", "iq4_nl"])
     ap.add_argument("--calls", type=int, default=7, help="timed calls per measurement (best kept)")
     args = ap.parse_args()
     if args.mib < 1 or args.calls < 1 or any(t < 1 for t in args.threads):
@@ -90,7 +120,7 @@ def main() -> int:
         cases.append((wtype, t, rows, b"".join(chunks)))
 
     print(f"{'type':6} {'rows x K':>13} {'MiB':>6} {'thr':>4} {'ours ms':>9} {'GB/s':>7} {'roof ms':>9} "
-          f"{'roof GB/s':>9} {'ours/roof':>9}  roof by")
+          f"{'roof GB/s':>9} {'ours/roof':>9} {'ggml ms':>9} {'ggml/ours':>9}  roof by")
     for threads in args.threads:
         for wtype, t, rows, raw in cases:
             ctx = mb.Context()
@@ -100,13 +130,22 @@ def main() -> int:
             backend = cpu.init_backend(f"n_threads={threads}")
             buf = mb.alloc_ctx_tensors(ctx, backend)
             tw.set(raw)
-            tx.set(rng.standard_normal((1, K), dtype=np.float32))
+            x = rng.standard_normal((1, K), dtype=np.float32)
+            tx.set(x)
+            peer = ggml_peer(wtype, rows, raw, x, threads)
             # A partial binds this iteration's backend now (no closure over the name deleted below).
-            ours = best_time(functools.partial(backend.graph_compute, graph), args.calls)
+            fns = [functools.partial(backend.graph_compute, graph)] + ([peer] if peer is not None else [])
+            times = best_times(fns, args.calls)
+            ours = times[0]
+            if peer is not None:
+                peer.close()
+                ggml_cols = f"{times[1] * 1e3:9.2f} {times[1] / ours:9.2f}"
+            else:
+                ggml_cols = f"{'-':>9} {'-':>9}"
             roof, who = roof_seconds(len(raw), threads, args.calls)
             print(f"{wtype:6} {f'{rows}x{K}':>13} {len(raw) / 2**20:6.0f} {threads:4d} {ours * 1e3:9.2f} "
                   f"{len(raw) / ours * 1e-9:7.1f} {roof * 1e3:9.2f} {len(raw) / roof * 1e-9:9.1f} "
-                  f"{ours / roof:9.2f}  {who}", flush=True)
+                  f"{ours / roof:9.2f} {ggml_cols}  {who}", flush=True)
             del buf, backend
     return 0
 

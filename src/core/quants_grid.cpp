@@ -126,21 +126,6 @@ float group_iq1_m(const block_iq1_m& b, int ib, GridGroup& g) {
 
 }  // namespace
 
-bool is_grid_type(Type t) {
-    switch (t) {
-        case Type::IQ2_XXS:
-        case Type::IQ2_XS:
-        case Type::IQ2_S:
-        case Type::IQ3_XXS:
-        case Type::IQ3_S:
-        case Type::IQ1_S:
-        case Type::IQ1_M:
-            return true;
-        default:
-            return false;
-    }
-}
-
 const char* grid_type_quantize_refusal(Type t) {
     switch (t) {
         case Type::IQ2_XXS:

@@ -15,8 +15,7 @@
 
 namespace mb {
 
-// Whether t is one of the seven grid types.
-bool is_grid_type(Type t);
+// Whether t is one of the seven grid types: type_traits(t).is_grid.
 
 // Why mb cannot quantize to grid type t (a sentence for the error message).
 const char* grid_type_quantize_refusal(Type t);

@@ -30,31 +30,31 @@ namespace mb {
 
 namespace {
 
-constexpr TypeTraits kTraitsF32{"f32", 1, 4, false};
-constexpr TypeTraits kTraitsF16{"f16", 1, 2, false};
-constexpr TypeTraits kTraitsBF16{"bf16", 1, 2, false};
-constexpr TypeTraits kTraitsI32{"i32", 1, 4, false};
-constexpr TypeTraits kTraitsQ4_0{"q4_0", kQK4_0, sizeof(BlockQ4_0), true};
-constexpr TypeTraits kTraitsQ4_1{"q4_1", kQK4_1, sizeof(BlockQ4_1), true};
-constexpr TypeTraits kTraitsQ5_0{"q5_0", kQK5_0, sizeof(BlockQ5_0), true};
-constexpr TypeTraits kTraitsQ5_1{"q5_1", kQK5_1, sizeof(BlockQ5_1), true};
-constexpr TypeTraits kTraitsQ8_0{"q8_0", kQK8_0, sizeof(BlockQ8_0), true};
-constexpr TypeTraits kTraitsQ2_K{"q2_K", kQK_K, sizeof(block_q2_K), true};
-constexpr TypeTraits kTraitsQ3_K{"q3_K", kQK_K, sizeof(block_q3_K), true};
-constexpr TypeTraits kTraitsQ4_K{"q4_K", kQK_K, sizeof(block_q4_K), true};
-constexpr TypeTraits kTraitsQ5_K{"q5_K", kQK_K, sizeof(block_q5_K), true};
-constexpr TypeTraits kTraitsQ6_K{"q6_K", kQK_K, sizeof(block_q6_K), true};
-constexpr TypeTraits kTraitsQ8_K{"q8_K", kQK_K, sizeof(block_q8_K), true};
-constexpr TypeTraits kTraitsIQ4_NL{"iq4_nl", MB_QK, sizeof(block_iq4_nl), true};
-constexpr TypeTraits kTraitsIQ4_XS{"iq4_xs", kQK_K, sizeof(block_iq4_xs), true};
-constexpr TypeTraits kTraitsMXFP4{"mxfp4", MB_QK, sizeof(block_mxfp4), true};
-constexpr TypeTraits kTraitsIQ2_XXS{"iq2_xxs", kQK_K, sizeof(block_iq2_xxs), true};
-constexpr TypeTraits kTraitsIQ2_XS{"iq2_xs", kQK_K, sizeof(block_iq2_xs), true};
-constexpr TypeTraits kTraitsIQ2_S{"iq2_s", kQK_K, sizeof(block_iq2_s), true};
-constexpr TypeTraits kTraitsIQ3_XXS{"iq3_xxs", kQK_K, sizeof(block_iq3_xxs), true};
-constexpr TypeTraits kTraitsIQ3_S{"iq3_s", kQK_K, sizeof(block_iq3_s), true};
-constexpr TypeTraits kTraitsIQ1_S{"iq1_s", kQK_K, sizeof(block_iq1_s), true};
-constexpr TypeTraits kTraitsIQ1_M{"iq1_m", kQK_K, sizeof(block_iq1_m), true};
+constexpr TypeTraits kTraitsF32{"f32", 1, 4, false, false};
+constexpr TypeTraits kTraitsF16{"f16", 1, 2, false, false};
+constexpr TypeTraits kTraitsBF16{"bf16", 1, 2, false, false};
+constexpr TypeTraits kTraitsI32{"i32", 1, 4, false, false};
+constexpr TypeTraits kTraitsQ4_0{"q4_0", kQK4_0, sizeof(BlockQ4_0), true, false};
+constexpr TypeTraits kTraitsQ4_1{"q4_1", kQK4_1, sizeof(BlockQ4_1), true, false};
+constexpr TypeTraits kTraitsQ5_0{"q5_0", kQK5_0, sizeof(BlockQ5_0), true, false};
+constexpr TypeTraits kTraitsQ5_1{"q5_1", kQK5_1, sizeof(BlockQ5_1), true, false};
+constexpr TypeTraits kTraitsQ8_0{"q8_0", kQK8_0, sizeof(BlockQ8_0), true, false};
+constexpr TypeTraits kTraitsQ2_K{"q2_K", kQK_K, sizeof(block_q2_K), true, false};
+constexpr TypeTraits kTraitsQ3_K{"q3_K", kQK_K, sizeof(block_q3_K), true, false};
+constexpr TypeTraits kTraitsQ4_K{"q4_K", kQK_K, sizeof(block_q4_K), true, false};
+constexpr TypeTraits kTraitsQ5_K{"q5_K", kQK_K, sizeof(block_q5_K), true, false};
+constexpr TypeTraits kTraitsQ6_K{"q6_K", kQK_K, sizeof(block_q6_K), true, false};
+constexpr TypeTraits kTraitsQ8_K{"q8_K", kQK_K, sizeof(block_q8_K), true, false};
+constexpr TypeTraits kTraitsIQ4_NL{"iq4_nl", MB_QK, sizeof(block_iq4_nl), true, false};
+constexpr TypeTraits kTraitsIQ4_XS{"iq4_xs", kQK_K, sizeof(block_iq4_xs), true, false};
+constexpr TypeTraits kTraitsMXFP4{"mxfp4", MB_QK, sizeof(block_mxfp4), true, false};
+constexpr TypeTraits kTraitsIQ2_XXS{"iq2_xxs", kQK_K, sizeof(block_iq2_xxs), true, true};
+constexpr TypeTraits kTraitsIQ2_XS{"iq2_xs", kQK_K, sizeof(block_iq2_xs), true, true};
+constexpr TypeTraits kTraitsIQ2_S{"iq2_s", kQK_K, sizeof(block_iq2_s), true, true};
+constexpr TypeTraits kTraitsIQ3_XXS{"iq3_xxs", kQK_K, sizeof(block_iq3_xxs), true, true};
+constexpr TypeTraits kTraitsIQ3_S{"iq3_s", kQK_K, sizeof(block_iq3_s), true, true};
+constexpr TypeTraits kTraitsIQ1_S{"iq1_s", kQK_K, sizeof(block_iq1_s), true, true};
+constexpr TypeTraits kTraitsIQ1_M{"iq1_m", kQK_K, sizeof(block_iq1_m), true, true};
 
 const TypeTraits* find_traits(int32_t id) {
     switch (static_cast<Type>(id)) {

@@ -47,6 +47,9 @@ struct TypeTraits {
     int64_t block_size;   // elements per block (1 for plain types)
     size_t type_size;     // bytes per block
     bool is_quantized;
+    // One of the seven grid types (iq1_s iq1_m iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s, core/quants_grid.h):
+    // codes index a lattice of values, and nothing quantizes to them without an importance matrix.
+    bool is_grid;
 };
 
 constexpr int64_t kQK4_0 = MB_QK;

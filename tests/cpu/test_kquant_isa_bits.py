@@ -117,3 +117,48 @@ def test_k_quant_nan_and_inf_tokens(wtype):
     for cap, bits in results.items():  # NaN payloads may differ between paths; positions may not
         assert np.array_equal(np.isnan(bits.view(np.float32)), nan), ISA_NAMES[cap]
         assert np.array_equal(bits[~nan], widest[~nan]), ISA_NAMES[cap]
+
+
+def _adversarial_tokens(k: int) -> np.ndarray:
+    """Tokens whose 256-value blocks stress the q8_K activation quantizer's vector form against the
+    scalar one: ties of +max and -max (the first one gives the sign), constant and zero blocks,
+    denormals and tiny normals (scale -127/max overflows: the scalar path), codes at exact .5 ties,
+    and 1e30 ranges."""
+    rng = np.random.default_rng(17)
+    rows = []
+    for case in range(8):
+        x = rng.standard_normal(k).astype(np.float32)
+        b = x.reshape(-1, 256)
+        if case == 0:
+            b[:, 3], b[:, 200] = -5.0, 5.0
+        elif case == 1:
+            b[:, 3], b[:, 200] = 5.0, -5.0
+        elif case == 2:
+            b[0], b[-1] = 0.75, 0.0
+        elif case == 3:
+            b[0] = rng.standard_normal(256).astype(np.float32) * np.float32(1e-42)
+            b[-1] = rng.standard_normal(256).astype(np.float32) * np.float32(1e-38)
+        elif case == 4:
+            b[:] = (np.arange(256) % 255 - 127).astype(np.float32) / 2.0
+            b[:, 0] = 127.0 / 2.0 * 2.0
+        elif case == 5:
+            b *= np.float32(1e30)
+        elif case == 6:
+            b[:] = np.float32(1.0)
+            b[:, 255] = -1.0
+        rows.append(x)
+    return np.stack(rows)
+
+
+@pytest.mark.parametrize("wtype", K_QUANTS)
+def test_k_quant_adversarial_activations_bits_equal_across_caps(wtype):
+    rng = np.random.default_rng(23 + K_QUANTS.index(wtype))
+    m, k = 9, 768
+    raw, w = _weights(rng, wtype, m, k)
+    x = _adversarial_tokens(k)
+    results = _mul_mat_bits(wtype, raw, m, k, x, 2)
+    widest = results[max(results)]
+    assert np.isfinite(widest.view(np.float32)).all()
+    for cap, bits in results.items():
+        diff = np.argwhere(bits != widest)
+        assert diff.size == 0, f"{wtype}: {ISA_NAMES[cap]} differs at tokens {sorted(set(diff[:, 0]))}"

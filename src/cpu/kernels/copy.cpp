@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include "core/errors.h"
-#include "core/quants_grid.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/vec.h"
 
@@ -21,7 +20,7 @@ bool conversion_allowed(Type from, Type to) {
     const bool to_f32 = to == Type::F32;
     switch (from) {
         case Type::F32:
-            return !is_grid_type(to);  // nothing quantizes to the grid types (core/quants_grid.h)
+            return !type_traits(to).is_grid;  // nothing quantizes to the grid types (core/quants_grid.h)
         case Type::F16:
             return to_f32;
         case Type::BF16:

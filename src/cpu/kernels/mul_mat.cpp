@@ -119,6 +119,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t m) { return ceil_div(a, m) * m; }
 
 bool is_weight_type(Type t) {
+    if (type_traits(t).is_grid) return true;
     switch (t) {
         case Type::F32:
         case Type::F16:
@@ -136,13 +137,6 @@ bool is_weight_type(Type t) {
         case Type::IQ4_NL:
         case Type::IQ4_XS:
         case Type::MXFP4:
-        case Type::IQ2_XXS:
-        case Type::IQ2_XS:
-        case Type::IQ2_S:
-        case Type::IQ3_XXS:
-        case Type::IQ3_S:
-        case Type::IQ1_S:
-        case Type::IQ1_M:
             return true;
         default:
             return false;

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "core/errors.h"
-#include "core/quants_grid.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/vec.h"
 
@@ -108,7 +107,7 @@ bool rows_supported(const Tensor& dst) {
                dst.ne[2] == idx->ne[1] && dst.ne[3] == idx->ne[2] && a->ne[2] == dst.ne[2] && a->ne[3] == dst.ne[3];
     }
     if (dst.op == Op::SET_ROWS) {
-        if (a->type != Type::F32 || dst.type == Type::I32 || is_grid_type(dst.type)) return false;
+        if (a->type != Type::F32 || dst.type == Type::I32 || type_traits(dst.type).is_grid) return false;
         if (type_traits(dst.type).is_quantized && !packed(dst)) return false;
         return dst.ne[0] == a->ne[0] && dst.ne[2] == a->ne[2] && dst.ne[3] == a->ne[3] && a->ne[1] == idx->ne[0] &&
                idx->ne[1] > 0 && idx->ne[2] > 0 && a->ne[2] % idx->ne[1] == 0 && a->ne[3] % idx->ne[2] == 0;

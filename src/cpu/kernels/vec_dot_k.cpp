@@ -17,6 +17,7 @@
 #include "cpu/kernels/simd.h"
 #include "cpu/kernels/vec_dot.h"
 #include "cpu/kernels/vec_dot_grid.h"
+#include "cpu/kernels/vec_dot_k_avx2.h"
 #include "cpu/kernels/vec_dot_table_simd.h"
 
 namespace mb {
@@ -117,7 +118,7 @@ inline void codes_of(const block_q6_K& b, uint8_t* u) {
     }
 }
 
-// The float part, the same on every path.
+// The float part (k_block_add, the same on every path).
 template <class Block>
 inline float add_block(float acc, const KScales& s, const block_q8_K& y, int32_t isum) {
     int32_t zsum = 0;
@@ -126,9 +127,7 @@ inline float add_block(float acc, const KScales& s, const block_q8_K& y, int32_t
         zsum += s.sc[j] * y.bsums[j];
         msum += s.mn[j] * y.bsums[j];
     }
-    acc = std::fma(s.d * y.d, float(isum - kZero<Block> * zsum), acc);
-    if (kHasMin<Block>) acc = std::fma(-(s.dmin * y.d), float(msum), acc);
-    return acc;
+    return k_block_add(acc, s.d, s.dmin, y.d, isum - kZero<Block> * zsum, msum, kHasMin<Block>);
 }
 
 template <class Block>
@@ -151,102 +150,6 @@ float dot_k_portable(int64_t k, const void* va, const void* vb) {
     }
     return acc;
 }
-
-#if defined(MB_SIMD_X86)
-
-// Group g (elements 32g .. 32g+31) of a super-block as 32 unsigned code bytes.
-MB_TARGET_AVX2 inline __m256i load32(const uint8_t* p) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-
-MB_TARGET_AVX2 inline __m256i bits_at(__m256i v, int shift, int mask) {
-    return _mm256_and_si256(_mm256_srl_epi16(v, _mm_cvtsi32_si128(shift)), _mm256_set1_epi8(char(mask)));
-}
-
-struct GroupCodesQ2 {
-    MB_TARGET_AVX2 static __m256i get(const block_q2_K& b, int g) {
-        return bits_at(load32(b.qs + 32 * (g / 4)), 2 * (g % 4), 3);
-    }
-};
-struct GroupCodesQ3 {
-    MB_TARGET_AVX2 static __m256i get(const block_q3_K& b, int g) {
-        const __m256i q = bits_at(load32(b.qs + 32 * (g / 4)), 2 * (g % 4), 3);
-        const __m256i h = bits_at(load32(b.hmask), g, 1);
-        return _mm256_or_si256(q, _mm256_slli_epi16(h, 2));
-    }
-};
-struct GroupCodesQ4 {
-    MB_TARGET_AVX2 static __m256i get(const block_q4_K& b, int g) {
-        return bits_at(load32(b.qs + 32 * (g / 2)), 4 * (g % 2), 0xF);
-    }
-};
-struct GroupCodesQ5 {
-    MB_TARGET_AVX2 static __m256i get(const block_q5_K& b, int g) {
-        const __m256i lo = bits_at(load32(b.qs + 32 * (g / 2)), 4 * (g % 2), 0xF);
-        return _mm256_or_si256(lo, _mm256_slli_epi16(bits_at(load32(b.qh), g, 1), 4));
-    }
-};
-struct GroupCodesQ6 {
-    MB_TARGET_AVX2 static __m256i get(const block_q6_K& b, int g) {
-        const int h = g / 4, c = g % 4;
-        const __m256i lo = bits_at(load32(b.ql + 64 * h + 32 * (c & 1)), c < 2 ? 0 : 4, 0xF);
-        const __m256i hi = bits_at(load32(b.qh + 32 * h), 2 * c, 3);
-        return _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
-    }
-};
-
-MB_TARGET_AVX2 inline int32_t hsum_epi32(__m256i v) {
-    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
-    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xB1));
-    return _mm_cvtsi128_si32(t);
-}
-
-// 16 int32 (each fits an int16: every scale and minimum does) as 16 int16, in order.
-MB_TARGET_AVX2 inline __m256i pack16(const int32_t* v) {
-    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v));
-    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 8));
-    return _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8);
-}
-
-// add_block with its two sums over the 16 scales and activation sums in vpmaddwd: the same integers
-// (|scale| <= 128 times |bsum| <= 16 * 128 stays far inside int32), then the same multiply-adds.
-template <class Block>
-MB_TARGET_AVX2 inline float add_block_avx2(float acc, const KScales& s, const block_q8_K& y, int32_t isum) {
-    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums));
-    const int32_t zsum = kZero<Block> != 0 ? hsum_epi32(_mm256_madd_epi16(bs, pack16(s.sc))) : 0;
-    acc = std::fma(s.d * y.d, float(isum - kZero<Block> * zsum), acc);
-    if (kHasMin<Block>) {
-        const int32_t msum = hsum_epi32(_mm256_madd_epi16(bs, pack16(s.mn)));
-        acc = std::fma(-(s.dmin * y.d), float(msum), acc);
-    }
-    return acc;
-}
-
-template <class Block, class Codes>
-MB_TARGET_AVX2 float dot_k_avx2(int64_t k, const void* va, const void* vb) {
-    const auto* a = static_cast<const Block*>(va);
-    const auto* b = static_cast<const block_q8_K*>(vb);
-    float acc = 0.0f;
-    for (int64_t i = 0; i < k / kQK; ++i) {
-        KScales s;
-        scales_of(a[i], s);
-        __m256i sum = _mm256_setzero_si256();
-        for (int g = 0; g < kQK / 32; ++g) {
-            const __m256i u = Codes::get(a[i], g);
-            const __m256i y = load32(reinterpret_cast<const uint8_t*>(b[i].qs) + 32 * g);
-            // u <= 63 and |y| <= 128: pair sums stay below 2^15, so vpmaddubsw never saturates.
-            const __m256i p = _mm256_maddubs_epi16(u, y);
-            const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(int16_t(s.sc[2 * g + 1])),
-                                                _mm_set1_epi16(int16_t(s.sc[2 * g])));
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, sc));
-        }
-        acc = add_block_avx2<Block>(acc, s, b[i], hsum_epi32(sum));
-    }
-    return acc;
-}
-
-#endif
 
 // ---- the table types
 
@@ -309,20 +212,14 @@ VecDotKFn vec_dot_table_fn(Type t) {
 }
 
 bool is_k_quant(Type t) {
+    if (type_traits(t).is_grid) return true;  // the grid types are paired with q8_K activations too
     switch (t) {
         case Type::Q2_K:
         case Type::Q3_K:
         case Type::Q4_K:
         case Type::Q5_K:
         case Type::Q6_K:
-        case Type::IQ4_XS:  // also paired with q8_K activations, as are the grid types
-        case Type::IQ2_XXS:
-        case Type::IQ2_XS:
-        case Type::IQ2_S:
-        case Type::IQ3_XXS:
-        case Type::IQ3_S:
-        case Type::IQ1_S:
-        case Type::IQ1_M:
+        case Type::IQ4_XS:  // also paired with q8_K activations
             return true;
         default:
             return false;
@@ -332,6 +229,9 @@ bool is_k_quant(Type t) {
 void quantize_row_q8_K_act(const float* x, block_q8_K* y, int64_t k) {
     for (int64_t i = 0; i < k / kQK; ++i) {
         const float* xb = x + i * kQK;
+#if defined(MB_SIMD_X86)
+        if (cpu_has_avx2_fma_f16c() && quantize_q8_K_act_block_avx2(xb, y + i)) continue;
+#endif
         quantize_q8_K(xb, y + i, 1);
         bool finite = true;
         for (int j = 0; j < kQK; ++j) finite = finite && std::isfinite(xb[j]);
@@ -354,20 +254,13 @@ VecDotKFn vec_dot_k_portable_fn(Type t) {
 }
 
 VecDotKFn vec_dot_k_fn(Type t) {
-    if (VecDotKFn f = vec_dot_table_fn(t)) return f;
-    if (VecDotKFn f = vec_dot_grid_fn(t)) return f;
 #if defined(MB_SIMD_X86)
     if (cpu_has_avx2_fma_f16c()) {
-        switch (t) {
-            case Type::Q2_K: return dot_k_avx2<block_q2_K, GroupCodesQ2>;
-            case Type::Q3_K: return dot_k_avx2<block_q3_K, GroupCodesQ3>;
-            case Type::Q4_K: return dot_k_avx2<block_q4_K, GroupCodesQ4>;
-            case Type::Q5_K: return dot_k_avx2<block_q5_K, GroupCodesQ5>;
-            case Type::Q6_K: return dot_k_avx2<block_q6_K, GroupCodesQ6>;
-            default: break;
-        }
+        if (VecDotKFn f = vec_dot_k_avx2_fn(t)) return f;  // q2_K .. q6_K and iq4_xs
     }
 #endif
+    if (VecDotKFn f = vec_dot_table_fn(t)) return f;
+    if (VecDotKFn f = vec_dot_grid_fn(t)) return f;
     return vec_dot_k_portable_fn(t);
 }
 

@@ -5,6 +5,7 @@
 // portable and the AVX2 kernels give the same bits.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "core/types.h"
@@ -20,6 +21,15 @@ bool is_k_quant(Type t);
 void quantize_row_q8_K_act(const float* x, block_q8_K* y, int64_t k);
 
 using VecDotKFn = float (*)(int64_t k, const void* a, const void* b);
+
+// The float part of one super-block, the same on every path: i = sum_s sc[s] * (codes . y)_s minus
+// the zero point times sum_s sc[s] * bsum[s], m = sum_s mn[s] * bsum[s] (used when has_min), d and
+// dmin the weight's scales, dy the activation's. Two fused multiply-adds in this order.
+inline float k_block_add(float acc, float d, float dmin, float dy, int32_t i, int32_t m, bool has_min) {
+    acc = std::fma(d * dy, float(i), acc);
+    if (has_min) acc = std::fma(-(dmin * dy), float(m), acc);
+    return acc;
+}
 
 // The dot product for weights of type t on the instruction set in use now (portable or AVX2).
 VecDotKFn vec_dot_k_fn(Type t);

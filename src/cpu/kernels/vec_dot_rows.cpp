@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cpu/kernels/vec_dot.h"
+#include "cpu/kernels/vec_dot_k_avx2.h"
 
 #include "core/fp16.h"
 #include "cpu/kernels/int8_dot_x86.h"
@@ -256,7 +257,7 @@ VecDotRowsFn vec_dot_rows_fn(Type a, VecType vt) {
             default: return nullptr;
         }
     }
-    if (vt == VecType::Q8K) return nullptr;  // the k-quants run one row at a time (vec_dot_k.h)
+    if (vt == VecType::Q8K) return vec_dot_k_rows_avx2_fn(a);  // nullptr for iq4_xs and the grid types
     if (vt == VecType::F16) {
         if (a != Type::F16) return nullptr;
         return wide ? rows_float_avx512<uint16_t, uint16_t> : rows_float<uint16_t, uint16_t>;

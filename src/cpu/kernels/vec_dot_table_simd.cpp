@@ -68,9 +68,12 @@ MB_TARGET_AVX2 inline __m256 scales8(const block_iq4_nl* a) {
     return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
 }
 MB_TARGET_AVX2 inline __m256 scales8(const block_mxfp4* a) {
-    alignas(32) float f[8];
-    for (int j = 0; j < 8; ++j) f[j] = mb_qb_e8m0_half(a[j].e);
-    return _mm256_load_ps(f);
+    // mb_qb_e8m0_half's bits, lane by lane: (e - 1) << 23, or 0x00200000 << e for e < 2.
+    const __m256i e = _mm256_setr_epi32(a[0].e, a[1].e, a[2].e, a[3].e, a[4].e, a[5].e, a[6].e, a[7].e);
+    const __m256i one = _mm256_set1_epi32(1);
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, one), 23);
+    const __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, small, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
 }
 
 template <class Block, typename Dot>
@@ -102,32 +105,11 @@ MB_TARGET_AVX2 float dot_table32_x86(int64_t k, const void* va, const void* vb) 
 }
 
 template <typename Dot>
-MB_TARGET_AVX2 float dot_iq4_xs_x86(int64_t k, const void* va, const void* vb) {
-    const auto* a = static_cast<const block_iq4_xs*>(va);
-    const auto* b = static_cast<const block_q8_K*>(vb);
-    const __m256i table = table256(mb_kvalues_iq4nl);
-    float acc = 0.0f;
-    for (int64_t i = 0; i < k / MB_QK_K; ++i) {
-        // The sub-block scales (6 bits, -32..31) weight the sub-block sums in int32 lanes:
-        // |lane| <= 4 * 127 * 127 per sub-block, times 32, times 8 sub-blocks stays far inside int32.
-        __m256i total = _mm256_setzero_si256();
-        for (int s = 0; s < MB_QK_K / 32; ++s) {
-            const __m256i lanes =
-                dot32<Dot>(_mm256_setzero_si256(), values32(table, a[i].qs + 16 * s), b[i].qs + 32 * s);
-            const int32_t ls = mb_qb_iq4xs_scale(s, a[i].scales_h, a[i].scales_l) - 32;
-            total = _mm256_add_epi32(total, _mm256_mullo_epi32(lanes, _mm256_set1_epi32(ls)));
-        }
-        acc = std::fma(fp16_to_fp32(a[i].d) * b[i].d, float(hsum_i32(total)), acc);
-    }
-    return acc;
-}
-
-template <typename Dot>
 VecDotKFn table_fn(Type t) {
     switch (t) {
         case Type::IQ4_NL: return dot_table32_x86<block_iq4_nl, Dot>;
         case Type::MXFP4: return dot_table32_x86<block_mxfp4, Dot>;
-        case Type::IQ4_XS: return dot_iq4_xs_x86<Dot>;
+        // iq4_xs: vec_dot_k_avx2.h (vpmaddwd by the sub-block scales)
         default: return nullptr;
     }
 }

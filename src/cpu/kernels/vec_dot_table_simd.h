@@ -1,5 +1,6 @@
 // SIMD forms of the table types' dot products (vec_dot_k.h's vec_dot_table_fn: iq4_nl and mxfp4
-// against BlockQ8Act activations, iq4_xs against q8_K): AVX2 with AVX2's, AVX-VNNI's or
+// against BlockQ8Act activations, iq4_xs against q8_K on NEON; x86's iq4_xs kernel is
+// vec_dot_k_avx2.h's, which weights the sub-blocks in vpmaddwd): AVX2 with AVX2's, AVX-VNNI's or
 // AVX512-VNNI's byte dot product (int8_dot_x86.h, whichever byte_dot_in_use() names), and NEON. The
 // 32 codes of a block are looked up in the 16-entry table with one byte shuffle (vpshufb, tbl); the
 // table values times the activation codes are summed exactly in int32 (|table| <= 127 and |code| <=
@@ -14,7 +15,7 @@
 
 namespace mb {
 
-// The kernel for t (iq4_nl, mxfp4, iq4_xs) for the instruction set in use; nullptr for other types
+// The kernel for t (iq4_nl, mxfp4; iq4_xs on NEON) for the instruction set in use; nullptr for other types
 // or where neither AVX2 nor NEON is in use (the portable kernels run there).
 VecDotKFn vec_dot_table_simd_fn(Type t);
 
