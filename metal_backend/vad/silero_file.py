@@ -9,10 +9,17 @@ The layout, all little-endian int32 unless said otherwise:
     n_dims sizes innermost first (ggml order), the name, the data (numpy order, squeezed:
     the final conv's (1, 128, 1) weight is stored as (128,), its (1,) bias with n_dims 0).
 
-whisper.cpp's ggml-silero-v6.2.0.bin stores the conv weights and the STFT basis as f16. The file
-shipped in this package (data/silero_vad_v6.2.bin, made by scripts/make_silero_weights.py from the
-silero-vad 6.2.3 wheel's silero_vad.onnx) has the same layout with every tensor f32, so the network
-is the ONNX one exactly.
+whisper.cpp's ggml-silero-v6.2.0.bin stores the conv weights and the STFT basis as f16 (its loader
+fixes those types and refuses an f32 file). The file shipped in this package (data/silero_vad_v6.2.bin,
+made by scripts/make_silero_weights.py from the silero-vad 6.2.3 wheel's silero_vad.onnx) has the
+same layout with every tensor f32, so the network is the ONNX one exactly. write_silero_file(...,
+f16=True) with version (6, 2, 0) writes, byte for byte, the file whisper.cpp's converter makes from
+the silero-vad 6.2.0 package (its ggml-silero-v6.2.0.bin; pinned in tests/vad/test_whisper_cpp_runs_our_file.py).
+
+whisper.cpp's own VAD computes on a different framing: each 512-sample window alone, reflect-padded
+64 on both sides, where silero-vad puts the previous window's last 64 samples in front. Its
+probabilities therefore differ from silero-vad's (and ours) around onsets, whatever the file; on
+the same framing it matches onnxruntime (tests/vad/test_whisper_cpp_runs_our_file.py).
 """
 
 from __future__ import annotations
