@@ -21,9 +21,9 @@ import os
 import time
 
 import numpy as np
+from ops import GGML_TYPES, Ggml  # benchmarks/ops.py: the ggml peer (None-safe without ggml-python)
 
 import metal_backend as mb
-from ops import GGML_TYPES, Ggml  # benchmarks/ops.py: the ggml peer (None-safe without ggml-python)
 
 try:
     import torch

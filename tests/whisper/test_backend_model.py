@@ -114,11 +114,12 @@ def test_greedy_tokens_match_numpy_and_graphs_are_reused(tiny_en, tiny_en_backen
     tokens = decoder.decode(tiny_en_backend, tiny_en_backend.encode(jfk_mel))
     assert tokens == decoder.decode(tiny_en_numpy, jfk_reference)
     # The prompt graph, then single-token graphs by cache length (one sequence each) (positions used, rounded up to 32);
-    # keys are (windows, sequences, tokens, cache length), windows 0 for the one-window decoder.
+    # keys are (windows, sequences, tokens, cache length, padded), windows 0 for the one-window decoder and
+    # padded False where every sequence's prompt has the same length.
     built = dict(tiny_en_backend.decoder_graphs)
     n_prompt = len(decoder.prompt)
     ends = range(n_prompt + 1, n_prompt + len(tokens) + 1)
-    assert {(0, 1, n_prompt, 32)} | {(0, 1, 1, 32 * -(-end // 32)) for end in ends} <= set(built)
+    assert {(0, 1, n_prompt, 32, False)} | {(0, 1, 1, 32 * -(-end // 32), False) for end in ends} <= set(built)
     # A second window runs on the same graphs.
     assert decoder.decode(tiny_en_backend, tiny_en_backend.encode(jfk_mel)) == tokens
     assert tiny_en_backend.encoder_graph is encoder_graph

@@ -85,7 +85,7 @@ def test_beam_batch_on_backend_matches_numpy_reference(tiny_en, tiny_en_numpy, a
     assert ours.tokens == ref.tokens
     assert ours.sum_logprob == pytest.approx(ref.sum_logprob, abs=0.05)
     assert normalize(ours.text) == normalize(JFK_TEXT)
-    assert any(b > 1 for _, b, _, _ in backend.decoder_graphs) and backend.reorder_graphs
+    assert any(b > 1 for _, b, _, _, _ in backend.decoder_graphs) and backend.reorder_graphs
 
 
 def test_greedy_and_beam_give_the_clip_transcripts(tiny_en_model, asset):

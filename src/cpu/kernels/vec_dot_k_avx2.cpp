@@ -28,16 +28,18 @@ MB_TARGET_AVX2 inline __m256i load256(const void* p) { return _mm256_loadu_si256
 // The 16 sub-block scales (signed bytes) as int16 in the layout group_scales reads: the even
 // sub-blocks' in the low 128-bit half, the odd ones' in the high half.
 MB_TARGET_AVX2 inline __m256i scales16(__m128i sc8) {
-    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
+    const __m128i even_then_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, even_then_odd));
 }
 
 // Group g's scales: sub-block 2g's in the low half (elements 0..15 of the group), 2g + 1's in the
 // high half, each as 8 int16 (one vpshufb of scales16's int16 g in both halves).
 MB_TARGET_AVX2 inline __m256i group_scales(__m256i sc16, int g) {
     alignas(32) static const uint8_t kShuffle[8][32] = {
-#define MB_G(g) {2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g,        \
-                 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, \
-                 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1}
+#define MB_G(g)                                                                                               \
+    {2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, \
+     2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, \
+     2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1, 2 * g, 2 * g + 1}
         MB_G(0), MB_G(1), MB_G(2), MB_G(3), MB_G(4), MB_G(5), MB_G(6), MB_G(7),
 #undef MB_G
     };
@@ -239,7 +241,8 @@ struct IQ4XS {
         return _mm256_add_epi32(acc, _mm256_madd_epi16(p, group_scales(sc16, s)));
     }
     MB_TARGET_AVX2 static __m256i sums(const Block& b, const int8_t* y, __m256i sc16) {
-        const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mb_kvalues_iq4nl)));
+        const __m256i table =
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mb_kvalues_iq4nl)));
         __m256i acc0 = _mm256_setzero_si256();
         __m256i acc1 = _mm256_setzero_si256();
         for (int s = 0; s < 8; s += 2) {
