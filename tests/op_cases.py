@@ -1459,8 +1459,8 @@ def spatial2_cases():
     # (label, kernel (IC, OC, KH, KW), data (N, IC, H, W), stride)
     for label, sk, sd, st in [("s1", (3, 4, 3, 3), (2, 3, 5, 6), 1), ("s2", (2, 3, 4, 3), (1, 2, 5, 4), 2),
                               ("s3_small_kernel", (4, 2, 2, 2), (2, 4, 3, 5), 3),
-                              # past one GEMM block: 110 positions (> 96), 17*16 = 272 columns (> 256)
-                              ("blocks", (3, 17, 4, 4), (1, 3, 11, 10), 2),
+                              # past one GEMM block: 110 positions (> 96), 19*15 = 285 columns (> 256, cut in a channel)
+                              ("blocks", (3, 19, 3, 5), (1, 3, 11, 10), 2),
                               # 260 input channels: two GEMM k blocks (256 + 4)
                               ("deep", (260, 2, 2, 2), (1, 260, 3, 4), 1)]:
         for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):

@@ -9,7 +9,7 @@
 // its own columns of the kernel once (f16 converted there), and the data tokens (every input channel)
 // per block of kPB positions. The columns go kJB at a time, so a block's cols (kPB x kJB) stay in L2
 // and are scattered in the order they were written: by position, then column, each (oc, ky) row's KW
-// taps landing on consecutive outputs.
+// taps landing on consecutive outputs (plain nested loops when the block holds whole channels).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -173,10 +173,25 @@ void compute_conv_transpose_2d(const ComputeParams& p, Tensor& dst) {
                 const int64_t j_end = jb0 + njb;
                 const int64_t oc_b = o0 + jb0 / taps, ky_b = (jb0 % taps) / KW, kx_b = jb0 % KW;
                 const size_t next_channel = plane - size_t(KH - 1) * size_t(orow);
+                const bool whole_channels = jb0 % taps == 0 && njb % taps == 0;
                 int64_t iy = p0 / IW, ix = p0 % IW;
                 for (int64_t l = 0; l < m; ++l) {
                     const float* c = cols + l * njb;
                     float* row = out_n + size_t(oc_b) * plane + size_t(iy * s + ky_b) * size_t(orow) + size_t(ix * s);
+                    if (whole_channels) {
+                        // The block holds whole channels: plain nested loops, no run bookkeeping.
+                        for (int64_t q = 0; q < njb; q += taps, row += plane) {
+                            float* r = row;
+                            for (int64_t ky = 0; ky < KH; ++ky, r += orow, c += KW) {
+                                for (int64_t kx = 0; kx < KW; ++kx) r[kx] += c[kx];
+                            }
+                        }
+                        if (++ix == IW) {
+                            ix = 0;
+                            ++iy;
+                        }
+                        continue;
+                    }
                     int64_t ky = ky_b, kx = kx_b;
                     for (int64_t j = jb0; j < j_end;) {
                         const int64_t run = std::min(KW - kx, j_end - j);
