@@ -8,6 +8,7 @@ tests/assets/vad/ (its README says where it comes from), the speech in tests/ass
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import wave
 from pathlib import Path
@@ -79,7 +80,9 @@ def ggml_f16_numerics(path: Path, conv_inputs: bool = True) -> bytes:
     """silero_vad.onnx computing in f16 where whisper.cpp's VAD does: the STFT basis and the conv
     weights rounded to f16 (the types whisper.cpp's loader gives them), and with conv_inputs every
     conv's input rounded to f16 (ggml_conv_1d's im2col writes f16 patches for an f16 kernel; the
-    products accumulate in f32, as onnxruntime's do). The LSTM stays f32 in both."""
+    products accumulate in f32, as onnxruntime's do). The LSTM stays f32 in both. Needs onnx (the
+    test extra; the wheel check's environment has onnxruntime only, so there these tests skip)."""
+    require(importlib.util.find_spec("onnx") is not None, "onnx (the test extra)")
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
