@@ -1458,7 +1458,11 @@ def spatial2_cases():
          lambda k, d: conv_2d_dw_ref(k, d.transpose(0, 1, 3, 2), 1, 1, 1, 1, 1, 1), ROWS)
     # (label, kernel (IC, OC, KH, KW), data (N, IC, H, W), stride)
     for label, sk, sd, st in [("s1", (3, 4, 3, 3), (2, 3, 5, 6), 1), ("s2", (2, 3, 4, 3), (1, 2, 5, 4), 2),
-                              ("s3_small_kernel", (4, 2, 2, 2), (2, 4, 3, 5), 3)]:
+                              ("s3_small_kernel", (4, 2, 2, 2), (2, 4, 3, 5), 3),
+                              # past one GEMM block: 110 positions (> 96), 19*15 = 285 columns (> 256, cut in a channel)
+                              ("blocks", (3, 19, 3, 5), (1, 3, 11, 10), 2),
+                              # 260 input channels: two GEMM k blocks (256 + 4)
+                              ("deep", (260, 2, 2, 2), (1, 260, 3, 4), 1)]:
         for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
             case(f"conv_transpose_2d_p0/{kn}xf32/{label}", "CONV_TRANSPOSE_2D", [In(sk, kt), In(sd)],
                  lambda k, d, st=st: mb.ops.conv_transpose_2d_p0(k, d, st),
