@@ -145,42 +145,17 @@ def whisper_cpp_vad():
         return run, lambda: binding.whisper_vad_free(ctx)
 
     def through_ctypes(path: Path, threads: int):
-        import ctypes
-        import glob
+        # The one ctypes binding of whisper.cpp's VAD, shared with the tests that check our file in it.
+        sys.path.insert(0, str(ROOT / "tests" / "vad"))
+        from vad_testing import WhisperCppVad
 
-        import pywhispercpp
-
-        libs = sorted(glob.glob(str(Path(pywhispercpp.__file__).parent.parent / "pywhispercpp.libs" / "libwhisper*")))
-        lib = ctypes.CDLL(libs[0] if libs else "libwhisper.so")
-
-        class ContextParams(ctypes.Structure):
-            _fields_ = [("n_threads", ctypes.c_int), ("use_gpu", ctypes.c_bool), ("gpu_device", ctypes.c_int)]
-
-        lib.whisper_vad_default_context_params.restype = ContextParams
-        lib.whisper_vad_init_from_file_with_params.restype = ctypes.c_void_p
-        lib.whisper_vad_init_from_file_with_params.argtypes = [ctypes.c_char_p, ContextParams]
-        lib.whisper_vad_detect_speech.restype = ctypes.c_bool
-        lib.whisper_vad_detect_speech.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int]
-        lib.whisper_vad_n_probs.restype = ctypes.c_int
-        lib.whisper_vad_n_probs.argtypes = [ctypes.c_void_p]
-        lib.whisper_vad_probs.restype = ctypes.POINTER(ctypes.c_float)
-        lib.whisper_vad_probs.argtypes = [ctypes.c_void_p]
-        lib.whisper_vad_free.argtypes = [ctypes.c_void_p]
-        params = lib.whisper_vad_default_context_params()
-        params.n_threads = threads
-        params.use_gpu = False
-        ctx = lib.whisper_vad_init_from_file_with_params(str(path).encode(), params)
-        if not ctx:
-            raise RuntimeError(f"whisper.cpp could not load {path}")
+        vad = WhisperCppVad(path, threads)
 
         def run(audio: np.ndarray) -> np.ndarray:
             """ctypes"""
-            audio = np.ascontiguousarray(audio, dtype=np.float32)
-            assert lib.whisper_vad_detect_speech(ctx, audio.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), audio.size)
-            n = lib.whisper_vad_n_probs(ctx)
-            return np.ctypeslib.as_array(lib.whisper_vad_probs(ctx), shape=(n,)).copy()
+            return vad.probabilities(audio)
 
-        return run, lambda: lib.whisper_vad_free(ctx)
+        return run, vad.close
 
     def make(path: Path, threads: int):
         if hasattr(binding, "whisper_vad_detect_speech"):
