@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "cpu/kernels/simd.h"
+#include "cpu/kernels/tile_prefetch.h"
 #include "cpu/kernels/vec_dot.h"
 #include "quant_blocks.h"
 
@@ -69,15 +70,20 @@ MB_TARGET_AVX2 inline __m256i mask8(int m) { return _mm256_set1_epi8(char(m)); }
 // ---- per type: the 16 sub-block scales (and minimums) as bytes, and the scaled code sums
 
 // q4_K and q5_K: 8 six-bit scales and minimums packed in 12 bytes (mb_qb_k4_scale_min), each given to
-// both 16-element halves of its 32-element sub-block.
+// both 16-element halves of its 32-element sub-block. Decoded in one vector: sub-block j < 4 takes
+// the low 6 bits of bytes j (scale) and j + 4 (minimum); j >= 4 the nibbles of byte j + 4 with bits
+// 6..7 of bytes j - 4 (scale) and j (minimum) above them. q points at 16 readable bytes (the 12 are
+// followed by the codes in both blocks).
 MB_TARGET_AVX2 inline void k4_scales(const uint8_t* q, __m128i& sc8, __m128i& mn8) {
-    uint32_t u[3];
-    std::memcpy(u, q, 12);
-    const uint32_t sc_lo = u[0] & 0x3F3F3F3Fu;
-    const uint32_t mn_lo = u[1] & 0x3F3F3F3Fu;
-    const uint32_t sc_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
-    const uint32_t mn_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
-    const __m128i all = _mm_set_epi32(int(mn_hi), int(mn_lo), int(sc_hi), int(sc_lo));
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    // Bytes [0..3 | 8..11 | 4..7 | 8..11]: the low bits of scales 0..7, then of minimums 0..7.
+    const __m128i x = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i lo = _mm_or_si128(
+        _mm_and_si128(x, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+        _mm_and_si128(_mm_srli_epi16(x, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+    // Bits 6..7 of bytes 0..3 (scales 4..7) and 4..7 (minimums 4..7), moved to bits 4..5.
+    const __m128i hb = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m128i all = _mm_or_si128(lo, _mm_and_si128(_mm_srli_epi16(hb, 2), _mm_set1_epi8(0x30)));
     sc8 = _mm_shuffle_epi8(all, _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7));
     mn8 = _mm_shuffle_epi8(all, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15));
 }
@@ -336,17 +342,11 @@ MB_TARGET_AVX2 inline void scales4(const typename K::Block* const* blk, __m128& 
     dmin = odd;
 }
 
-// Super-blocks ahead of the one in use that rows_k asks the memory for (about 1 KiB per row): the four
-// row streams of a tile are short (a row is K / 256 super-blocks), and each starts cold for the
-// hardware prefetcher; past a row's end the next tile's row is fetched.
-template <class K>
-constexpr int64_t kPrefetchBlocks = (1024 + int64_t(sizeof(typename K::Block)) - 1) / int64_t(sizeof(typename K::Block));
-
 // kVecDotRows (4) rows against nt tokens: each row's float part is k_block_add's two fused
 // multiply-adds, done for the four rows in the four lanes of one vector (the same operations lane by
-// lane, so the same bits as dot_k). Each row reads the activation codes from memory (an empty asm
-// hides that the four rows read the same ones), so the compiler does not keep 8 activation vectors in
-// registers across the rows and spill them.
+// lane, so the same bits as dot_k). The first token's pass prefetches (tile_prefetch.h). Each row
+// reads the activation codes from memory (an empty asm hides that the four rows read the same ones),
+// so the compiler does not keep 8 activation vectors in registers across the rows and spill them.
 template <class K>
 MB_TARGET_AVX2 void rows_k(int64_t k, const uint8_t* a, size_t a_stride, const void* const* b, int nt, float* out) {
     using Block = typename K::Block;
@@ -355,20 +355,13 @@ MB_TARGET_AVX2 void rows_k(int64_t k, const uint8_t* a, size_t a_stride, const v
     for (int r = 0; r < 4; ++r) rows[r] = a + size_t(r) * a_stride;
     const __m128 sign = _mm_castsi128_ps(_mm_set1_epi32(int(0x80000000u)));
     constexpr int64_t bs = int64_t(sizeof(Block));
-    constexpr int64_t ahead = kPrefetchBlocks<K>;
     for (int t = 0; t < nt; ++t) {
         const auto* y = static_cast<const block_q8_K*>(b[t]);
         __m128 acc = _mm_setzero_ps();
         for (int64_t i = 0; i < nb; ++i) {
             const Block* blk[4];
             for (int r = 0; r < 4; ++r) blk[r] = reinterpret_cast<const Block*>(rows[r] + i * bs);
-            if (t == 0) {
-                const int64_t j = i + ahead;
-                for (int r = 0; r < 4; ++r) {
-                    const uint8_t* pf = j < nb ? rows[r] + j * bs : rows[r] + 4 * a_stride + (j - nb) * bs;
-                    for (int64_t off = 0; off < bs; off += 64) _mm_prefetch(reinterpret_cast<const char*>(pf + off), _MM_HINT_T0);
-                }
-            }
+            if (t == 0) prefetch_tile_rows(rows, size_t(i * bs), size_t(bs), size_t(nb * bs), a_stride);
             __m256i is[4], ms[4];
 #pragma GCC unroll 4
             for (int r = 0; r < 4; ++r) {
