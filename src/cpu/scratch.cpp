@@ -1,6 +1,7 @@
 #include "cpu/scratch.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace mb {
