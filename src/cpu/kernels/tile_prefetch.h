@@ -2,8 +2,9 @@
 // reads its four weight rows side by side, so it streams four short runs at once (a row is a few KiB)
 // that each start cold for the hardware prefetcher; measured on Zen 3 with weights far larger than
 // the caches, a k-quant tile ran near half speed without help. The tile asks for each row's bytes
-// kTilePrefetchBytes ahead of the ones in use (2 KiB measured a little ahead of 0.5 and 1 KiB on Zen 3
-// for q3_K, q4_K and q6_K); past a row's end, for the same row of the next tile
+// kTilePrefetchBytes ahead of the ones in use (on Zen 3 under load, benchmarks/kquant_kernels.cpp's
+// streaming rows: 4 KiB ahead of 2 KiB, which was ahead of 0.5 and 1 KiB, for q2_K .. q6_K; 16 KiB
+// ahead for the four rows, within L1); past a row's end, for the same row of the next tile
 // (4 rows on), which is where the job goes next. Prefetches never fault, so one past the weights'
 // end is harmless.
 #pragma once
@@ -17,7 +18,7 @@ namespace mb {
 
 #if defined(MB_SIMD_X86)
 
-constexpr size_t kTilePrefetchBytes = 2048;
+constexpr size_t kTilePrefetchBytes = 4096;
 
 // The cache lines of [pos, pos + span) + kTilePrefetchBytes of each of the 4 rows (row r at rows[r],
 // row_bytes long, rows stride bytes apart).
