@@ -43,6 +43,13 @@ constexpr int64_t kMaxSegments = kPix + kPix / kGemmNR;  // a run per pixel at w
 
 constexpr int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
+// The k block for K: at most kKc, the blocks of one size (a multiple of 8) but the last, so that no
+// short last block (576 = 256 + 256 + 64) pays a block's output traffic for a fraction of its work.
+int64_t k_block(int64_t K) {
+    const int64_t n = (K + kKc - 1) / kKc;
+    return std::min(kKc, round_up((K + n - 1) / n, 8));
+}
+
 // One thread's part: the panels of a k block, then the segments of its current block.
 constexpr size_t kThreadBytes =
     size_t(kKc * kPix) * sizeof(float) + size_t(round_up(int64_t(kMaxSegments * sizeof(Segment)), 64));
@@ -96,13 +103,13 @@ size_t gemm_scratch_bytes(const Tensor& dst, int nth) {
     return round_up(int64_t(packed_kernel_floats(dst) * sizeof(float)), 64) + size_t(nth) * kThreadBytes;
 }
 
-// Token groups u0 .. u1 of the packed kernel (u = k block index * groups + group).
-void pack_kernel(const Tensor& w, int64_t K, int64_t u0, int64_t u1, float* packed) {
+// Token groups u0 .. u1 of the packed kernel (u = k block index * groups + group), k blocks of kb.
+void pack_kernel(const Tensor& w, int64_t K, int64_t kb, int64_t u0, int64_t u1, float* packed) {
     const int64_t KW = w.ne[0], KH = w.ne[1], OC = w.ne[3];
     const int64_t groups = (OC + kGemmMR - 1) / kGemmMR;
     const bool rows = w.type == Type::F32 && w.is_contiguous();
     for (int64_t u = u0; u < u1; ++u) {
-        const int64_t k0 = (u / groups) * kKc, kc = std::min(kKc, K - k0), oc0 = (u % groups) * kGemmMR;
+        const int64_t k0 = (u / groups) * kb, kc = std::min(kb, K - k0), oc0 = (u % groups) * kGemmMR;
         const int64_t m = std::min<int64_t>(kGemmMR, OC - oc0);
         float* out = packed + k0 * groups * kGemmMR + (u % groups) * kc * kGemmMR;
         if (rows) {
@@ -133,51 +140,51 @@ int64_t segments(int64_t px0, int64_t npx, int64_t OW, Segment* seg) {
 }
 
 // Panel rows k0 .. k0 + kc of the block's segments: panel[k * NR + r] = the input under output pixel
-// (segment) at k = (ic, ky, kx), zeros in the padding.
+// (segment) at k = (ic, ky, kx), zeros in the padding. The k steps go in runs of one (ic, ky), whose
+// taps kx read one input row per segment.
 void pack_patches(const Tensor& x, const uint8_t* xn, const Geometry& g, int64_t KW, int64_t KH, int64_t k0,
                   int64_t kc, const Segment* seg, int64_t n_seg, float* panels) {
     const int64_t IW = x.ne[0], IH = x.ne[1];
     const bool unit = g.s0 == 1 && x.nb[0] == sizeof(float);
-    int64_t kx = k0 % KW, ky = (k0 / KW) % KH, ic = k0 / (KW * KH);
-    for (int64_t k = 0; k < kc; ++k) {
+    const int64_t panel_stride = kc * kGemmNR;
+    for (int64_t k = 0; k < kc;) {
+        const int64_t kk = k0 + k, kx0 = kk % KW, ky = (kk / KW) % KH, ic = kk / (KW * KH);
+        const int64_t run = std::min(KW - kx0, kc - k);  // k steps k .. k + run: taps kx0 .. kx0 + run
         const uint8_t* plane = xn + size_t(ic) * x.nb[2];
         for (int64_t s = 0; s < n_seg; ++s) {
             const Segment& sg = seg[s];
-            float* out = panels + sg.panel * kc * kGemmNR + k * kGemmNR + sg.r0;
+            float* out = panels + sg.panel * panel_stride + k * kGemmNR + sg.r0;
             const int64_t iy = sg.oy == kNoRow ? -1 : sg.oy * g.s1 - g.p1 + ky * g.d1;
             if (iy < 0 || iy >= IH) {
-                std::memset(out, 0, size_t(sg.len) * sizeof(float));
+                for (int64_t t = 0; t < run; ++t) std::memset(out + t * kGemmNR, 0, size_t(sg.len) * sizeof(float));
                 continue;
             }
             const uint8_t* row = plane + size_t(iy) * x.nb[1];
-            const int64_t ix0 = sg.ox * g.s0 - g.p0 + kx * g.d0;  // input column of the run's first pixel
-            if (unit) {
-                const float* in = reinterpret_cast<const float*>(row);
-                if (sg.len == kGemmNR && ix0 >= 0 && ix0 + kGemmNR <= IW) {
-                    std::memcpy(out, in + ix0, kGemmNR * sizeof(float));
+            const int64_t ixb = sg.ox * g.s0 - g.p0;  // input column of the run's first pixel at kx = 0
+            for (int64_t t = 0; t < run; ++t, out += kGemmNR) {
+                const int64_t ix0 = ixb + (kx0 + t) * g.d0;
+                if (unit) {
+                    const float* in = reinterpret_cast<const float*>(row);
+                    if (sg.len == kGemmNR && ix0 >= 0 && ix0 + kGemmNR <= IW) {
+                        std::memcpy(out, in + ix0, kGemmNR * sizeof(float));
+                        continue;
+                    }
+                    const int64_t lo = std::min(sg.len, std::max<int64_t>(0, -ix0));
+                    const int64_t hi = std::max(lo, std::min(sg.len, IW - ix0));
+                    for (int64_t r = 0; r < lo; ++r) out[r] = 0.0f;
+                    for (int64_t r = lo; r < hi; ++r) out[r] = in[ix0 + r];
+                    for (int64_t r = hi; r < sg.len; ++r) out[r] = 0.0f;
                     continue;
                 }
-                const int64_t lo = std::min(sg.len, std::max<int64_t>(0, -ix0));
-                const int64_t hi = std::max(lo, std::min(sg.len, IW - ix0));
-                for (int64_t t = 0; t < lo; ++t) out[t] = 0.0f;
-                for (int64_t t = lo; t < hi; ++t) out[t] = in[ix0 + t];
-                for (int64_t t = hi; t < sg.len; ++t) out[t] = 0.0f;
-                continue;
-            }
-            for (int64_t t = 0; t < sg.len; ++t) {
-                const int64_t ix = ix0 + t * g.s0;
-                float v = 0.0f;
-                if (ix >= 0 && ix < IW) std::memcpy(&v, row + size_t(ix) * x.nb[0], sizeof v);
-                out[t] = v;
+                for (int64_t r = 0; r < sg.len; ++r) {
+                    const int64_t ix = ix0 + r * g.s0;
+                    float v = 0.0f;
+                    if (ix >= 0 && ix < IW) std::memcpy(&v, row + size_t(ix) * x.nb[0], sizeof v);
+                    out[r] = v;
+                }
             }
         }
-        if (++kx == KW) {
-            kx = 0;
-            if (++ky == KH) {
-                ky = 0;
-                ++ic;
-            }
-        }
+        k += run;
     }
 }
 
@@ -204,16 +211,17 @@ void conv_2d_gemm(const ComputeParams& p, Tensor& dst) {
     Segment* seg = reinterpret_cast<Segment*>(mine + size_t(kKc * kPix) * sizeof(float));
     const int64_t groups = (OC + kGemmMR - 1) / kGemmMR;
     int64_t u0, u1;
-    split_range(groups * ((K + kKc - 1) / kKc), p.ith, p.nth, &u0, &u1);
-    pack_kernel(w, K, u0, u1, packed);
+    const int64_t kb = k_block(K);
+    split_range(groups * ((K + kb - 1) / kb), p.ith, p.nth, &u0, &u1);
+    pack_kernel(w, K, kb, u0, u1, packed);
     p.barrier();  // the packed kernel is complete
     for (int64_t it = p.ith; it < items; it += p.nth) {
         const int64_t n = it / blocks, px0 = (it % blocks) * kPix, npx = std::min(kPix, P - px0);
         float* c = reinterpret_cast<float*>(host_data(dst) + size_t(n) * dst.nb[3]);
         const int64_t n_seg = segments(px0, npx, OW, seg);
         const uint8_t* xn = host_data(x) + size_t(n) * x.nb[3];
-        for (int64_t k0 = 0; k0 < K; k0 += kKc) {
-            const int64_t kc = std::min(kKc, K - k0);
+        for (int64_t k0 = 0; k0 < K; k0 += kb) {
+            const int64_t kc = std::min(kb, K - k0);
             pack_patches(x, xn, g, KW, KH, k0, kc, seg, n_seg, panels);
             const float* tokens = packed + k0 * groups * kGemmMR;
             for (int64_t oc0 = 0; oc0 < OC; oc0 += kOcRows) {
