@@ -5,7 +5,7 @@
 
 #include "core/fp16.h"
 #include "cpu/kernels/gemm_f32.h"
-#include "cpu/kernels/scratch.h"
+#include "cpu/kernels/checked_scratch.h"
 
 namespace mb {
 

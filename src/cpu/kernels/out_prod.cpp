@@ -15,7 +15,7 @@
 
 #include "cpu/kernels/gemm_f32.h"
 #include "cpu/kernels/kernels.h"
-#include "cpu/kernels/scratch.h"
+#include "cpu/kernels/checked_scratch.h"
 
 namespace mb {
 
