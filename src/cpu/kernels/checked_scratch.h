@@ -1,5 +1,7 @@
 // A kernel's view of the scratch its family declared (CpuFamily::work_size): the first 64-byte aligned
-// address of ComputeParams::wdata, after checking that `bytes` from there fit in the declared wsize.
+// address of ComputeParams::wdata (the backend aligns it already, src/cpu/scratch.h), after checking
+// that `bytes` from there fit in the declared wsize, so a kernel whose use outgrew its declaration
+// fails at once, with both sizes named (the backend's guard after the region catches a stray write).
 // Every thread of a node calls it with the same values, so all of them fail (before any barrier) or
 // none does.
 #pragma once
