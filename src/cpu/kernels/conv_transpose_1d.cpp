@@ -50,13 +50,20 @@ void compute_conv_transpose_1d(const ComputeParams& p, Tensor& dst) {
             for (int64_t ol = 0; ol < OL; ++ol) out[ol * step] = 0.0f;
         }
     };
+    const bool unit = step == 1 && d0 == 1;  // a channel's K taps land on K consecutive floats
     g.scatter = [&](const ConvTransposeBlock& b) {
         const int64_t nj = b.nch * K;
         for (int64_t l = 0; l < b.m; ++l) {
             const float* c = b.cols + l * nj;
             const int64_t base_ol = (b.p0 + l) * s0 - p0;
+            const bool inside = base_ol >= 0 && base_ol + (K - 1) * d0 < OL;  // no tap in the padding
             for (int64_t q = 0; q < b.nch; ++q, c += K) {
                 float* out = reinterpret_cast<float*>(at(dst, 0, b.oc0 + q, b.n));
+                if (inside && unit) {
+                    float* o = out + base_ol;
+                    for (int64_t k = 0; k < K; ++k) o[k] += c[k];
+                    continue;
+                }
                 for (int64_t k = 0; k < K; ++k) {
                     const int64_t ol = base_ol + k * d0;
                     if (ol >= 0 && ol < OL) out[ol * step] += c[k];
