@@ -782,6 +782,8 @@ def spatial_cases():
         ("s1", (3, 4, 5, 2, 11), (1, 0, 1), mb.f32), ("s2", (3, 4, 4, 1, 9), (2, 0, 1), mb.f32),
         ("s3_pad_dil", (2, 5, 3, 2, 7), (3, 1, 2), mb.f32), ("f16", (4, 3, 5, 1, 13), (2, 0, 1), mb.f16),
         ("vocoder", (32, 16, 16, 1, 50), (8, 4, 1), mb.f32),
+        # 300 taps, more than the CPU GEMM's 256-column block: a block of one channel each
+        ("long_kernel", (2, 3, 300, 1, 4), (5, 7, 1), mb.f32),
     ]:
         case(f"conv_transpose_1d/{label}", "CONV_TRANSPOSE_1D", [In((ic, oc, k), wt), In((n, ic, length))],
              lambda kern, x, s=s, p=p, d=d: mb.ops.conv_transpose_1d(kern, x, s, p, d),
