@@ -205,8 +205,8 @@ void conv_2d_gemm(const ComputeParams& p, Tensor& dst) {
         return;
     }
     float* packed = checked_scratch(p, gemm_scratch_bytes(dst, p.nth), "CONV_2D");
-    uint8_t* mine = reinterpret_cast<uint8_t*>(packed) + round_up(int64_t(packed_kernel_floats(dst) * sizeof(float)), 64) +
-                    size_t(p.ith) * kThreadBytes;
+    const size_t kernel_bytes = size_t(round_up(int64_t(packed_kernel_floats(dst) * sizeof(float)), 64));
+    uint8_t* mine = reinterpret_cast<uint8_t*>(packed) + kernel_bytes + size_t(p.ith) * kThreadBytes;
     float* panels = reinterpret_cast<float*>(mine);
     Segment* seg = reinterpret_cast<Segment*>(mine + size_t(kKc * kPix) * sizeof(float));
     const int64_t groups = (OC + kGemmMR - 1) / kGemmMR;
