@@ -1,6 +1,7 @@
 #include "cpu/kernels/gemm_q8_0.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -31,6 +32,8 @@ constexpr size_t prep_block_bytes(int nr) { return size_t(nr) * 2 * kBlock + (si
 
 // Per block, the integer sums of a 4 x 2 tile (tile_4x2_avx2): 8 vectors of 8 int32.
 constexpr size_t kSumsBytes = size_t(kRows * kGroups) * 32;
+// Rows per tile when every token fits one group (tile_8x1_avx2, which uses the same sums).
+constexpr int kFewRows = 8;
 
 int64_t n_groups(int64_t nt) { return (nt + kGroup - 1) / kGroup; }
 
@@ -198,6 +201,80 @@ MB_TARGET_AVX2 void tile(int64_t nb, const int8_t* prep, const int8_t* codes, co
     }
 }
 
+// One block of the 8-row x 1-group tile (few tokens: one group of 8), as block_4x2_avx2 but read
+// straight from the weight blocks (w[r]: row r's block; its codes at byte 2), |codes| taken per step:
+// with few tokens a row block serves one tile, and a separate preparing pass over the rows (which
+// stream from memory for a vocabulary projection) cost more than it saved. c: the group's 8 code
+// vectors; acc[r] = the block's lanes for row r, from zero.
+MB_TARGET_AVX2 inline void block_8x1_avx2(__m256i (&acc)[8], const BlockQ8_0* const* w, int64_t i, const int8_t* c) {
+    __m256i x, q, a, t, ones;
+#define MB_Q8_ROW(r, s)                                \
+    "vpbroadcastd 2+4*" s "(%[w" r "]), %[q]\n\t"     \
+    "vpabsb %[q], %[a]\n\t"                           \
+    "vpsignb %[q], %[x], %[t]\n\t"                    \
+    "vpmaddubsw %[t], %[a], %[t]\n\t"                 \
+    "vpmaddwd %[ones], %[t], %[t]\n\t"                \
+    "vpaddd %[t], %[s" r "], %[s" r "]\n\t"
+#define MB_Q8_STEP(s)                                                                        \
+    "vmovdqa 32*" s "(%[c]), %[x]\n\t"                                                      \
+    MB_Q8_ROW("0", s) MB_Q8_ROW("1", s) MB_Q8_ROW("2", s) MB_Q8_ROW("3", s)                 \
+    MB_Q8_ROW("4", s) MB_Q8_ROW("5", s) MB_Q8_ROW("6", s) MB_Q8_ROW("7", s)
+    __asm__("vpcmpeqw %[ones], %[ones], %[ones]\n\t"
+            "vpsrlw $15, %[ones], %[ones]\n\t"
+            "vpxor %[s0], %[s0], %[s0]\n\t"
+            "vpxor %[s1], %[s1], %[s1]\n\t"
+            "vpxor %[s2], %[s2], %[s2]\n\t"
+            "vpxor %[s3], %[s3], %[s3]\n\t"
+            "vpxor %[s4], %[s4], %[s4]\n\t"
+            "vpxor %[s5], %[s5], %[s5]\n\t"
+            "vpxor %[s6], %[s6], %[s6]\n\t"
+            "vpxor %[s7], %[s7], %[s7]\n\t"
+            MB_Q8_STEP("0") MB_Q8_STEP("1") MB_Q8_STEP("2") MB_Q8_STEP("3")
+            MB_Q8_STEP("4") MB_Q8_STEP("5") MB_Q8_STEP("6") MB_Q8_STEP("7")
+            : [s0] "=&x"(acc[0]), [s1] "=&x"(acc[1]), [s2] "=&x"(acc[2]), [s3] "=&x"(acc[3]),
+              [s4] "=&x"(acc[4]), [s5] "=&x"(acc[5]), [s6] "=&x"(acc[6]), [s7] "=&x"(acc[7]),
+              [x] "=&x"(x), [q] "=&x"(q), [a] "=&x"(a), [t] "=&x"(t), [ones] "=&x"(ones)
+            : [w0] "r"(w[0] + i), [w1] "r"(w[1] + i), [w2] "r"(w[2] + i), [w3] "r"(w[3] + i),
+              [w4] "r"(w[4] + i), [w5] "r"(w[5] + i), [w6] "r"(w[6] + i), [w7] "r"(w[7] + i), [c] "r"(c)
+            : "memory");
+#undef MB_Q8_STEP
+#undef MB_Q8_ROW
+}
+
+// The 8-row tile against one group of 8 tokens (nt <= 8), every block: integer sums, then their float
+// updates in block order (as tile_4x2_avx2). out[t * ldo + r] for the nt tokens.
+// next, next_bytes: the following tile's rows, prefetched over the blocks (the vocabulary projection's
+// rows stream from memory, and 8 interleaved rows defeat the hardware's stream prefetch).
+MB_TARGET_AVX2 void tile_8x1_avx2(int64_t nb, const BlockQ8_0* const* w, const int8_t* codes, const float* scales,
+                                  __m256i* sums, int64_t nt, float* out, int64_t ldo, const uint8_t* next,
+                                  size_t next_bytes) {
+    const size_t lines = (next_bytes + 63) / 64;
+    for (int64_t i = 0; i < nb; ++i) {
+        for (size_t l = lines * size_t(i) / size_t(nb); l < lines * size_t(i + 1) / size_t(nb); ++l) {
+            _mm_prefetch(reinterpret_cast<const char*>(next + 64 * l), _MM_HINT_T0);
+        }
+        __m256i iacc[8];
+        block_8x1_avx2(iacc, w, i, codes + i * kSteps * kStepBytes);
+        for (int j = 0; j < 8; ++j) _mm256_store_si256(sums + i * 8 + j, iacc[j]);
+    }
+    __m256 acc[8];
+    for (auto& v : acc) v = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        const __m256 x = _mm256_load_ps(scales + i * kGroup);
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; ++r) {
+            const __m256 d = _mm256_set1_ps(_cvtsh_ss(w[r][i].d));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_load_si256(sums + i * 8 + r)), _mm256_mul_ps(d, x),
+                                     acc[r]);
+        }
+    }
+    alignas(32) float res[8 * kGroup];
+    for (int r = 0; r < 8; ++r) _mm256_store_ps(res + r * kGroup, acc[r]);
+    for (int64_t l = 0; l < nt; ++l) {
+        for (int r = 0; r < 8; ++r) out[l * ldo + r] = res[r * kGroup + l];
+    }
+}
+
 // The 4-row x 2-group tile with AVX2's byte products, in two passes: the blocks' integer sums into
 // sums (nb x 8 vectors), then their float updates in block order. Interleaving the float update of each
 // block with the integer steps (as tile() does) cost a third of the speed: the integer steps keep
@@ -302,6 +379,15 @@ MB_TARGET_AVX2 void gemm_avx2(int64_t k, const uint8_t* a, size_t stride, int64_
     __m256i* sums = reinterpret_cast<__m256i*>(prep + size_t(nb) * prep_block_bytes(kRows));
     pack_activations(nb, acts, nt, codes, scales);
     int64_t r = 0;
+    if (std::is_same_v<Dot, DotAvx2> && nt <= kGroup) {
+        const BlockQ8_0* w8[kFewRows];
+        for (; r + kFewRows <= rows; r += kFewRows) {
+            for (int i = 0; i < kFewRows; ++i) w8[i] = reinterpret_cast<const BlockQ8_0*>(a + size_t(r + i) * stride);
+            const size_t next_rows = size_t(std::min<int64_t>(kFewRows, rows - r - kFewRows));
+            tile_8x1_avx2(nb, w8, codes, scales, sums, nt, out + r, ldo, a + size_t(r + kFewRows) * stride,
+                          next_rows * stride);
+        }
+    }
     const BlockQ8_0* w[kRows];
     for (; r + kRows <= rows; r += kRows) {
         for (int i = 0; i < kRows; ++i) w[i] = reinterpret_cast<const BlockQ8_0*>(a + size_t(r + i) * stride);
