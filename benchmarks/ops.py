@@ -473,6 +473,52 @@ def conv_2d_row(rng):
                (build_ggml, [kern, x]), (lambda: F.conv2d(tx, tk, padding=1)) if torch is not None else None, 1e-4)
 
 
+def conv_2d_dw_row(rng):
+    """A depthwise 3x3 convolution (MobileNet-style block): 64 channels on 64x64, padding 1."""
+    c, h, w, k = 64, 64, 64, 3
+    kern = (rng.standard_normal((c, 1, k, k)) * 0.1).astype(np.float32)
+    x = rng.standard_normal((1, c, h, w)).astype(np.float32)
+
+    def np_conv_dw():
+        xp = np.pad(x[0], ((0, 0), (1, 1), (1, 1)))
+        win = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(1, 2))  # (c, h, w, k, k)
+        return np.einsum("chwyx,cyx->chw", win, kern[:, 0])[None]
+
+    def build_ours(ctx):
+        tk, tx = ctx.tensor(mb.f32, kern.shape), ctx.tensor(mb.f32, x.shape)
+        return [tk, tx], mb.ops.conv_2d_dw_direct(tk, tx, 1, 1, 1, 1, 1, 1)
+
+    def build_ggml(ctx):
+        tk = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F32, k, k, 1, c)
+        tx = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F32, w, h, c, 1)
+        return [tk, tx], ggml.ggml_conv_2d_dw_direct(ctx, tk, tx, 1, 1, 1, 1, 1, 1)
+
+    tk = torch.from_numpy(kern) if torch is not None else None
+    tx = torch.from_numpy(x) if torch is not None else None
+    return Row("conv_2d_dw", f"{c}x{h}x{w} k3", 2.0 * c * k * k * h * w, (build_ours, [kern, x]), np_conv_dw,
+               (build_ggml, [kern, x]), (lambda: F.conv2d(tx, tk, padding=1, groups=c)) if torch is not None else None,
+               1e-4)
+
+
+def pool_2d_row(rng):
+    """2x2 max pooling, stride 2: 64 channels of 128x128 -> 64x64."""
+    c, h, w = 64, 128, 128
+    x = rng.standard_normal((1, c, h, w)).astype(np.float32)
+
+    def build_ours(ctx):
+        t = ctx.tensor(mb.f32, x.shape)
+        return [t], mb.ops.pool_2d(t, "max", 2, 2, 2, 2)
+
+    def build_ggml(ctx):
+        t = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F32, w, h, c, 1)
+        return [t], ggml.ggml_pool_2d(ctx, t, ggml.GGML_OP_POOL_MAX, 2, 2, 2, 2, 0.0, 0.0)
+
+    tx = torch.from_numpy(x) if torch is not None else None
+    return Row("pool_2d", f"max {c}x{h}x{w} k2 s2", None, (build_ours, [x]),
+               lambda: x.reshape(1, c, h // 2, 2, w // 2, 2).max(axis=(3, 5)), (build_ggml, [x]),
+               (lambda: F.max_pool2d(tx, 2)) if torch is not None else None, 1e-6)
+
+
 def conv_transpose_2d_row(rng):
     """A UNet decoder's 2x upsampling: 64 -> 32 channels, kernel 4, stride 2, 32x32 -> 66x66."""
     ic, oc, h, w, k, s = 64, 32, 32, 32, 4, 2
@@ -697,7 +743,8 @@ def all_rows(rng):
     rows += [softmax_row(rng), norm_row(rng), gelu_row(rng), add_row(rng)]
     rows += [mul_mat_id_row(rng), argsort_row(rng), top_k_row(rng), group_norm_row(rng), conv_transpose_1d_row(rng)]
     rows += [ssm_scan_row(rng), *rwkv_rows(rng), interpolate_row("bilinear", rng), interpolate_row("bicubic", rng)]
-    rows += [cumsum_row(rng), out_prod_row(rng), conv_2d_row(rng), conv_transpose_2d_row(rng)]
+    rows += [cumsum_row(rng), out_prod_row(rng), conv_2d_row(rng), conv_2d_dw_row(rng), pool_2d_row(rng),
+             conv_transpose_2d_row(rng)]
     if torch is not None:
         rows.append(antialias_row(rng))
     return rows

@@ -3,7 +3,7 @@
     python benchmarks/whisper_longform.py [--threads 2] [--models tiny.en base] [--repeats 1 5]
         [--audio A.wav ...] [--settings greedy beam5]
         [--engines ours faster-whisper ours-q8_0 ours-int8 faster-whisper-int8 whisper.cpp]
-        [--work DIR] [--json OUT] [--spin-us US] [--rounds N]
+        [--work DIR] [--json OUT] [--spin-us US] [--rounds N] [--cpu-time]
 
 The audio is an espeak-ng passage built by scripts/make_passage.py (25 sentences, about 132 s;
 needs espeak-ng and sox), once and repeated 5 times (about 11 minutes); its JSON lists where each
@@ -22,7 +22,7 @@ nearest segment start: median, maximum and the share within 1 s; the end-to-end 
 samples to segments (model loading and file reading excluded, no warm-up: one run of long audio)
 and ours over faster-whisper's time in the same setting (below 1 is faster). On a shared machine
 the times are noisy; the ratios compare runs made minutes apart (use --rounds for best-of-N with the
-engines interleaved). Engines: ours (compute_type "float32"), ours-q8_0 (Whisper.load(..., quantize="q8_0"):
+engines interleaved; --cpu-time --threads 1 times by CPU seconds, steadier on a loaded machine). Engines: ours (compute_type "float32"), ours-q8_0 (Whisper.load(..., quantize="q8_0"):
 q8_0 matrices, the encoder's products in f32 on dequantized weights), ours-int8 (Whisper.load(...,
 compute_type="int8"): q8_0 matrices, 8-bit activations), faster-whisper float32 and int8 (its
 compute_type), whisper.cpp on the converted f16 file. Ratio columns: time over faster-whisper
@@ -182,6 +182,9 @@ def main() -> None:
     parser.add_argument("--spin-us", type=int, help="ours: the CPU backend's spin_us option (default: its own)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="runs per engine, engines interleaved (A B A B ...); the best time counts")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time by the process's CPU time, every thread's (with --threads 1: steadier on a "
+                             "loaded machine than wall time; at more threads it counts spin-waiting too)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -196,7 +199,9 @@ def run(args: argparse.Namespace, work: Path) -> list[dict]:
     audios = {f"x{r}": passage(work, r) for r in args.repeats}
     for path in args.audio:
         audios[path.stem] = (load_audio(path), json.loads(path.with_suffix(".json").read_text()))
-    print(f"threads {args.threads}; best of {args.rounds} run(s) each, engines interleaved, wall time, loading "
+    clock = time.process_time if args.cpu_time else time.perf_counter
+    print(f"threads {args.threads}; best of {args.rounds} run(s) each, engines interleaved, "
+          f"{'CPU' if args.cpu_time else 'wall'} time, loading "
           "excluded; " + "; ".join(f"{name}: {a.size / 16000:.1f} s, {len(ref['sentences'])} sentences"
                                    for name, (a, ref) in audios.items()), flush=True)
     header = (f"{'model':7s} {'audio':6s} {'setting':7s} {'engine':19s} {'WER %':>6s} {'sub/del/ins':>11s} "
@@ -224,9 +229,9 @@ def run(args: argparse.Namespace, work: Path) -> list[dict]:
                 outputs: dict[str, tuple[str, list[float]]] = {}
                 for _ in range(max(1, args.rounds)):
                     for engine in engines:
-                        start = time.perf_counter()
+                        start = clock()
                         outputs[engine.name] = engine.transcribe(samples, SETTINGS[setting])
-                        seconds = time.perf_counter() - start
+                        seconds = clock() - start
                         times[engine.name] = min(seconds, times.get(engine.name, math.inf))
                 for engine in engines:
                     text, starts = outputs[engine.name]

@@ -782,6 +782,8 @@ def spatial_cases():
         ("s1", (3, 4, 5, 2, 11), (1, 0, 1), mb.f32), ("s2", (3, 4, 4, 1, 9), (2, 0, 1), mb.f32),
         ("s3_pad_dil", (2, 5, 3, 2, 7), (3, 1, 2), mb.f32), ("f16", (4, 3, 5, 1, 13), (2, 0, 1), mb.f16),
         ("vocoder", (32, 16, 16, 1, 50), (8, 4, 1), mb.f32),
+        # 300 taps, more than the CPU GEMM's 256-column block: a block of one channel each
+        ("long_kernel", (2, 3, 300, 1, 4), (5, 7, 1), mb.f32),
     ]:
         case(f"conv_transpose_1d/{label}", "CONV_TRANSPOSE_1D", [In((ic, oc, k), wt), In((n, ic, length))],
              lambda kern, x, s=s, p=p, d=d: mb.ops.conv_transpose_1d(kern, x, s, p, d),
@@ -1427,7 +1429,13 @@ def conv_transpose_2d_ref(kernel, data, s):
 def product_cases():
     for label, sa, sb in [("2d", (13, 9), (13, 7)), ("batch", (2, 3, 11, 6), (2, 3, 11, 5)),
                           ("broadcast", (1, 2, 8, 5), (3, 4, 8, 6)), ("big", (300, 70), (300, 130)),
-                          ("k0", (0, 5), (0, 4))]:
+                          ("k0", (0, 5), (0, 4)),
+                          # the CPU GEMM's block edges: K 520 = 256 + 256 + 8 (both packing buffers, twice),
+                          # 37 columns (an edge panel), 101 rows (two row tiles of 96, an edge token group),
+                          # broadcast a over b
+                          ("blocks", (1, 2, 520, 37), (2, 4, 520, 101)),
+                          # 150 columns: two column tiles of 128
+                          ("wide", (70, 150), (70, 13))]:
         case(f"out_prod/f32/{label}", "OUT_PROD", [In(sa), In(sb)], lambda a, b: mb.ops.out_prod(a, b),
              out_prod_ref, ROWS)
     case("out_prod/f32/transposed", "OUT_PROD", [In((6, 9)), In((8, 9))],
@@ -1446,7 +1454,12 @@ def spatial2_cases():
                                ("stride", (5, 2, 3, 2), (1, 2, 10, 9), (2, 3, 0, 1, 1, 1)),
                                ("dilated", (3, 4, 2, 3), (2, 4, 8, 12), (1, 2, 2, 1, 2, 3)),
                                ("1x1", (6, 5, 1, 1), (1, 5, 4, 7), (1, 1, 0, 0, 1, 1)),
-                               ("many_oc", (100, 3, 3, 3), (1, 3, 6, 40), (1, 1, 1, 1, 1, 1))]:
+                               ("many_oc", (100, 3, 3, 3), (1, 3, 6, 40), (1, 1, 1, 1, 1, 1)),
+                               # CPU GEMM edges: K = 30*3*3 = 270 (two k blocks of 136 + 134), 9*40 = 360 pixels
+                               # (blocks of 128, the last 104), panels of 16 cut at the ends of 40-pixel rows
+                               ("blocks", (7, 30, 3, 3), (1, 30, 9, 40), (1, 1, 1, 1, 1, 1)),
+                               # runs of 16 pixels over both paddings of 37-wide rows (dilation 2, padding 2)
+                               ("padded_runs", (4, 2, 3, 3), (2, 2, 5, 37), (1, 1, 2, 2, 2, 2))]:
         for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
             case(f"conv_2d_direct/{kn}xf32/{label}", "CONV_2D", [In(sk, kt), In(sd)],
                  lambda k, d, g=geo: mb.ops.conv_2d_direct(k, d, *g), lambda k, d, g=geo: conv_2d_ref(k, d, *g), ROWS)

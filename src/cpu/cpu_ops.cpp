@@ -35,20 +35,23 @@ int reduce_threads(const Tensor& node, int nth) {
 }
 
 // Products and convolutions: their work is the result's elements times the terms each sums.
-int product_threads(const Tensor& node, int nth) {
-    const Tensor* k = node.src[0];
-    int64_t terms = 1;
-    if (node.op == Op::OUT_PROD) {
-        terms = k->ne[1];
-    } else if (node.op == Op::CONV_2D || node.op == Op::CONV_2D_DW) {
-        terms = k->ne[0] * k->ne[1] * k->ne[2];
-    } else if (node.op == Op::CONV_TRANSPOSE_2D) {
-        terms = k->ne[3];
-    }
+int product_threads(const Tensor& node, int nth, int64_t terms) {
     const int64_t work = node.nelements() * std::max<int64_t>(terms, 1);
     const int64_t want = work < (1 << 17) ? 1 : work / (1 << 16);
     return int(std::max<int64_t>(1, std::min<int64_t>(want, nth)));
 }
+
+// OUT_PROD: each result sums over the shared dim 1.
+int out_prod_threads(const Tensor& node, int nth) { return product_threads(node, nth, node.src[0]->ne[1]); }
+
+// CONV_2D, CONV_2D_DW: each result sums a KW x KH x IC (DW: KW x KH) patch.
+int conv_2d_threads(const Tensor& node, int nth) {
+    const Tensor* k = node.src[0];
+    return product_threads(node, nth, k->ne[0] * k->ne[1] * k->ne[2]);
+}
+
+// CONV_TRANSPOSE_2D: each result sums over the input channels (times the taps that land on it).
+int conv_transpose_2d_threads(const Tensor& node, int nth) { return product_threads(node, nth, node.src[0]->ne[3]); }
 
 // supported, work_size, prepare, threads, compute
 const CpuFamily kBinary{binary_supported, nullptr, nullptr, nullptr, compute_binary};
@@ -81,11 +84,11 @@ const CpuFamily kArgsort{argsort_supported, nullptr, nullptr, argsort_threads, c
 const CpuFamily kTopK{top_k_supported, nullptr, nullptr, top_k_threads, compute_top_k};
 const CpuFamily kCumsum{cumsum_supported, nullptr, nullptr, nullptr, compute_cumsum};
 const CpuFamily kTri{tri_supported, nullptr, nullptr, nullptr, compute_tri};
-const CpuFamily kOutProd{out_prod_supported, out_prod_work_size, nullptr, product_threads, compute_out_prod};
+const CpuFamily kOutProd{out_prod_supported, out_prod_work_size, nullptr, out_prod_threads, compute_out_prod};
 const CpuFamily kPool1d{pool_1d_supported, nullptr, nullptr, nullptr, compute_pool_1d};
-const CpuFamily kConv2d{conv_2d_supported, conv_2d_work_size, nullptr, product_threads, compute_conv_2d};
-const CpuFamily kConvTranspose2d{conv_transpose_2d_supported, conv_transpose_2d_work_size, nullptr, product_threads,
-                                 compute_conv_transpose_2d};
+const CpuFamily kConv2d{conv_2d_supported, conv_2d_work_size, nullptr, conv_2d_threads, compute_conv_2d};
+const CpuFamily kConvTranspose2d{conv_transpose_2d_supported, conv_transpose_2d_work_size, nullptr,
+                                 conv_transpose_2d_threads, compute_conv_transpose_2d};
 
 }  // namespace
 

@@ -154,7 +154,7 @@ def test_int8_matches_quantized_reference_on_every_cap(wtype, m, k, n, threads):
 # The int8 GEMM for q8_0 weights (src/cpu/kernels/gemm_q8_0.h) is built for x86; elsewhere q8_0 takes
 # the matrix-vector route like the other types.
 INT8_GEMM = platform.machine().lower() in ("x86_64", "amd64")
-INT8_GEMM_MIN_TOKENS = 8
+INT8_GEMM_MIN_TOKENS = 6
 
 
 def gemm_q8_0_order(raw: bytes, m: int, k: int, x: np.ndarray) -> np.ndarray:
@@ -195,14 +195,22 @@ def test_int8_gemm_equals_each_tokens_matrix_vector_product(wtype):
         assert np.array_equal(many[t], one[0]), f"token {t}"
 
 
-@pytest.mark.parametrize("n", [INT8_GEMM_MIN_TOKENS - 1, INT8_GEMM_MIN_TOKENS, 17])
-@pytest.mark.parametrize("m", [1, 4, 6])
-def test_int8_gemm_token_and_row_leftovers(m, n):
-    # Tiles are 4 rows x 16 tokens (two groups of 8): single rows, a half group and a partial second
-    # group, on both sides of the GEMM's token threshold, against the reference on every cap.
-    rng = np.random.default_rng([m, n])
-    k = 96
+@pytest.mark.parametrize("n", [INT8_GEMM_MIN_TOKENS - 1, INT8_GEMM_MIN_TOKENS, 8, 9, 17])
+@pytest.mark.parametrize("m", [1, 4, 6, 8, 13, 21])
+@pytest.mark.parametrize("k", [32, 96])
+def test_int8_gemm_token_and_row_leftovers(m, n, k):
+    # Tiles are 4 rows x 16 tokens (two groups of 8), and 8 rows x one group when every token fits
+    # one group: single rows, four-row and eight-row tiles with leftovers, a partial group and a
+    # partial second group, on both sides of the GEMM's token threshold, against the reference on
+    # every cap.
+    rng = np.random.default_rng([m, n, k])
     raw, x = _data(rng, "q8_0", m, k, n)
+    # Code -128 (ggml's quantizer never writes it, a file may hold it): |code| is 128 as an unsigned
+    # byte, the kernels' sign trick must stay exact. First row's first code, last row's last code.
+    raw = bytearray(raw)
+    raw[2] = 0x80
+    raw[-1] = 0x80
+    raw = bytes(raw)
     product = Product("q8_0", raw, m, k, x, 1, "int8")
     ref, magnitude = reference(raw, "q8_0", m, k, x)
     bound = (k / 32 + 8) * 2.0**-23 * magnitude + 1e-30

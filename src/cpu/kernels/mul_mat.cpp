@@ -54,7 +54,12 @@ constexpr int64_t kGemmMinTokensConverted = 24;
 constexpr int64_t kInt8TokensPerJob = 64;
 // int8 activations against q8_0 weights: from this many tokens, the int8 GEMM (gemm_q8_0.h, its own
 // order of float operations) for every token of the product; below it, the matrix-vector kernels.
-constexpr int64_t kInt8GemmMinTokens = 8;
+// Up to 8 tokens the GEMM runs one group of 8 (tokens past nt are zeros), so its cost is flat in the
+// token count while the matrix-vector kernels' grows: measured on Zen 3 (1 thread, CPU time) with
+// 384 x 51864 weights (the vocabulary projection), matrix-vector / GEMM ms at 2 tokens 2.43 / 3.97,
+// 4: 3.11 / 3.64, 5: 3.76 / 3.69, 8: 5.62 / 3.60. They meet at 5 tokens (beam search's), which stays
+// with the matrix-vector kernels and their float order (the same beams as before the GEMM took 8).
+constexpr int64_t kInt8GemmMinTokens = 6;
 // Cache blocking, measured for a 32 KiB L1 and 512 KiB L2 per core and scaled to the host's caches
 // (host_cache_sizes). A phase packs a block of weight rows over all of K (4 MiB there, shared, in
 // L3). Per k block, a weight panel (16 x kc floats, up to 24 KiB) stays in L1 while a job's packed

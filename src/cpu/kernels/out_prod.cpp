@@ -2,10 +2,12 @@
 // dim 1: dst[n][m] = sum_k a[k][m] * b[k][n], a's matrices broadcast over b's (j2 = i2 / (ne12 / ne02)).
 //
 // It is the f32 GEMM of MUL_MAT (gemm_f32.h: C[i][j] = sum_k B[i][k] W[j][k]) with the tokens B = b's
-// columns and the weights W = a's columns: both are packed here straight from rows of a and b (each k
-// step reads NR, resp. MR, consecutive floats). Threads split the output rows of every matrix; a
-// thread's rows go in chunks of kRows, each chunk's tokens packed once per k block and the panels of
-// a packed per chunk (a tenth of the work at worst, kRows = 96).
+// columns and the weights W = a's columns. Both operands are k-major already (a row of a or b holds one
+// k for every column), so a panel's k step is kGemmNR consecutive floats of one row of a, a token
+// group's kGemmMR of one row of b: with unit column strides packing is a fixed-size copy per row.
+// Per matrix and k block of kKc rows, the threads pack every panel of a and every token group of b
+// once, into one of two shared buffers (so the next block's packing never waits for this block's
+// GEMM: one barrier per block), then split the output into tiles of kRows x kCols.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -13,56 +15,43 @@
 
 #include "cpu/kernels/gemm_f32.h"
 #include "cpu/kernels/kernels.h"
+#include "cpu/kernels/checked_scratch.h"
 
 namespace mb {
 
 namespace {
 
-constexpr int64_t kKc = 256;                 // k block
-constexpr int64_t kRows = 16 * kGemmMR;      // output rows per chunk (tokens packed together)
-constexpr int64_t kCols = 8 * kGemmNR;       // output columns per GEMM call (panels packed together)
+constexpr int64_t kKc = 256;             // k block
+constexpr int64_t kRows = 16 * kGemmMR;  // output rows (b's columns) per tile
+constexpr int64_t kCols = 8 * kGemmNR;   // output columns (a's columns) per tile
 
-inline float load_f32(const uint8_t* p) {
-    float v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
+int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+
+// Floats of one k block's packed operands: a's panels for every column, then b's token groups.
+size_t block_floats(const Tensor& dst) {
+    return size_t(kKc * (round_up(dst.ne[0], kGemmNR) + round_up(dst.ne[1], kGemmMR)));
 }
 
-// out[(c / NR) * kc * NR + k * NR + c % NR] = x[k0 + k][c0 + c] (x: a), zeros past column n.
-void pack_cols(const Tensor& x, const uint8_t* base, int64_t k0, int64_t kc, int64_t c0, int64_t n, int64_t width,
-               float* out) {
-    const int64_t groups = (width + kGemmNR - 1) / kGemmNR;
-    for (int64_t g = 0; g < groups; ++g) {
-        float* panel = out + g * kc * kGemmNR;
-        for (int64_t k = 0; k < kc; ++k) {
-            const uint8_t* row = base + size_t(k0 + k) * x.nb[1];
-            float* dst = panel + k * kGemmNR;
-            for (int64_t r = 0; r < kGemmNR; ++r) {
-                const int64_t c = c0 + g * kGemmNR + r;
-                dst[r] = c < n ? load_f32(row + size_t(c) * x.nb[0]) : 0.0f;
-            }
-        }
+// Two k blocks' buffers.
+size_t scratch_bytes(const Tensor& dst) { return 2 * block_floats(dst) * sizeof(float); }
+
+// One strip of R columns [c0, c0 + R) of rows k0 .. k0 + kc of x (a or b at base):
+// out[k * R + r] = x[k0 + k][c0 + r], zeros for columns at or past n. This is both the panel (R =
+// kGemmNR) and the token group (R = kGemmMR) layout of gemm_f32.h.
+template <int R>
+void pack_strip(const Tensor& x, const uint8_t* base, int64_t k0, int64_t kc, int64_t c0, int64_t n, float* out) {
+    const uint8_t* row = base + size_t(k0) * x.nb[1] + size_t(c0) * x.nb[0];
+    if (c0 + R <= n && x.nb[0] == sizeof(float)) {
+        for (int64_t k = 0; k < kc; ++k, row += x.nb[1]) std::memcpy(out + k * R, row, R * sizeof(float));
+        return;
+    }
+    const int64_t w = std::min<int64_t>(R, n - c0);
+    for (int64_t k = 0; k < kc; ++k, row += x.nb[1]) {
+        float* o = out + k * R;
+        for (int64_t r = 0; r < w; ++r) std::memcpy(o + r, row + size_t(r) * x.nb[0], sizeof(float));
+        for (int64_t r = w; r < R; ++r) o[r] = 0.0f;
     }
 }
-
-// out[(c / MR) * kc * MR + k * MR + c % MR] = x[k0 + k][c0 + c] (x: b), zeros past column n.
-void pack_tokens(const Tensor& x, const uint8_t* base, int64_t k0, int64_t kc, int64_t c0, int64_t n, int64_t width,
-                 float* out) {
-    const int64_t groups = (width + kGemmMR - 1) / kGemmMR;
-    for (int64_t g = 0; g < groups; ++g) {
-        float* grp = out + g * kc * kGemmMR;
-        for (int64_t k = 0; k < kc; ++k) {
-            const uint8_t* row = base + size_t(k0 + k) * x.nb[1];
-            float* dst = grp + k * kGemmMR;
-            for (int64_t r = 0; r < kGemmMR; ++r) {
-                const int64_t c = c0 + g * kGemmMR + r;
-                dst[r] = c < n ? load_f32(row + size_t(c) * x.nb[0]) : 0.0f;
-            }
-        }
-    }
-}
-
-constexpr size_t kThreadFloats = size_t(kKc * kRows + kKc * kCols);
 
 }  // namespace
 
@@ -77,38 +66,62 @@ bool out_prod_supported(const Tensor& dst) {
            dst.ne[3] == b->ne[3] && dst.nb[0] == sizeof(float);
 }
 
-size_t out_prod_work_size(const Tensor&, int nth) { return size_t(nth) * kThreadFloats * sizeof(float); }
+size_t out_prod_work_size(const Tensor& dst, int) { return scratch_bytes_aligned(scratch_bytes(dst)); }
 
 void compute_out_prod(const ComputeParams& p, Tensor& dst) {
     if (dst.is_empty()) return;
     const Tensor& a = *dst.src[0];
     const Tensor& b = *dst.src[1];
     const int64_t M = dst.ne[0], N = dst.ne[1], K = a.ne[1];
-    float* tokens = reinterpret_cast<float*>(p.wdata) + size_t(p.ith) * kThreadFloats;
-    float* panels = tokens + kKc * kRows;
     const int64_t r2 = b.ne[2] / a.ne[2], r3 = b.ne[3] / a.ne[3];
-    // Work items: (matrix, chunk of kRows output rows), dealt out in turn.
-    const int64_t chunks = (N + kRows - 1) / kRows;
-    const int64_t items = chunks * dst.ne[2] * dst.ne[3];
-    for (int64_t it = p.ith; it < items; it += p.nth) {
-        const int64_t ch = it % chunks, mat = it / chunks;
+    const int64_t ldc = int64_t(dst.nb[1] / sizeof(float));
+    const int64_t n_panels = (M + kGemmNR - 1) / kGemmNR, n_groups = (N + kGemmMR - 1) / kGemmMR;
+    const int64_t tiles_n = (N + kRows - 1) / kRows, tiles = tiles_n * ((M + kCols - 1) / kCols);
+    int64_t t0, t1;
+    split_range(tiles, p.ith, p.nth, &t0, &t1);
+    if (K == 0) {
+        for (int64_t mat = 0; mat < dst.ne[2] * dst.ne[3]; ++mat) {
+            uint8_t* c = host_data(dst) + size_t(mat % dst.ne[2]) * dst.nb[2] + size_t(mat / dst.ne[2]) * dst.nb[3];
+            int64_t n0, n1;
+            split_range(N, p.ith, p.nth, &n0, &n1);
+            for (int64_t n = n0; n < n1; ++n) {
+                float* row = reinterpret_cast<float*>(c + size_t(n) * dst.nb[1]);
+                std::fill(row, row + M, 0.0f);
+            }
+        }
+        return;
+    }
+    float* scratch = checked_scratch(p, scratch_bytes(dst), "OUT_PROD");
+    const size_t per_block = block_floats(dst);
+    int64_t block = 0;  // k blocks so far over all matrices: the buffer is block % 2
+    for (int64_t mat = 0; mat < dst.ne[2] * dst.ne[3]; ++mat) {
         const int64_t i2 = mat % dst.ne[2], i3 = mat / dst.ne[2];
         const uint8_t* abase = host_data(a) + size_t(i2 / r2) * a.nb[2] + size_t(i3 / r3) * a.nb[3];
         const uint8_t* bbase = host_data(b) + size_t(i2) * b.nb[2] + size_t(i3) * b.nb[3];
         float* c = reinterpret_cast<float*>(host_data(dst) + size_t(i2) * dst.nb[2] + size_t(i3) * dst.nb[3]);
-        const int64_t ldc = int64_t(dst.nb[1] / sizeof(float));
-        const int64_t n0 = ch * kRows, nn = std::min(kRows, N - n0);
-        if (K == 0) {
-            for (int64_t i = 0; i < nn; ++i) std::fill(c + (n0 + i) * ldc, c + (n0 + i) * ldc + M, 0.0f);
-            continue;
-        }
-        for (int64_t k0 = 0; k0 < K; k0 += kKc) {
+        for (int64_t k0 = 0; k0 < K; k0 += kKc, ++block) {
             const int64_t kc = std::min(kKc, K - k0);
-            pack_tokens(b, bbase, k0, kc, n0, N, nn, tokens);
-            for (int64_t m0 = 0; m0 < M; m0 += kCols) {
-                const int64_t mm = std::min(kCols, M - m0);
-                pack_cols(a, abase, k0, kc, m0, M, mm, panels);
-                gemm_f32_block(kc, panels, mm, tokens, nn, c + n0 * ldc + m0, ldc, k0 > 0);
+            float* panels = scratch + size_t(block % 2) * per_block;
+            float* tokens = panels + n_panels * kc * kGemmNR;
+            // Packing, shared: strips u < n_panels are a's panels, the rest b's token groups.
+            int64_t u0, u1;
+            split_range(n_panels + n_groups, p.ith, p.nth, &u0, &u1);
+            for (int64_t u = u0; u < u1; ++u) {
+                if (u < n_panels) {
+                    pack_strip<kGemmNR>(a, abase, k0, kc, u * kGemmNR, M, panels + u * kc * kGemmNR);
+                } else {
+                    const int64_t g = u - n_panels;
+                    pack_strip<kGemmMR>(b, bbase, k0, kc, g * kGemmMR, N, tokens + g * kc * kGemmMR);
+                }
+            }
+            // Every strip of this block is packed; every thread is done with the GEMM of the block
+            // before last, whose buffer the next block packs into.
+            p.barrier();
+            for (int64_t t = t0; t < t1; ++t) {
+                const int64_t n0 = (t % tiles_n) * kRows, m0 = (t / tiles_n) * kCols;
+                const int64_t nn = std::min(kRows, N - n0), mm = std::min(kCols, M - m0);
+                gemm_f32_block(kc, panels + (m0 / kGemmNR) * kc * kGemmNR, mm, tokens + (n0 / kGemmMR) * kc * kGemmMR,
+                               nn, c + n0 * ldc + m0, ldc, k0 > 0);
             }
         }
     }
