@@ -127,6 +127,8 @@ if ggml is not None:
         "f16": ggml.GGML_TYPE_F16,
         "q8_0": ggml.GGML_TYPE_Q8_0,
         "q4_0": ggml.GGML_TYPE_Q4_0,
+        "q2_K": ggml.GGML_TYPE_Q2_K,
+        "q3_K": ggml.GGML_TYPE_Q3_K,
         "q4_K": ggml.GGML_TYPE_Q4_K,
         "q5_K": ggml.GGML_TYPE_Q5_K,
         "q6_K": ggml.GGML_TYPE_Q6_K,
@@ -734,7 +736,7 @@ def all_rows(rng):
             for n in (1, 1500):
                 rows.append(matmul_row(wtype, n, k, m, rng))
     # ggml's super-block and non-linear types (K a multiple of 256: whisper base's 512 and 2048).
-    for wtype in ("q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs", "mxfp4"):
+    for wtype in ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs", "mxfp4"):
         for (k, m) in [(512, 2048), (2048, 512)]:
             for n in (1, 1500):
                 rows.append(matmul_row(wtype, n, k, m, rng))

@@ -162,3 +162,31 @@ def test_k_quant_adversarial_activations_bits_equal_across_caps(wtype):
     for cap, bits in results.items():
         diff = np.argwhere(bits != widest)
         assert diff.size == 0, f"{wtype}: {ISA_NAMES[cap]} differs at tokens {sorted(set(diff[:, 0]))}"
+
+
+# Byte offsets of each block's half-precision scales (d, and dmin where the type has one), and block sizes.
+_SCALE_OFFSETS = {"q2_K": (84, [80, 82]), "q3_K": (110, [108]), "q4_K": (144, [0, 2]), "q5_K": (176, [0, 2]),
+                  "q6_K": (210, [208]), "iq4_xs": (136, [0])}
+
+
+@pytest.mark.parametrize("wtype", K_QUANTS)
+def test_k_quant_random_byte_weights_bits_equal_across_caps(wtype):
+    """Weights of random bytes (every sub-block scale, minimum, sign and high bit the quantizer rarely
+    writes, e.g. q6_K's scale -128 and q3_K's packed extremes), finite half scales of both signs: every
+    cap gives the same bits, the 4-row tiles (rows 0..7) and the one-row tail (rows 8..10) alike."""
+    rng = np.random.default_rng(41 + K_QUANTS.index(wtype))
+    block, offsets = _SCALE_OFFSETS[wtype]
+    m, k = 11, 1024
+    raw = rng.integers(0, 256, size=m * (k // 256) * block, dtype=np.uint8).reshape(-1, block)
+    for off in offsets:
+        halves = (rng.uniform(0.001, 0.05, len(raw)) * rng.choice([-1, 1], len(raw))).astype(np.float16)
+        raw[:, off:off + 2] = halves.view(np.uint8).reshape(-1, 2)
+    raw = raw.tobytes()
+    w = mb.dequantize(raw, getattr(mb, wtype), (m, k)).astype(np.float64)
+    x = rng.standard_normal((3, k)).astype(np.float32)
+    results = _mul_mat_bits(wtype, raw, m, k, x, 2)
+    widest = results[max(results)]
+    _check_reference(widest, x, w, wtype)
+    for cap, bits in results.items():
+        diff = np.argwhere(bits != widest)
+        assert diff.size == 0, f"{wtype}: {ISA_NAMES[cap]} differs at {diff[:4].tolist()}"

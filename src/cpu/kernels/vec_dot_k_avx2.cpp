@@ -8,10 +8,12 @@
 #include "cpu/kernels/vec_dot_k_avx2.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "cpu/kernels/simd.h"
+#include "cpu/kernels/tile_prefetch.h"
 #include "cpu/kernels/vec_dot.h"
 #include "quant_blocks.h"
 
@@ -46,10 +48,18 @@ MB_TARGET_AVX2 inline __m256i group_scales(__m256i sc16, int g) {
     return _mm256_shuffle_epi8(sc16, _mm256_load_si256(reinterpret_cast<const __m256i*>(kShuffle[g])));
 }
 
+// v as it is, through an empty asm: the compiler may not reassociate the integer additions across it.
+// Without it gcc turns each row's two accumulator chains into a tree over all of a super-block's
+// products, computed first and summed last, which for four rows spills most of them to the stack.
+MB_TARGET_AVX2 inline __m256i keep(__m256i v) {
+    __asm__("" : "+x"(v));
+    return v;
+}
+
 // acc + the lanes of group g: codes u against activation codes at y.
 MB_TARGET_AVX2 inline __m256i group_dot(__m256i acc, __m256i u, const int8_t* y, __m256i sc16, int g) {
     const __m256i p = _mm256_maddubs_epi16(u, load256(y + 32 * g));
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, group_scales(sc16, g)));
+    return keep(_mm256_add_epi32(acc, _mm256_madd_epi16(p, group_scales(sc16, g))));
 }
 
 // A half's value (F16C: exact, as fp16_to_fp32).
@@ -60,15 +70,20 @@ MB_TARGET_AVX2 inline __m256i mask8(int m) { return _mm256_set1_epi8(char(m)); }
 // ---- per type: the 16 sub-block scales (and minimums) as bytes, and the scaled code sums
 
 // q4_K and q5_K: 8 six-bit scales and minimums packed in 12 bytes (mb_qb_k4_scale_min), each given to
-// both 16-element halves of its 32-element sub-block.
+// both 16-element halves of its 32-element sub-block. Decoded in one vector: sub-block j < 4 takes
+// the low 6 bits of bytes j (scale) and j + 4 (minimum); j >= 4 the nibbles of byte j + 4 with bits
+// 6..7 of bytes j - 4 (scale) and j (minimum) above them. q points at 16 readable bytes (the 12 are
+// followed by the codes in both blocks).
 MB_TARGET_AVX2 inline void k4_scales(const uint8_t* q, __m128i& sc8, __m128i& mn8) {
-    uint32_t u[3];
-    std::memcpy(u, q, 12);
-    const uint32_t sc_lo = u[0] & 0x3F3F3F3Fu;
-    const uint32_t mn_lo = u[1] & 0x3F3F3F3Fu;
-    const uint32_t sc_hi = (u[2] & 0x0F0F0F0Fu) | (((u[0] >> 6) & 0x03030303u) << 4);
-    const uint32_t mn_hi = ((u[2] >> 4) & 0x0F0F0F0Fu) | (((u[1] >> 6) & 0x03030303u) << 4);
-    const __m128i all = _mm_set_epi32(int(mn_hi), int(mn_lo), int(sc_hi), int(sc_lo));
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+    // Bytes [0..3 | 8..11 | 4..7 | 8..11]: the low bits of scales 0..7, then of minimums 0..7.
+    const __m128i x = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i lo = _mm_or_si128(
+        _mm_and_si128(x, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)),
+        _mm_and_si128(_mm_srli_epi16(x, 4), _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+    // Bits 6..7 of bytes 0..3 (scales 4..7) and 4..7 (minimums 4..7), moved to bits 4..5.
+    const __m128i hb = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m128i all = _mm_or_si128(lo, _mm_and_si128(_mm_srli_epi16(hb, 2), _mm_set1_epi8(0x30)));
     sc8 = _mm_shuffle_epi8(all, _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7));
     mn8 = _mm_shuffle_epi8(all, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15));
 }
@@ -77,6 +92,8 @@ struct Q2 {
     using Block = block_q2_K;
     static constexpr int kZero = 0;
     static constexpr bool kHasMin = true;
+    static constexpr size_t kScaleWord = offsetof(Block, d);
+    static constexpr bool kScaleHigh = false;
     MB_TARGET_AVX2 static float dmin(const Block& b) { return half(b.dmin); }
     MB_TARGET_AVX2 static void scales(const Block& b, __m128i& sc8, __m128i& mn8) {
         const __m128i s = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
@@ -100,6 +117,8 @@ struct Q3 {
     using Block = block_q3_K;
     static constexpr int kZero = 4;
     static constexpr bool kHasMin = false;
+    static constexpr size_t kScaleWord = offsetof(Block, d) - 2;
+    static constexpr bool kScaleHigh = true;
     MB_TARGET_AVX2 static float dmin(const Block&) { return 0.0f; }
     // mb_qb_k3_scale(j) - 32: low nibbles from bytes 0..7 (j < 8 low, else high nibble of byte j - 8),
     // bits 4..5 from bits 2(j/4) of byte 8 + j%4.
@@ -136,6 +155,8 @@ struct Q4 {
     using Block = block_q4_K;
     static constexpr int kZero = 0;
     static constexpr bool kHasMin = true;
+    static constexpr size_t kScaleWord = offsetof(Block, d);
+    static constexpr bool kScaleHigh = false;
     MB_TARGET_AVX2 static float dmin(const Block& b) { return half(b.dmin); }
     MB_TARGET_AVX2 static void scales(const Block& b, __m128i& sc8, __m128i& mn8) { k4_scales(b.scales, sc8, mn8); }
     MB_TARGET_AVX2 static __m256i sums(const Block& b, const int8_t* y, __m256i sc16) {
@@ -154,6 +175,8 @@ struct Q5 {
     using Block = block_q5_K;
     static constexpr int kZero = 0;
     static constexpr bool kHasMin = true;
+    static constexpr size_t kScaleWord = offsetof(Block, d);
+    static constexpr bool kScaleHigh = false;
     MB_TARGET_AVX2 static float dmin(const Block& b) { return half(b.dmin); }
     MB_TARGET_AVX2 static void scales(const Block& b, __m128i& sc8, __m128i& mn8) { k4_scales(b.scales, sc8, mn8); }
     MB_TARGET_AVX2 static __m256i sums(const Block& b, const int8_t* y, __m256i sc16) {
@@ -181,6 +204,8 @@ struct Q6 {
     using Block = block_q6_K;
     static constexpr int kZero = 32;
     static constexpr bool kHasMin = false;
+    static constexpr size_t kScaleWord = offsetof(Block, d) - 2;
+    static constexpr bool kScaleHigh = true;
     MB_TARGET_AVX2 static float dmin(const Block&) { return 0.0f; }
     MB_TARGET_AVX2 static void scales(const Block& b, __m128i& sc8, __m128i& mn8) {
         sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
@@ -217,6 +242,8 @@ struct IQ4XS {
     using Block = block_iq4_xs;
     static constexpr int kZero = 0;
     static constexpr bool kHasMin = false;
+    static constexpr size_t kScaleWord = offsetof(Block, d);
+    static constexpr bool kScaleHigh = false;
     MB_TARGET_AVX2 static float dmin(const Block&) { return 0.0f; }
     MB_TARGET_AVX2 static void scales(const Block& b, __m128i& sc8, __m128i& mn8) {
         uint32_t l4;
@@ -238,7 +265,7 @@ struct IQ4XS {
     MB_TARGET_AVX2 static __m256i sub_dot(__m256i acc, __m256i v, const int8_t* y, __m256i sc16, int s) {
         const __m256i yv = load256(y + 32 * s);
         const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(yv, v));
-        return _mm256_add_epi32(acc, _mm256_madd_epi16(p, group_scales(sc16, s)));
+        return keep(_mm256_add_epi32(acc, _mm256_madd_epi16(p, group_scales(sc16, s))));
     }
     MB_TARGET_AVX2 static __m256i sums(const Block& b, const int8_t* y, __m256i sc16) {
         const __m256i table =
@@ -292,42 +319,63 @@ MB_TARGET_AVX2 float dot_k(int64_t k, const void* va, const void* vb) {
     return acc;
 }
 
-// The totals of four rows' lanes, in row order, from the pairs' vphaddd folds (rows 0 and 1, 2 and 3).
-MB_TARGET_AVX2 inline __m128i totals4(const __m256i* pair) {
-    const __m256i h = _mm256_hadd_epi32(pair[0], pair[1]);
+// The totals of four rows' lanes, in row order: lane r of the result is row r's lanes summed.
+MB_TARGET_AVX2 inline __m128i totals4(__m256i r0, __m256i r1, __m256i r2, __m256i r3) {
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(r0, r1), _mm256_hadd_epi32(r2, r3));
     return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// The super-block scales of four blocks, one 32-bit load each: d (and dmin, for the types with
+// minimums, where it follows d) as floats, lane r from block r. The types without minimums keep d in
+// the high half of the word at kScaleWord (q3_K and q6_K: d is the block's last two bytes, so the word
+// stays inside the block) or in the low half (iq4_xs: d first).
+template <class K>
+MB_TARGET_AVX2 inline void scales4(const typename K::Block* const* blk, __m128& d, __m128& dmin) {
+    uint32_t w[4];
+    for (int r = 0; r < 4; ++r) std::memcpy(&w[r], reinterpret_cast<const uint8_t*>(blk[r]) + K::kScaleWord, 4);
+    const __m256 h = _mm256_cvtph_ps(_mm_setr_epi32(int(w[0]), int(w[1]), int(w[2]), int(w[3])));
+    const __m128 lo = _mm256_castps256_ps128(h);  // words 0 and 1: [lo0 hi0 lo1 hi1]
+    const __m128 hi = _mm256_extractf128_ps(h, 1);
+    const __m128 even = _mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+    const __m128 odd = _mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+    d = K::kHasMin || !K::kScaleHigh ? even : odd;
+    dmin = odd;
 }
 
 // kVecDotRows (4) rows against nt tokens: each row's float part is k_block_add's two fused
 // multiply-adds, done for the four rows in the four lanes of one vector (the same operations lane by
-// lane, so the same bits as dot_k).
+// lane, so the same bits as dot_k). The first token's pass prefetches (tile_prefetch.h). Each row
+// reads the activation codes from memory (an empty asm hides that the four rows read the same ones),
+// so the compiler does not keep 8 activation vectors in registers across the rows and spill them.
 template <class K>
 MB_TARGET_AVX2 void rows_k(int64_t k, const uint8_t* a, size_t a_stride, const void* const* b, int nt, float* out) {
     using Block = typename K::Block;
-    const Block* rows[4];
-    for (int r = 0; r < 4; ++r) rows[r] = reinterpret_cast<const Block*>(a + size_t(r) * a_stride);
+    const int64_t nb = k / kQK;
+    const uint8_t* rows[4];
+    for (int r = 0; r < 4; ++r) rows[r] = a + size_t(r) * a_stride;
     const __m128 sign = _mm_castsi128_ps(_mm_set1_epi32(int(0x80000000u)));
+    constexpr int64_t bs = int64_t(sizeof(Block));
     for (int t = 0; t < nt; ++t) {
         const auto* y = static_cast<const block_q8_K*>(b[t]);
         __m128 acc = _mm_setzero_ps();
-        for (int64_t i = 0; i < k / kQK; ++i) {
-            // Rows in pairs, each pair's lanes folded at once (fewer live registers than four rows).
-            __m256i ipair[2], mpair[2];
-            for (int p = 0; p < 2; ++p) {
-                __m256i i0, m0, i1, m1;
-                block_lanes<K>(rows[2 * p][i], y[i], i0, m0);
-                block_lanes<K>(rows[2 * p + 1][i], y[i], i1, m1);
-                ipair[p] = _mm256_hadd_epi32(i0, i1);
-                mpair[p] = K::kHasMin ? _mm256_hadd_epi32(m0, m1) : _mm256_setzero_si256();
+        for (int64_t i = 0; i < nb; ++i) {
+            const Block* blk[4];
+            for (int r = 0; r < 4; ++r) blk[r] = reinterpret_cast<const Block*>(rows[r] + i * bs);
+            if (t == 0) prefetch_tile_rows(rows, size_t(i * bs), size_t(bs), size_t(nb * bs), a_stride);
+            __m256i is[4], ms[4];
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; ++r) {
+                const block_q8_K* yi = y + i;
+                __asm__("" : "+r"(yi));
+                block_lanes<K>(*blk[r], *yi, is[r], ms[r]);
             }
+            __m128 d, dmin;
+            scales4<K>(blk, d, dmin);
             const __m128 dy = _mm_set1_ps(y[i].d);
-            const __m128 d = _mm_cvtph_ps(_mm_setr_epi16(short(rows[0][i].d), short(rows[1][i].d),
-                                                         short(rows[2][i].d), short(rows[3][i].d), 0, 0, 0, 0));
-            acc = _mm_fmadd_ps(_mm_mul_ps(d, dy), _mm_cvtepi32_ps(totals4(ipair)), acc);
+            acc = _mm_fmadd_ps(_mm_mul_ps(d, dy), _mm_cvtepi32_ps(totals4(is[0], is[1], is[2], is[3])), acc);
             if (K::kHasMin) {
-                const __m128 dmin = _mm_setr_ps(K::dmin(rows[0][i]), K::dmin(rows[1][i]), K::dmin(rows[2][i]),
-                                                K::dmin(rows[3][i]));
-                acc = _mm_fmadd_ps(_mm_xor_ps(_mm_mul_ps(dmin, dy), sign), _mm_cvtepi32_ps(totals4(mpair)), acc);
+                acc = _mm_fmadd_ps(_mm_xor_ps(_mm_mul_ps(dmin, dy), sign),
+                                   _mm_cvtepi32_ps(totals4(ms[0], ms[1], ms[2], ms[3])), acc);
             }
         }
         _mm_storeu_ps(out + 4 * t, acc);

@@ -15,6 +15,7 @@
 #include "cpu/kernels/int8_dot_x86.h"
 #include "cpu/kernels/quant_blocks_avx2.h"
 #include "cpu/kernels/simd.h"
+#include "cpu/kernels/tile_prefetch.h"
 
 namespace mb {
 
@@ -127,6 +128,11 @@ MB_TILE_FLOAT(tile_float_avx512, MB_TARGET_AVX512, __m512, 16, load16, _mm512_se
 #pragma GCC diagnostic pop
 #endif
 
+// Blocks per prefetch of the four rows (tile_prefetch.h): as many as fit in a cache line, so every
+// line of a row is asked for.
+template <typename Block>
+constexpr int64_t kPrefetchStep = sizeof(Block) >= 64 ? 1 : int64_t(64 / sizeof(Block));
+
 // The 4- and 5-bit types, NT tokens, in the order of int8_dot_x86.h (so each result is bit for bit the
 // one-row kernel's), the lanes through Dot (AVX2 or VNNI). A block's codes and scale are decoded once
 // for all tokens; q4_0's and q5_0's zero point is taken off in the lanes (its lanes per activation
@@ -143,7 +149,13 @@ MB_TARGET_AVX2 void tile_quant(int64_t k, const uint8_t* a, size_t stride, const
     for (auto& row : acc)
         for (auto& v : row) v = _mm256_setzero_ps();
     for (auto& v : off) v = _mm_setzero_ps();
+    const uint8_t* prow[4] = {a, a + stride, a + 2 * stride, a + 3 * stride};
+    constexpr int64_t kStep = kPrefetchStep<Block>;
     for (int64_t i = 0; i < k / kBlock; ++i) {
+        if (i % kStep == 0) {
+            prefetch_tile_rows(prow, size_t(i) * sizeof(Block), kStep * sizeof(Block),
+                               size_t(k / kBlock) * sizeof(Block), stride);
+        }
         __m256i bq[NT], zq[NT];
         float bd[NT];
 #pragma GCC unroll 2
@@ -185,7 +197,13 @@ MB_TARGET_AVX2 void tile_q8_0(int64_t k, const uint8_t* a, size_t stride, const 
     __m256 acc[4][NT];
     for (auto& row : acc)
         for (auto& v : row) v = _mm256_setzero_ps();
+    const uint8_t* prow[4] = {a, a + stride, a + 2 * stride, a + 3 * stride};
+    constexpr int64_t kStep = kPrefetchStep<BlockQ8_0>;
     for (int64_t i = 0; i < k / kBlock; ++i) {
+        if (i % kStep == 0) {
+            prefetch_tile_rows(prow, size_t(i) * sizeof(BlockQ8_0), kStep * sizeof(BlockQ8_0),
+                               size_t(k / kBlock) * sizeof(BlockQ8_0), stride);
+        }
         __m256i bq[NT];
         float bd[NT];
 #pragma GCC unroll 2

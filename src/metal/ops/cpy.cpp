@@ -47,18 +47,12 @@ bool conversion(Type from, Type to) {
         case Type::IQ4_NL:
         case Type::IQ4_XS:
         case Type::MXFP4:
-        case Type::IQ2_XXS:
-        case Type::IQ2_XS:
-        case Type::IQ2_S:
-        case Type::IQ3_XXS:
-        case Type::IQ3_S:
-        case Type::IQ1_S:
-        case Type::IQ1_M:
             return to == Type::F32 || to == Type::F16;
         case Type::Q8_K:
             return false;
+        default:  // the grid types (type_traits(from).is_grid, listed once in core/types.h)
+            return type_traits(from).is_grid && (to == Type::F32 || to == Type::F16);
     }
-    return false;
 }
 
 }  // namespace

@@ -24,16 +24,15 @@ namespace {
 constexpr int64_t kMinTiledK = 64;
 
 bool weight_type(Type t) {
+    if (type_traits(t).is_grid) return true;  // the seven grid types, listed once in core/types.h
     switch (t) {
         case Type::F32: case Type::F16: case Type::BF16: case Type::Q4_0: case Type::Q4_1: case Type::Q5_0:
         case Type::Q5_1: case Type::Q8_0: case Type::Q2_K: case Type::Q3_K: case Type::Q4_K: case Type::Q5_K:
-        case Type::Q6_K: case Type::IQ4_NL: case Type::IQ4_XS: case Type::MXFP4: case Type::IQ2_XXS:
-        case Type::IQ2_XS: case Type::IQ2_S: case Type::IQ3_XXS: case Type::IQ3_S: case Type::IQ1_S: case Type::IQ1_M:
+        case Type::Q6_K: case Type::IQ4_NL: case Type::IQ4_XS: case Type::MXFP4:
             return true;
-        case Type::I32: case Type::Q8_K:
-            break;
+        default:
+            return false;
     }
-    return false;
 }
 
 int64_t ceil_div(int64_t a, int64_t b) {
