@@ -1237,6 +1237,15 @@ def super_block_cases():
                  lambda a, b: mb.ops.cpy(a, b), ref_bytes=lambda v, r, t=t: quantized_bytes(v[0], t))
     case("mul_mat/q4_Kxf32/whisper_mlp", "MUL_MAT", [In((1536, 512), mb.q4_K), In((300, 512))], mb.ops.mul_mat,
          mul_mat_ref, MM_Q)
+    # mxfp4 blocks are 17 bytes with no half in them: rows of one or three blocks have odd strides, which the
+    # Metal kernels read bytewise (they once refused every mxfp4 source as misaligned).
+    for label, k in (("odd_rows1", 32), ("odd_rows3", 96)):
+        case(f"mul_mat/mxfp4xf32/{label}", "MUL_MAT", [In((9, k), mb.mxfp4), In((3, k))], mb.ops.mul_mat,
+             mul_mat_ref, MM_Q)
+        case(f"get_rows/mxfp4/{label}", "GET_ROWS", [In((7, k), mb.mxfp4), In((5,), mb.i32, "index:7")],
+             mb.ops.get_rows, lambda a, i: a[i.astype(int)], EXACT)
+        case(f"cpy/mxfp4_f32/{label}", "CPY", [In((5, k), mb.mxfp4), In((5, k), mb.f32, "zeros")],
+             lambda a, b: mb.ops.cpy(a, b), ref_bytes=lambda v, r: quantized_bytes(v[0], mb.f32))
 
 
 super_block_cases()

@@ -73,16 +73,18 @@ Status CpuBackend::graph_compute_async(Graph& graph) {
         params.nth = cpu_threads(*node, nth);
         params.pool = pool_.get();
         params.wsize = family->work_size ? family->work_size(*node, params.nth) : 0;
-        if (params.wsize + 64 > scratch_.size()) scratch_.resize(params.wsize + 64);
-        // 64-byte aligned for vector loads.
-        auto base = reinterpret_cast<uintptr_t>(scratch_.data());
-        params.wdata = scratch_.data() + ((64 - base % 64) % 64);
+        params.wdata = scratch_.reserve(params.wsize);
         if (family->prepare) family->prepare(params, *node);
         pool_->run(params.nth, [&](int ith) {
             ComputeParams mine = params;
             mine.ith = ith;
             family->compute(mine, *node);
         });
+        if (!scratch_.guard_intact()) {
+            fail<Error>(who, "the CPU kernel of ", op_name(node->op), " for ", node->describe(),
+                        " wrote past the ", params.wsize, " scratch bytes its work_size declared for ",
+                        params.nth, " threads: a bug in that kernel, please report it");
+        }
     }
     return Status::SUCCESS;
 }

@@ -1,13 +1,12 @@
 // A CPU backend: computes graphs on the host with its own pool of n_threads threads.
 #pragma once
 
-#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "core/backend.h"
+#include "cpu/scratch.h"
 #include "cpu/thread_pool.h"
 
 namespace mb {
@@ -28,7 +27,7 @@ private:
     std::shared_ptr<CpuDevice> device_;
     std::mutex mutex_;  // one compute at a time per backend: the pool and scratch are its own
     std::unique_ptr<ThreadPool> pool_;
-    std::vector<uint8_t> scratch_;
+    Scratch scratch_;  // one node's scratch at a time, guarded
 };
 
 }  // namespace mb

@@ -39,10 +39,6 @@ REFUSED = {
     "mul_mat/f32xf32/transposed_b": "the kernels read packed activation rows",
     **{f"cpy/f32_{t}/contiguous": _QUANT_TARGETS for t in ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl",
                                                           "iq4_xs", "mxfp4")},
-    # Not issue 21's: the Metal rows and cpy families refuse every mxfp4 source today (a gap to close there).
-    "get_rows/mxfp4/batched": "mxfp4 source: refused by the Metal rows family",
-    "cpy/mxfp4_f32/contiguous": "mxfp4 source: refused by the Metal cpy family",
-    "cpy/mxfp4_f16/contiguous": "mxfp4 source: refused by the Metal cpy family",
 }
 
 

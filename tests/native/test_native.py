@@ -6,6 +6,7 @@ What they cover that the Python suite reaches only through one thread count and 
   float64 reference, with sentinel bytes after dst and the scratch; built with the SIMD kernels this
   CPU has (and run once more capped to AVX2 on an AVX-512 machine) and portable (-DMB_NO_SIMD).
 - `kernels_*`, `types`: the other CPU kernel families and the f16/bf16/quantized conversions.
+- `scratch`: the CPU backend's guarded scratch (a write past a node's declared work_size is caught).
 - `checked_runtime`: every dispatch and blit check of the Metal device's checked runtime.
 - `executor`: the MSL executor (a missing threadgroup_barrier that lockstep hides and run-ahead
   exposes, divergent barriers and simdgroup operations reported as errors, invalid dispatches refused).
@@ -45,7 +46,7 @@ HAVE_ARM64 = (sys.platform != "win32" and os.uname().machine in ("x86_64", "AMD6
 
 # The fewest checks each binary must make: a run that silently skips its cases fails.
 MIN_CHECKS = {"mul_mat": 100_000, "kernels": 500, "types": 100_000, "checked_runtime": 50, "executor": 100,
-             "racecheck": 100}
+             "racecheck": 100, "scratch": 30}
 
 
 def configure_and_build(build: Path, *args: str) -> Path:
@@ -87,8 +88,8 @@ def arm64_build(tmp_path_factory) -> Path:
                                "-DMB_NATIVE_CPU_ONLY=ON")
 
 
-HOST_TESTS = ["mul_mat_simd", "mul_mat_portable", "kernels_simd", "kernels_portable", "types", "checked_runtime",
-              "executor", "racecheck"]
+HOST_TESTS = ["mul_mat_simd", "mul_mat_portable", "kernels_simd", "kernels_portable", "types", "scratch",
+              "checked_runtime", "executor", "racecheck"]
 
 
 @pytest.mark.parametrize("name", HOST_TESTS)

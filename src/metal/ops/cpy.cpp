@@ -61,16 +61,6 @@ bool conversion(Type from, Type to) {
     return false;
 }
 
-// Typed loads and stores need natural alignment: 4 bytes for f32/i32, 2 for f16/bf16 and blocks.
-size_t alignment(Type t) {
-    return t == Type::F32 || t == Type::I32 ? 4 : 2;
-}
-
-bool aligned_view(const Tensor& t) {
-    const size_t a = alignment(t.type);
-    return t.view_offs % a == 0 && t.nb[0] % a == 0 && t.nb[1] % a == 0 && t.nb[2] % a == 0 && t.nb[3] % a == 0;
-}
-
 }  // namespace
 
 bool supports_cpy(const RuntimeProps& props, const Tensor& node) {
@@ -79,7 +69,7 @@ bool supports_cpy(const RuntimeProps& props, const Tensor& node) {
     if ((node.op != Op::DUP && node.op != Op::CPY && node.op != Op::CONT) || !a) return false;
     if (a->nelements() != node.nelements() || (node.op != Op::CPY && a->type != node.type)) return false;
     if (!conversion(a->type, node.type)) return false;
-    if (!aligned_view(*a) || !aligned_view(node) || !fits_i32(*a) || !fits_i32(node)) return false;
+    if (!naturally_aligned(*a) || !naturally_aligned(node) || !fits_i32(*a) || !fits_i32(node)) return false;
     const TypeTraits& at = type_traits(a->type);
     const TypeTraits& dt = type_traits(node.type);
     if (at.is_quantized || dt.is_quantized) {

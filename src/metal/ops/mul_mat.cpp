@@ -23,16 +23,6 @@ namespace {
 
 constexpr int64_t kMinTiledK = 64;
 
-// The kernels read a's elements or blocks and b's elements through typed pointers.
-size_t alignment(Type t) {
-    return t == Type::F32 ? 4 : 2;
-}
-
-bool aligned_view(const Tensor& t) {
-    const size_t a = alignment(t.type);
-    return t.view_offs % a == 0 && t.nb[1] % a == 0 && t.nb[2] % a == 0 && t.nb[3] % a == 0;
-}
-
 bool weight_type(Type t) {
     switch (t) {
         case Type::F32: case Type::F16: case Type::BF16: case Type::Q4_0: case Type::Q4_1: case Type::Q5_0:
@@ -59,7 +49,8 @@ bool supports_mul_mat(const RuntimeProps& props, const Tensor& node) {
     const bool types = (b->type == Type::F32 && weight_type(a->type)) || (b->type == Type::F16 && a->type == Type::F16);
     if (!types) return false;
     if (a->nb[0] != type_traits(a->type).type_size || b->nb[0] != type_traits(b->type).type_size) return false;
-    if (!aligned_view(*a) || !aligned_view(*b) || node.nb[0] != sizeof(float) || !aligned_view(node)) return false;
+    if (!naturally_aligned(*a) || !naturally_aligned(*b) || !naturally_aligned(node)) return false;
+    if (node.nb[0] != sizeof(float)) return false;
     if (a->ne[0] != b->ne[0] || a->ne[2] <= 0 || a->ne[3] <= 0 || b->ne[2] % a->ne[2] != 0 ||
         b->ne[3] % a->ne[3] != 0) {
         return false;

@@ -23,6 +23,19 @@
 
 namespace mb::metal {
 
+// The alignment typed loads and stores of type t need: 4 bytes for f32 and i32, 1 for mxfp4 (its
+// blocks are bytes only), 2 for f16, bf16 and the other blocks (each holds a half scale).
+inline size_t natural_alignment(Type t) {
+    if (t == Type::F32 || t == Type::I32) return 4;
+    return t == Type::MXFP4 ? 1 : 2;
+}
+
+// Whether t's offset and strides keep every element (or block) of t at its natural alignment.
+inline bool naturally_aligned(const Tensor& t) {
+    const size_t a = natural_alignment(t.type);
+    return t.view_offs % a == 0 && t.nb[0] % a == 0 && t.nb[1] % a == 0 && t.nb[2] % a == 0 && t.nb[3] % a == 0;
+}
+
 // Whether every size of t fits the int32 fields the kernels index with.
 inline bool fits_i32(const Tensor& t) {
     for (int i = 0; i < kMaxDims; ++i) {

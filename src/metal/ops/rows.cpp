@@ -18,16 +18,6 @@ namespace mb::metal {
 
 namespace {
 
-// Typed loads and stores need natural alignment: 4 bytes for f32/i32, 2 for f16/bf16 and blocks.
-size_t alignment(Type t) {
-    return t == Type::F32 || t == Type::I32 ? 4 : 2;
-}
-
-bool aligned_view(const Tensor& t) {
-    const size_t a = alignment(t.type);
-    return t.view_offs % a == 0 && t.nb[0] % a == 0 && t.nb[1] % a == 0 && t.nb[2] % a == 0 && t.nb[3] % a == 0;
-}
-
 bool packed_if_quantized(const Tensor& t) {
     const TypeTraits& tr = type_traits(t.type);
     return !tr.is_quantized || t.nb[0] == tr.type_size;
@@ -113,7 +103,7 @@ bool supports_rows(const RuntimeProps& props, const Tensor& node) {
     const Tensor* idx = node.src[1];
     if (!a || !idx || idx->type != Type::I32 || idx->ne[3] != 1) return false;
     if (!packed_if_quantized(*a) || !packed_if_quantized(node)) return false;
-    if (!aligned_view(*a) || !aligned_view(*idx) || !aligned_view(node)) return false;
+    if (!naturally_aligned(*a) || !naturally_aligned(*idx) || !naturally_aligned(node)) return false;
     if (!fits_i32(*a) || !fits_i32(*idx) || !fits_i32(node)) return false;
     if (node.op == Op::GET_ROWS) return supports_get_rows(node, *a, *idx);
     if (node.op == Op::SET_ROWS) return supports_set_rows(node, *a, *idx);
