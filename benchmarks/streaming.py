@@ -23,8 +23,8 @@ Three clocks (--clocks):
   printed, stored in --json and can be pinned with --unit-costs FILE (that JSON's "unit_costs"),
   which makes a run on another machine or under other load replay the same schedule. The model
   fits ours within about 10 % (RTF charged 0.97, measured 1.07, tiny.en, 2 threads) but charges
-  whisper_online about half its measured compute (1.00 against 1.95): the calibration calls carry
-  no prompt and no temperature fallback, which its stream calls do. Compare with the peer on
+  whisper_online about half its measured compute (1.00 against 1.95), probably because the
+  calibration calls carry no prompt and no temperature fallback and its stream calls do. Compare with the peer on
   `measured`, or fit the unit costs to a measured replay (not done yet).
 - measured: as sim, but each call is charged its measured compute,
   max(CPU time of the calling thread, CPU time of the whole process / threads): the wall time the
