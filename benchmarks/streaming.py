@@ -62,7 +62,6 @@ median <= 2 s, p90 <= 3.5 s, WER within 1 point of offline, tiny.en on 2 cores.
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib.util
 import json
 import os
@@ -333,15 +332,45 @@ def replay(engine, samples: np.ndarray, chunk: float, clock: str, threads: int,
 
 
 def latencies(committed: list[tuple[str, float]], offline_words) -> tuple[list[float], int]:
-    """Per matched word: commit time - offline end time; and the count of unmatched streamed words."""
+    """Per matched word: commit time - offline end time; and the count of unmatched streamed words.
+    Words are matched by a minimum-edit alignment (difflib's longest-block matching pairs the
+    copies of a repeated passage wrongly: --repeats 5 gave latencies of minus one passage)."""
     a = [word_key(w) for w, _ in committed]
     b = [word_key(w.word) for w in offline_words]
     out: list[float] = []
-    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
-    for block in matcher.get_matching_blocks():
-        for k in range(block.size):
-            out.append(committed[block.a + k][1] - offline_words[block.b + k].end)
+    for i, j in aligned_pairs(a, b):
+        out.append(committed[i][1] - offline_words[j].end)
     return out, len(a) - len(out)
+
+
+def aligned_pairs(a: list[str], b: list[str]) -> list[tuple[int, int]]:
+    """The (i, j) with a[i] == b[j] that a minimum-edit (Levenshtein) alignment of a and b pairs."""
+    n, m = len(a), len(b)
+    cost = np.zeros((n + 1, m + 1), np.int32)
+    cost[:, 0] = np.arange(n + 1)
+    cost[0, :] = np.arange(m + 1)
+    bj = np.array(b, dtype=object)
+    for i in range(1, n + 1):
+        same = (bj == a[i - 1]).astype(np.int32)
+        diagonal = cost[i - 1, :-1] + 1 - same
+        up = cost[i - 1, 1:] + 1
+        row = np.minimum(diagonal, up)
+        for j in range(1, m + 1):  # the left neighbour depends on this row
+            row[j - 1] = min(row[j - 1], cost[i, j - 1] + 1)
+            cost[i, j] = row[j - 1]
+    pairs = []
+    i, j = n, m
+    while i > 0 and j > 0:
+        if a[i - 1] == b[j - 1] and cost[i, j] == cost[i - 1, j - 1]:
+            pairs.append((i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif cost[i, j] == cost[i - 1, j - 1] + 1:
+            i, j = i - 1, j - 1
+        elif cost[i, j] == cost[i - 1, j] + 1:
+            i -= 1
+        else:
+            j -= 1
+    return pairs[::-1]
 
 
 def load_average() -> str:
