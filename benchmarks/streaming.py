@@ -13,13 +13,26 @@ ended. Where each word ends is taken from the offline word alignment of our engi
 model (transcribe with word_timestamps=True), the same reference for every engine; streamed words
 are matched to it by their normalised spelling (difflib).
 
-Two clocks (--clocks):
-- sim: a simulated clock that charges each call its compute, measured as
+Three clocks (--clocks):
+- sim: a simulated clock, deterministic: each call is charged the compute of the work it did by a
+  cost model, (model calls) x c_call + (tokens decoded) x c_token + (seconds of audio pushed) x
+  c_audio, so which chunks each call gets (the schedule) and hence the transcript are the same on
+  every run with the same unit costs. The unit costs are measured per engine before its replays:
+  the engine's own model call on 3 s and on 20 s of the passage (best of 3 each; the two points
+  fix c_call and c_token) and ours' VAD on 10 s (c_audio), charged as `measured` charges; they are
+  printed, stored in --json and can be pinned with --unit-costs FILE (that JSON's "unit_costs"),
+  which makes a run on another machine or under other load replay the same schedule. The model
+  fits ours within about 10 % (RTF charged 0.97, measured 1.07, tiny.en, 2 threads) but charges
+  whisper_online about half its measured compute (1.00 against 1.95), probably because the
+  calibration calls carry no prompt and no temperature fallback and its stream calls do. Compare with the peer on
+  `measured`, or fit the unit costs to a measured replay (not done yet).
+- measured: as sim, but each call is charged its measured compute,
   max(CPU time of the calling thread, CPU time of the whole process / threads): the wall time the
-  call takes on an idle machine with `threads` cores, whatever the machine's load now (both
-  engines' thread pools keep their threads busy while they compute, so the process CPU time over
-  the thread count is their wall time; the calling thread's own CPU time covers their serial
-  Python parts). Audio "arrives" by that clock; nothing sleeps.
+  call takes on an idle machine with `threads` cores (both engines' thread pools keep their
+  threads busy while they compute, so the process CPU time over the thread count is their wall
+  time; the calling thread's own CPU time covers their serial Python parts). Under load that
+  measure drifts by tens of percent, which moves chunk boundaries and so changes the transcript
+  from run to run.
 - real: the audio is replayed at real time against the wall clock (time.monotonic); on a loaded
   machine this measures the load too (the load average is printed).
 
@@ -40,7 +53,8 @@ Engines, same audio, same chunks, same clock:
 
 Columns: median and p90 latency, final WER of the stream and offline WER of the same engine
 (ours: greedy, one temperature; faster-whisper: the peer's beam), the real-time factor (compute
-charged over the audio's length; wall time in push/finish for the real clock), the process's
+charged over the audio's length, by the cost model for sim; measured compute in brackets for sim;
+wall time in push/finish for the real clock), the process's
 peak RSS, words committed (and how many matched no offline word). Targets from the issue:
 median <= 2 s, p90 <= 3.5 s, WER within 1 point of offline, tiny.en on 2 cores.
 """
@@ -48,7 +62,6 @@ median <= 2 s, p90 <= 3.5 s, WER within 1 point of offline, tiny.en on 2 cores.
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib.util
 import json
 import os
@@ -111,11 +124,32 @@ class OurEngine:
 
     def __init__(self, model: Whisper, vad: SileroVad):
         self.model, self.vad = model, vad
+        self.work = Work()
+        window = model.transcribe_window
+
+        def counted(audio, options=None, previous=()):
+            result = window(audio, options, previous)
+            self.work.calls += 1
+            self.work.tokens += sum(len(seg.tokens) for seg in result.segments)
+            return result
+
+        model.transcribe_window = counted
+
+    def call(self, audio: np.ndarray) -> None:
+        """One model call as the stream makes it (for the unit costs)."""
+        from metal_backend.whisper.options import DecodingOptions
+        self.model.transcribe_window(audio, DecodingOptions(beam_size=None, temperature=0.0, language="en",
+                                                            word_timestamps=True))
+
+    def vad_call(self, audio: np.ndarray) -> None:
+        self.vad.reset()
+        self.vad.push(audio)
 
     def start(self) -> None:
         self.stream = self.model.stream(vad=self.vad, language="en", word_timestamps=True)
 
     def feed(self, samples: np.ndarray) -> list[str]:
+        self.work.audio += samples.size / SR
         return [w.word for seg in self.stream.push(samples) for w in seg.words]
 
     def finish(self) -> list[str]:
@@ -133,11 +167,25 @@ def load_whisper_online(path: Path) -> types.ModuleType:
     return module
 
 
+class Work:
+    """What an engine did: model calls, tokens decoded, seconds of audio pushed (the sim clock's counters)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.tokens = 0
+        self.audio = 0.0
+
+    def snapshot(self) -> tuple[int, int, float]:
+        return self.calls, self.tokens, self.audio
+
+
 class PeerEngine:
     """whisper_online's OnlineASRProcessor over its FasterWhisperASR (see the module docstring)."""
 
     def __init__(self, online: types.ModuleType, directory: Path, threads: int, beam: int):
         from faster_whisper import WhisperModel
+
+        work = self.work = Work()
 
         class CpuFasterWhisperASR(online.FasterWhisperASR):
             def load_model(self, modelsize=None, cache_dir=None, model_dir=None):
@@ -145,11 +193,15 @@ class PeerEngine:
 
             def transcribe(self, audio, init_prompt=""):
                 if beam == 5:  # as published
-                    return super().transcribe(audio, init_prompt)
-                segments, _ = self.model.transcribe(audio, language=self.original_language, initial_prompt=init_prompt,
-                                                    beam_size=beam, word_timestamps=True,
-                                                    condition_on_previous_text=True, **self.transcribe_kargs)
-                return list(segments)
+                    segments = super().transcribe(audio, init_prompt)
+                else:
+                    segments, _ = self.model.transcribe(audio, language=self.original_language,
+                                                        initial_prompt=init_prompt, beam_size=beam, word_timestamps=True,
+                                                        condition_on_previous_text=True, **self.transcribe_kargs)
+                    segments = list(segments)
+                work.calls += 1
+                work.tokens += sum(len(seg.tokens) for seg in segments)
+                return segments
 
         self.online = online
         self.asr = CpuFasterWhisperASR("en", model_dir=str(directory), logfile=open(os.devnull, "w"))
@@ -159,6 +211,12 @@ class PeerEngine:
 
     def start(self) -> None:
         self.processor = self.online.OnlineASRProcessor(self.asr, logfile=open(os.devnull, "w"))
+
+    def call(self, audio: np.ndarray) -> None:
+        self.asr.transcribe(audio)
+
+    def vad_call(self, audio: np.ndarray) -> None:
+        pass  # no VAD: whisper_online transcribes whatever arrives
 
     def _words(self, out) -> list[str]:
         text = out[2]
@@ -191,37 +249,68 @@ def charged(threads: int):
     return since
 
 
-def replay(engine, samples: np.ndarray, chunk: float, clock: str,
-           threads: int) -> tuple[list[tuple[str, float]], float]:
+def unit_costs(engine, samples: np.ndarray, threads: int) -> dict[str, float]:
+    """c_call, c_token, c_audio of the sim clock's cost model, measured (see the module docstring)."""
+    cost = charged(threads)
+
+    def best(run, audio) -> tuple[float, int]:
+        times = []
+        for _ in range(3):
+            before = engine.work.tokens
+            cost()
+            run(audio)
+            times.append(cost())
+            tokens = engine.work.tokens - before
+        return min(times), tokens
+
+    short, short_tokens = best(engine.call, samples[:3 * SR])
+    long, long_tokens = best(engine.call, samples[:20 * SR])
+    token = max(long - short, 0.0) / max(long_tokens - short_tokens, 1)
+    call = max(short - token * short_tokens, 0.0)
+    vad, _ = best(engine.vad_call, samples[:10 * SR])
+    return {"c_call": round(call, 5), "c_token": round(token, 6), "c_audio": round(vad / 10, 6)}
+
+
+def replay(engine, samples: np.ndarray, chunk: float, clock: str, threads: int,
+           costs: dict[str, float] | None = None) -> tuple[list[tuple[str, float]], float, float]:
     """Feeds samples chunk by chunk as they arrive by the clock; returns (word, commit time) in
-    commit order and the compute spent in feed/finish (charged for sim, wall for real)."""
+    commit order, the compute charged in feed/finish (by the cost model for sim, measured for
+    measured, wall for real) and the compute measured there."""
     engine.start()
     step = int(chunk * SR)
     committed: list[tuple[str, float]] = []
-    busy = 0.0
+    busy = measured_busy = 0.0
     pushed = 0
-    if clock == "sim":
+    if clock in ("sim", "measured"):
         cost = charged(threads)
+
+        def call(run):
+            nonlocal busy, measured_busy
+            before = engine.work.snapshot()
+            cost()
+            words = run()
+            spent = cost()
+            calls, tokens, audio = (b - a for a, b in zip(before, engine.work.snapshot()))
+            modeled = calls * costs["c_call"] + tokens * costs["c_token"] + audio * costs["c_audio"] \
+                if clock == "sim" else spent
+            busy += modeled
+            measured_busy += spent
+            return words, modeled
+
         now = 0.0
         while pushed < samples.size:
             arrived = min(int(now / chunk + 1e-9) * step, samples.size)
             if arrived <= pushed:
                 now = (pushed // step + 1) * chunk
                 continue
-            cost()
-            words = engine.feed(samples[pushed:arrived])
-            spent = cost()
-            busy += spent
+            words, spent = call(lambda: engine.feed(samples[pushed:arrived]))
             now += spent
             pushed = arrived
             committed += [(w, now) for w in words]
-        cost()
-        words = engine.finish()
-        spent = cost()
-        busy += spent
+        words, spent = call(engine.finish)
         now = max(now, samples.size / SR) + spent
         committed += [(w, now) for w in words]
-        return committed, busy
+        return committed, busy, measured_busy
     t0 = time.monotonic()
     while pushed < samples.size:
         arrived = min(int((time.monotonic() - t0) / chunk) * step, samples.size)
@@ -239,19 +328,49 @@ def replay(engine, samples: np.ndarray, chunk: float, clock: str,
     done = time.monotonic()
     busy += done - t
     committed += [(w, done - t0) for w in words]
-    return committed, busy
+    return committed, busy, busy
 
 
 def latencies(committed: list[tuple[str, float]], offline_words) -> tuple[list[float], int]:
-    """Per matched word: commit time - offline end time; and the count of unmatched streamed words."""
+    """Per matched word: commit time - offline end time; and the count of unmatched streamed words.
+    Words are matched by a minimum-edit alignment (difflib's longest-block matching pairs the
+    copies of a repeated passage wrongly: --repeats 5 gave latencies of minus one passage)."""
     a = [word_key(w) for w, _ in committed]
     b = [word_key(w.word) for w in offline_words]
     out: list[float] = []
-    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
-    for block in matcher.get_matching_blocks():
-        for k in range(block.size):
-            out.append(committed[block.a + k][1] - offline_words[block.b + k].end)
+    for i, j in aligned_pairs(a, b):
+        out.append(committed[i][1] - offline_words[j].end)
     return out, len(a) - len(out)
+
+
+def aligned_pairs(a: list[str], b: list[str]) -> list[tuple[int, int]]:
+    """The (i, j) with a[i] == b[j] that a minimum-edit (Levenshtein) alignment of a and b pairs."""
+    n, m = len(a), len(b)
+    cost = np.zeros((n + 1, m + 1), np.int32)
+    cost[:, 0] = np.arange(n + 1)
+    cost[0, :] = np.arange(m + 1)
+    bj = np.array(b, dtype=object)
+    for i in range(1, n + 1):
+        same = (bj == a[i - 1]).astype(np.int32)
+        diagonal = cost[i - 1, :-1] + 1 - same
+        up = cost[i - 1, 1:] + 1
+        row = np.minimum(diagonal, up)
+        for j in range(1, m + 1):  # the left neighbour depends on this row
+            row[j - 1] = min(row[j - 1], cost[i, j - 1] + 1)
+            cost[i, j] = row[j - 1]
+    pairs = []
+    i, j = n, m
+    while i > 0 and j > 0:
+        if a[i - 1] == b[j - 1] and cost[i, j] == cost[i - 1, j - 1]:
+            pairs.append((i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif cost[i, j] == cost[i - 1, j - 1] + 1:
+            i, j = i - 1, j - 1
+        elif cost[i, j] == cost[i - 1, j] + 1:
+            i -= 1
+        else:
+            j -= 1
+    return pairs[::-1]
 
 
 def load_average() -> str:
@@ -264,13 +383,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", nargs="+", default=["tiny.en"])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", nargs="+", type=int, default=[1, 5])
-    p.add_argument("--clocks", nargs="+", choices=["sim", "real"], default=["sim", "real"])
+    p.add_argument("--clocks", nargs="+", choices=["sim", "measured", "real"], default=["sim", "real"])
     p.add_argument("--chunk", type=float, default=0.5)
     p.add_argument("--whisper-online", type=Path, help="path of ufal/whisper_streaming's whisper_online.py")
     p.add_argument("--peer-beams", nargs="+", type=int, default=[5])
     p.add_argument("--work", type=Path)
     p.add_argument("--json", type=Path)
+    p.add_argument("--unit-costs", type=Path, help="a --json output whose sim unit costs to use (see the docstring)")
     args = p.parse_args(argv)
+    pinned = json.loads(args.unit_costs.read_text())["unit_costs"] if args.unit_costs else {}
+    all_costs: dict[str, dict[str, float]] = {}
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-streaming-"))
     work.mkdir(parents=True, exist_ok=True)
     online = load_whisper_online(args.whisper_online) if args.whisper_online else None
@@ -292,10 +414,18 @@ def main(argv: list[str] | None = None) -> int:
             offline_wer = {engines[0].label: word_errors(reference, offline.text).wer}
             for engine in engines[1:]:
                 offline_wer[engine.label] = word_errors(reference, engine.offline_text(samples)).wer
+            for engine in engines:
+                key = f"{engine.label} | {name} | {args.threads}"
+                if "sim" in args.clocks and key not in all_costs:
+                    all_costs[key] = pinned.get(key) or unit_costs(engine, samples, args.threads)
+                    print(f"sim unit costs, {key}: {json.dumps(all_costs[key])} "
+                          f"({'pinned' if key in pinned else 'measured, load ' + load_average()})", file=sys.stderr)
             for clock in args.clocks:
                 for engine in engines:  # interleaved: every engine under the same load, one after the other
                     load_before = load_average()
-                    committed, busy = replay(engine, samples, args.chunk, clock, args.threads)
+                    key = f"{engine.label} | {name} | {args.threads}"
+                    committed, busy, measured = replay(engine, samples, args.chunk, clock, args.threads,
+                                                       all_costs.get(key))
                     lat, unmatched = latencies(committed, offline_words)
                     text = "".join(w for w, _ in committed)
                     row = {
@@ -305,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
                         "p90_latency_s": round(float(np.percentile(lat, 90)), 2) if lat else None,
                         "wer_stream": round(100 * word_errors(reference, text).wer, 2),
                         "wer_offline": round(100 * offline_wer[engine.label], 2),
-                        "rtf": round(busy / duration, 3),
+                        "rtf": round(busy / duration, 3), "rtf_measured": round(measured / duration, 3),
                         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0),
                         "words": len(committed), "unmatched": unmatched,
                         "load": f"{load_before} -> {load_average()}",
@@ -319,12 +449,16 @@ def main(argv: list[str] | None = None) -> int:
     print("|" + "---|" * len(header))
     for r in rows:
         print(f"| {r['engine']} | {r['model']} | {r['clock']} | {r['audio_s']} | {r['median_latency_s']} | "
-              f"{r['p90_latency_s']} | {r['wer_stream']} | {r['wer_offline']} | {r['rtf']} | {r['peak_rss_mb']:.0f} | "
+              f"{r['p90_latency_s']} | {r['wer_stream']} | {r['wer_offline']} | {r['rtf']}"
+              + (f" ({r['rtf_measured']})" if r['clock'] == "sim" else "") + f" | {r['peak_rss_mb']:.0f} | "
               f"{r['words']} ({r['unmatched']}) | {r['load']} |")
     print(f"load average at the end: {load_average()} (the real clock's latencies grow with load; the sim clock "
           f"charges compute only)")
+    if all_costs:
+        print("sim unit costs (s per call, per token, per second of audio): "
+              + "; ".join(f"{k}: {v['c_call']}, {v['c_token']}, {v['c_audio']}" for k, v in all_costs.items()))
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        args.json.write_text(json.dumps({"rows": rows, "unit_costs": all_costs}, indent=1) + "\n")
     return 0
 
 

@@ -8,6 +8,13 @@ committed: those that start before the last committed word ended (less a 0.1 s t
 word alignment's jitter), and then a head of up to 5 words that repeats the tail of the committed
 text word for word (a committed word whose re-aligned start moved past the tolerance).
 
+A word that ends near the right edge of the newer hypothesis's audio (within `hold` seconds of
+`audio_end`, insert's arguments) is not committed even when both agree, nor is anything after it:
+Whisper hears a word that runs into the end of its audio as the nearest word it knows, and two
+hypotheses a chunk apart can both end on that word; the next one, which hears what follows, often
+revises it ('sells' -> 'sell', 'a' -> 'the'). Such a word waits for a hypothesis with more audio
+after it.
+
 Words are compared by their normalised spelling (lower case, punctuation dropped), so a comma that
 appears once the next word is heard does not hold a word back; the committed word is the newer
 hypothesis's, with its timing and punctuation.
@@ -63,12 +70,14 @@ class LocalAgreement:
         """The uncommitted words of the last hypothesis."""
         return list(self._current)
 
-    def insert(self, words: list[TimedWord]) -> list[TimedWord]:
-        """Takes a hypothesis (words in order, absolute times); returns the words it commits."""
+    def insert(self, words: list[TimedWord], audio_end: float | None = None, hold: float = 0.0) -> list[TimedWord]:
+        """Takes a hypothesis (words in order, absolute times) of the audio up to `audio_end`
+        (seconds; None: no right-edge hold); returns the words it commits."""
         new = self._unseen(words)
+        limit = float("inf") if audio_end is None else audio_end - hold
         agreed: list[TimedWord] = []
         for old, word in zip(self._previous, new):
-            if old.key != word.key:
+            if old.key != word.key or word.end > limit:
                 break
             agreed.append(word)
         self._current = new[len(agreed):]

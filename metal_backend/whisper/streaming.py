@@ -17,8 +17,10 @@ How (Whisper-Streaming's LocalAgreement-2, gated by a voice activity detector):
   min_step_seconds of new audio arrived since the last transcription, with word timestamps, as
   one window (Whisper.transcribe_window: one encoding, one decoding, words aligned on that
   encoding; never the long-form loop's second window after the last word). A
-  word is committed once two consecutive transcriptions agree on it (LocalAgreement); the words
-  after the agreed prefix are the tentative text.
+  word is committed once two consecutive transcriptions agree on it (LocalAgreement) and it ends
+  at least edge_hold_seconds before the end of the newer one's audio (a word at the buffer's edge
+  is often misheard by both and revised once more audio follows it); the words after the
+  committed prefix are the tentative text.
 - The end of a stretch (the VAD heard min_silence_duration_ms of silence) closes it with a final
   pass whose words are all committed. A stretch that follows within context_gap_seconds keeps
   the closed one's audio in its buffer as left context (its committed words are not committed
@@ -129,7 +131,7 @@ class Stream:
                  vad_parameters: VadParameters | None = None, *, on_commit: CommitCallback | None = None,
                  on_tentative: TentativeCallback | None = None, min_step_seconds: float = 0.5,
                  max_step_seconds: float = 5.0, trim_seconds: float = 15.0, max_buffer_seconds: float = 25.0,
-                 context_gap_seconds: float = 2.0):
+                 context_gap_seconds: float = 2.0, edge_hold_seconds: float = 0.3):
         if not 0.0 < min_step_seconds <= max_step_seconds:
             raise WhisperError(f"min_step_seconds must be in (0, max_step_seconds] (got {min_step_seconds!r})")
         if not (0.0 < trim_seconds <= max_buffer_seconds
@@ -137,6 +139,8 @@ class Stream:
             raise WhisperError(f"need 0 < trim_seconds <= max_buffer_seconds and max_buffer_seconds + "
                                f"max_step_seconds <= {MAX_WINDOW_SECONDS:g} (got trim {trim_seconds!r}, max buffer "
                                f"{max_buffer_seconds!r}, max step {max_step_seconds!r})")
+        if not 0.0 <= edge_hold_seconds <= max_step_seconds:
+            raise WhisperError(f"edge_hold_seconds must be in [0, max_step_seconds] (got {edge_hold_seconds!r})")
         self.model = model
         self.options = options
         self.vad = vad
@@ -154,6 +158,7 @@ class Stream:
         self._trim = int(trim_seconds * SAMPLE_RATE)
         self._max_buffer = int(max_buffer_seconds * SAMPLE_RATE)
         self._context_gap = int(context_gap_seconds * SAMPLE_RATE)
+        self._edge_hold = float(edge_hold_seconds)
         self._pad = int(self.vad_parameters.speech_pad_ms * SAMPLE_RATE / 1000)
         self._min_speech = int(self.vad_parameters.min_speech_duration_ms * SAMPLE_RATE / 1000)
 
@@ -318,7 +323,7 @@ class Stream:
         if end - start < self._min_speech:
             return []
         words = self._hypothesis(start, end, self._gate.voiced_end)
-        committed = self._segments_of(self._agreement.insert(words))
+        committed = self._segments_of(self._agreement.insert(words, end / SAMPLE_RATE, self._edge_hold))
         self._set_tentative("".join(w.text for w in self._agreement.tentative).strip())
         if end - start > self._trim:
             committed += self._limit(end)

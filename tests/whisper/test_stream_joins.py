@@ -128,3 +128,53 @@ def test_one_long_stretch_trimmed_at_sentence_ends_commits_every_word_once(tiny_
     for a, _ in fake.calls:
         if a > 0.5 + 1e-6:
             assert any(g0 - 1e-6 <= a <= g1 + 1e-6 for g0, g1 in gaps) or round(a, 3) in firsts, (a, gaps)
+
+
+class EdgeMishearingModel(ScriptedModel):
+    """Also mishears the `hard` words (as the misspelling it gives a word the end cuts) unless its
+    audio runs on at least 0.25 s past the word's end (their last sound decides them: 'sells' or
+    'sell'). Two hypotheses a chunk apart can then agree on the wrong word: one cuts it, the next
+    ends 0.2 s after it; only a later one, with more audio after the word, hears it right."""
+
+    def __init__(self, data, sentences, hard):
+        super().__init__(data, sentences)
+        self.hard = hard
+
+    def transcribe_window(self, audio, options=None, previous=()):
+        result = super().transcribe_window(audio, options, previous)
+        start = int(round(float(audio[0]) / SCALE)) / SR
+        end = start + audio.size / SR
+        ends = {text.strip(): b for sentence in self.sentences for _, b, text in sentence}
+        for seg in result.segments:
+            for k, w in enumerate(seg.words):
+                spoken = w.word.strip()
+                if spoken in self.hard and ends[spoken] > end - 0.25:
+                    seg.words[k] = Word(w.start, w.end, " " + spoken.rstrip(".") + "x", 0.5)
+        return result
+
+
+def test_a_word_at_the_buffer_edge_that_the_next_hypothesis_revises_is_not_committed(tiny_en):
+    # Sentences whose words start 0.02 s before chunk boundaries: one hypothesis cuts such a word
+    # (misheard), the next ends 0.2 s after it (misheard the same way), so the two agree on the
+    # wrong word; only a hypothesis with more audio after the word hears it right.
+    sentences = world([(0.48, 14), (6.48, 12), (11.98, 9)])
+    spoken = expected(sentences)
+    # The words that start 0.02 s before a chunk boundary (where a hypothesis ends: chunks are 0.5 s).
+    hard = {text.strip() for sentence in sentences for a, _, text in sentence if (a + 0.02) % 0.5 < 1e-6
+            or (a + 0.02) % 0.5 > 0.5 - 1e-6}
+    assert len(hard) >= 5, hard
+
+    def committed(**kwargs):
+        samples = (np.arange(int(17.0 * SR)) * SCALE).astype(np.float32)
+        s = Stream(EdgeMishearingModel(tiny_en, sentences, hard),
+                   stream_options(None, {"language": "en", "word_timestamps": True}), ScriptedVad(sentences), **kwargs)
+        for i in range(0, samples.size, SR // 2):
+            s.push(samples[i:i + SR // 2])
+        s.finish()
+        return [word_key(w.word) for seg in s.segments for w in seg.words]
+
+    # Without the right-edge hold the misheard words are committed (the case bites) ...
+    unheld = committed(edge_hold_seconds=0.0)
+    assert any(w.endswith("x") for w in unheld), unheld
+    # ... with it (the default, 0.3 s) every word is committed as spoken, once, in order.
+    assert committed() == spoken

@@ -54,6 +54,27 @@ def test_agreement_ignores_case_and_punctuation_and_never_commits_twice():
     assert la.tentative == []
 
 
+def test_agreement_holds_agreed_words_that_end_near_the_audio_end():
+    la = LocalAgreement()
+    la.insert(words(("the", 0.0), ("cat", 0.4), ("sat", 0.8)), audio_end=1.2, hold=0.3)
+    # Both agree on all three words, but "sat" ends at 1.1, within 0.3 s of this hypothesis's end
+    # (1.3): it and whatever follows wait.
+    committed = la.insert(words(("the", 0.0), ("cat", 0.4), ("sat", 0.8)), audio_end=1.3, hold=0.3)
+    assert [w.text for w in committed] == [" the", " cat"]
+    assert [w.text for w in la.tentative] == [" sat"]
+    # The next hypothesis hears it revised: nothing more is committed; one after that agrees.
+    assert la.insert(words(("sang", 0.8), ("on", 1.2)), audio_end=1.8, hold=0.3) == []
+    assert [w.text for w in la.insert(words(("sang", 0.8), ("on", 1.2)), audio_end=2.3, hold=0.3)] == [" sang",
+                                                                                                       " on"]
+
+
+@pytest.mark.parametrize("hold", [-0.1, 6.0, float("nan")])
+def test_bad_edge_hold_raises_before_anything_is_built(hold):
+    from metal_backend.whisper.streaming import Stream
+    with pytest.raises(WhisperError, match="edge_hold_seconds"):
+        Stream(None, DecodingOptions(), None, edge_hold_seconds=hold)
+
+
 # ----------------------------------------------------------------- SpeechGate (scripted probabilities)
 
 def test_speech_gate_hysteresis_padding_and_min_silence():
