@@ -1,6 +1,7 @@
 """Mat-vec against the memory-bandwidth roof: weights far larger than the caches, one token.
 
-    python benchmarks/matvec_bandwidth.py [--threads 16] [--mib 512] [--types f16 q8_0 q4_0 q2_K q3_K q4_K q5_K q6_K iq4_nl]
+    python benchmarks/matvec_bandwidth.py [--threads 16] [--mib 512]
+        [--types f16 q8_0 q4_0 q2_K q3_K q4_K q5_K q6_K iq4_nl]
 
 A one-token mat-vec reads every weight byte once, so once the weights outgrow the last-level cache
 its time is bounded below by weight bytes / memory bandwidth. The roof is measured here, in the same
@@ -97,7 +98,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, nargs="+", default=[os.cpu_count() or 1])
     ap.add_argument("--mib", type=int, default=512, help="weight size per type, MiB (well above the L3 size)")
-    ap.add_argument("--types", nargs="+", default=["f16", "q8_0", "q4_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl"])
+    ap.add_argument("--types", nargs="+",
+                    default=["f16", "q8_0", "q4_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl"])
     ap.add_argument("--calls", type=int, default=7, help="timed calls per measurement (best kept)")
     args = ap.parse_args()
     if args.mib < 1 or args.calls < 1 or any(t < 1 for t in args.threads):

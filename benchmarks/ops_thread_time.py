@@ -21,7 +21,6 @@ os.environ["OMP_NUM_THREADS"] = "1"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
-
 import ops  # noqa: E402  (benchmarks/ops.py: the rows and the engines)
 
 

@@ -196,8 +196,9 @@ class PeerEngine:
                     segments = super().transcribe(audio, init_prompt)
                 else:
                     segments, _ = self.model.transcribe(audio, language=self.original_language,
-                                                        initial_prompt=init_prompt, beam_size=beam, word_timestamps=True,
-                                                        condition_on_previous_text=True, **self.transcribe_kargs)
+                                                        initial_prompt=init_prompt, beam_size=beam,
+                                                        word_timestamps=True, condition_on_previous_text=True,
+                                                        **self.transcribe_kargs)
                     segments = list(segments)
                 work.calls += 1
                 work.tokens += sum(len(seg.tokens) for seg in segments)

@@ -22,7 +22,8 @@ nearest segment start: median, maximum and the share within 1 s; the end-to-end 
 samples to segments (model loading and file reading excluded, no warm-up: one run of long audio)
 and ours over faster-whisper's time in the same setting (below 1 is faster). On a shared machine
 the times are noisy; the ratios compare runs made minutes apart (use --rounds for best-of-N with the
-engines interleaved; --cpu-time --threads 1 times by CPU seconds, steadier on a loaded machine). Engines: ours (compute_type "float32"), ours-q8_0 (Whisper.load(..., quantize="q8_0"):
+engines interleaved; --cpu-time --threads 1 times by CPU seconds, steadier on a loaded machine).
+Engines: ours (compute_type "float32"), ours-q8_0 (Whisper.load(..., quantize="q8_0"):
 q8_0 matrices, the encoder's products in f32 on dequantized weights), ours-int8 (Whisper.load(...,
 compute_type="int8"): q8_0 matrices, 8-bit activations), faster-whisper float32 and int8 (its
 compute_type), whisper.cpp on the converted f16 file. Ratio columns: time over faster-whisper

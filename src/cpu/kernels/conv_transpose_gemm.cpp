@@ -1,6 +1,7 @@
 #include "cpu/kernels/conv_transpose_gemm.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "core/fp16.h"

@@ -28,7 +28,9 @@ constexpr size_t kGroupBytes = size_t(kSteps * kStepBytes) + kGroup * sizeof(flo
 
 // A row block's weights as the tiles read them, per block i at prep + i * prep_block_bytes(NR): the
 // NR rows' 32 codes, then their 32 |codes|, then their NR scales as floats (padded to 32 bytes).
-constexpr size_t prep_block_bytes(int nr) { return size_t(nr) * 2 * kBlock + (size_t(nr) * sizeof(float) + 31) / 32 * 32; }
+constexpr size_t prep_block_bytes(int nr) {
+    return size_t(nr) * 2 * kBlock + (size_t(nr) * sizeof(float) + 31) / 32 * 32;
+}
 
 // Per block, the integer sums of a 4 x 2 tile (tile_4x2_avx2): 8 vectors of 8 int32.
 constexpr size_t kSumsBytes = size_t(kRows * kGroups) * 32;
