@@ -1470,7 +1470,11 @@ def spatial2_cases():
          lambda k, d: mb.ops.conv_2d_direct(k, d), lambda k, d: np.zeros((0, 2, 3, 3)), ROWS)
     for label, sk, sd, geo in [("3x3", (3, 1, 3, 3), (2, 3, 9, 11), (1, 1, 1, 1, 1, 1)),
                                ("stride", (4, 1, 3, 2), (1, 4, 10, 9), (2, 3, 0, 1, 1, 1)),
-                               ("dilated", (2, 1, 2, 3), (2, 2, 8, 12), (1, 2, 2, 1, 2, 3))]:
+                               ("dilated", (2, 1, 2, 3), (2, 2, 8, 12), (1, 2, 2, 1, 2, 3)),
+                               # rows of several 8-pixel vectors and a tail (the AVX2 row), and a filter wider
+                               # than its padded row, where no pixel has all its taps inside the input
+                               ("wide", (5, 1, 3, 5), (1, 5, 6, 70), (1, 1, 2, 1, 1, 1)),
+                               ("filter_wider_than_row", (2, 1, 3, 7), (1, 2, 4, 5), (1, 1, 4, 1, 2, 1))]:
         for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
             case(f"conv_2d_dw_direct/{kn}xf32/{label}", "CONV_2D_DW", [In(sk, kt), In(sd)],
                  lambda k, d, g=geo: mb.ops.conv_2d_dw_direct(k, d, *g),
