@@ -19,7 +19,6 @@
 #include <cstring>
 #include <vector>
 
-#include "core/fp16.h"
 #include "cpu/kernels/gemm_f32.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/checked_scratch.h"
@@ -66,14 +65,7 @@ Geometry geometry(const Tensor& dst) {
 inline float kernel_at(const Tensor& w, int64_t kx, int64_t ky, int64_t ic, int64_t oc) {
     const uint8_t* p = host_data(w) + size_t(kx) * w.nb[0] + size_t(ky) * w.nb[1] + size_t(ic) * w.nb[2] +
                        size_t(oc) * w.nb[3];
-    if (w.type == Type::F16) {
-        uint16_t h;
-        std::memcpy(&h, p, sizeof h);
-        return fp16_to_fp32(h);
-    }
-    float v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
+    return load_f32_or_f16(w.type, p);
 }
 
 bool shapes_ok(const Tensor& dst) {

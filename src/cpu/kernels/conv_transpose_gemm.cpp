@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/fp16.h"
 #include "cpu/kernels/gemm_f32.h"
 #include "cpu/kernels/checked_scratch.h"
 
@@ -47,16 +46,6 @@ size_t thread_bytes(int64_t taps, int64_t OC, int64_t IC, int nth) {
     return size_t(round_up(s.panels + s.tokens + s.cols, 16)) * sizeof(float);
 }
 
-float load_kernel(const Tensor& kern, const uint8_t* p) {
-    if (kern.type == Type::F16) {
-        uint16_t h;
-        std::memcpy(&h, p, sizeof h);
-        return fp16_to_fp32(h);
-    }
-    float v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
 
 }  // namespace
 
@@ -97,7 +86,7 @@ void conv_transpose_gemm(const ComputeParams& p, const ConvTransposeGemm& g) {
                     const uint8_t* koc = kic + size_t(oc) * g.kernel_nb_oc;
                     for (int64_t t = 0; t < taps; ++t, ++j) {
                         blk[(j / kGemmNR) * kc * kGemmNR + ic * kGemmNR + j % kGemmNR] =
-                            load_kernel(*g.kernel, koc + g.tap_bytes[size_t(t)]);
+                            load_f32_or_f16(g.kernel->type, koc + g.tap_bytes[size_t(t)]);
                     }
                 }
             }

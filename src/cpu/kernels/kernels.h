@@ -10,7 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
+#include "core/fp16.h"
 #include "core/tensor.h"
 
 namespace mb {
@@ -120,6 +122,18 @@ inline void split_range(int64_t n, int ith, int nth, int64_t* begin, int64_t* en
     int64_t per = (n + nth - 1) / nth;
     *begin = per * ith < n ? per * ith : n;
     *end = *begin + per < n ? *begin + per : n;
+}
+
+// The f32 or f16 value at p (any alignment) as a float: a kernel operand that may be either type.
+inline float load_f32_or_f16(Type type, const uint8_t* p) {
+    if (type == Type::F16) {
+        uint16_t h;
+        std::memcpy(&h, p, sizeof h);
+        return fp16_to_fp32(h);
+    }
+    float v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
 }
 
 inline uint8_t* at(const Tensor& t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
