@@ -40,8 +40,6 @@ struct Segment {
 constexpr int64_t kNoRow = INT64_MIN / 4;
 constexpr int64_t kMaxSegments = kPix + kPix / kGemmNR;  // a run per pixel at worst, plus the tail
 
-constexpr int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
-
 // The k block for K: at most kKc, the blocks of one size (a multiple of 8) but the last, so that no
 // short last block (576 = 256 + 256 + 64) pays a block's output traffic for a fraction of its work.
 int64_t k_block(int64_t K) {

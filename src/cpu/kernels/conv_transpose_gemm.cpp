@@ -16,8 +16,6 @@ constexpr int64_t kKC = 256;       // input channels per GEMM k block
 constexpr int64_t kColumns = 256;  // kernel columns per column block, at most (unless one channel has more)
 static_assert(kPB % kGemmMR == 0, "position blocks are whole token groups");
 
-int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
-
 // The column blocks of one thread: `per` channels each (the last fewer), each block's panels
 // `panels` wide at most.
 struct Columns {
@@ -45,7 +43,6 @@ size_t thread_bytes(int64_t taps, int64_t OC, int64_t IC, int nth) {
     const Scratch s = scratch_floats(taps, IC, (OC + nth - 1) / nth);
     return size_t(round_up(s.panels + s.tokens + s.cols, 16)) * sizeof(float);
 }
-
 
 }  // namespace
 

@@ -25,8 +25,6 @@ constexpr int64_t kKB = 64;    // keys per tile
 constexpr int64_t kCols = 16;  // column width of the product kernels (two AVX2 registers)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
 struct Dims {
     int64_t d, dv, nq, h, b, nkv, hkv, bkv;
     int64_t dvp;  // dv padded to kCols

@@ -124,6 +124,9 @@ inline void split_range(int64_t n, int ith, int nth, int64_t* begin, int64_t* en
     *end = *begin + per < n ? *begin + per : n;
 }
 
+// a rounded up to a multiple of m (m > 0).
+constexpr int64_t round_up(int64_t a, int64_t m) { return (a + m - 1) / m * m; }
+
 // The f32 or f16 value at p (any alignment) as a float: a kernel operand that may be either type.
 inline float load_f32_or_f16(Type type, const uint8_t* p) {
     if (type == Type::F16) {

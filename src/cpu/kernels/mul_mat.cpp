@@ -121,8 +121,6 @@ size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int64_t round_up(int64_t a, int64_t m) { return ceil_div(a, m) * m; }
-
 bool is_weight_type(Type t) {
     if (type_traits(t).is_grid) return true;
     switch (t) {

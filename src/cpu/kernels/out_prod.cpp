@@ -25,8 +25,6 @@ constexpr int64_t kKc = 256;             // k block
 constexpr int64_t kRows = 16 * kGemmMR;  // output rows (b's columns) per tile
 constexpr int64_t kCols = 8 * kGemmNR;   // output columns (a's columns) per tile
 
-int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
-
 // Floats of one k block's packed operands: a's panels for every column, then b's token groups.
 size_t block_floats(const Tensor& dst) {
     return size_t(kKc * (round_up(dst.ne[0], kGemmNR) + round_up(dst.ne[1], kGemmMR)));
