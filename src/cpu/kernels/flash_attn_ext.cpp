@@ -165,7 +165,9 @@ MB_AVX2 float dot_avx2(const float* a, const float* b, int64_t n) {
 MB_AVX2 void axpy_avx2(float f, const float* x, float* y, int64_t n) {
     const __m256 fv = _mm256_set1_ps(f);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(fv, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i + 8 <= n; i += 8) {
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(fv, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    }
     for (; i < n; ++i) y[i] += f * x[i];
 }
 
@@ -187,7 +189,9 @@ MB_AVX2 float dot_f16_avx2(const float* a, const uint16_t* b, int64_t n) {
 MB_AVX2 void axpy_f16_avx2(float f, const uint16_t* x, float* y, int64_t n) {
     const __m256 fv = _mm256_set1_ps(f);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(fv, load_f16x8(x + i), _mm256_loadu_ps(y + i)));
+    for (; i + 8 <= n; i += 8) {
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(fv, load_f16x8(x + i), _mm256_loadu_ps(y + i)));
+    }
     for (; i < n; ++i) y[i] += f * fp16_to_fp32(x[i]);
 }
 
