@@ -34,7 +34,14 @@ from pathlib import Path
 
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
-from metal_backend.whisper import Whisper, backend_compute, batch_decoding, load_audio, logit_filters  # noqa: E402
+from metal_backend.whisper import (  # noqa: E402
+    Whisper,
+    backend_compute,
+    batch_decoding,
+    batched,
+    load_audio,
+    logit_filters,  # noqa: E402
+)
 from metal_backend.whisper import mel as mel_module  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -108,6 +115,7 @@ def main() -> int:
     bw = backend_compute.BackendWhisper
     # transcribe computes the log-mel by chunks (mel.LogMel): each chunk's spectrogram is the mel work.
     timers.wrap(mel_module.LogMel, "_log_chunk", "mel")
+    timers.wrap(batched, "_window", "mel")  # the batched path's windows
     timers.wrap(bw, "encode", "encoder (host)")
     timers.wrap(bw, "reorder", "cache reorder (host)")
     timers.wrap(bw, "encode_batch", "batched encoder (host)")
