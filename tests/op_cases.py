@@ -1474,7 +1474,17 @@ def spatial2_cases():
                                # rows of several 8-pixel vectors and a tail (the AVX2 row), and a filter wider
                                # than its padded row, where no pixel has all its taps inside the input
                                ("wide", (5, 1, 3, 5), (1, 5, 6, 70), (1, 1, 2, 1, 1, 1)),
-                               ("filter_wider_than_row", (2, 1, 3, 7), (1, 2, 4, 5), (1, 1, 4, 1, 2, 1))]:
+                               ("filter_wider_than_row", (2, 1, 3, 7), (1, 2, 4, 5), (1, 1, 4, 1, 2, 1)),
+                               # the SIMD rows (vectors of 8 and 16 pixels): a row narrower than one vector, a
+                               # last vector overlapping the one before (25 wide), whole vectors of padding (11
+                               # columns) then a part-padded one, dilated taps over both paddings, rows of
+                               # exactly 2 and 4 vectors with every tap inside (1x1 filter, 64 wide)
+                               ("narrow", (3, 1, 3, 3), (1, 3, 5, 6), (1, 1, 1, 1, 1, 1)),
+                               ("overlapping_tail", (4, 1, 3, 3), (1, 4, 3, 25), (1, 1, 1, 1, 1, 1)),
+                               ("wide_padding", (2, 1, 2, 3), (1, 2, 4, 20), (1, 1, 11, 0, 1, 1)),
+                               ("dilated_edges", (3, 1, 3, 4), (2, 3, 7, 50), (1, 2, 3, 2, 3, 1)),
+                               ("exact_vectors", (2, 1, 3, 3), (1, 2, 4, 32), (1, 1, 1, 1, 1, 1)),
+                               ("all_inside", (2, 1, 1, 1), (1, 2, 2, 64), (1, 1, 0, 0, 1, 1))]:
         for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
             case(f"conv_2d_dw_direct/{kn}xf32/{label}", "CONV_2D_DW", [In(sk, kt), In(sd)],
                  lambda k, d, g=geo: mb.ops.conv_2d_dw_direct(k, d, *g),

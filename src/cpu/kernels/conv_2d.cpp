@@ -11,14 +11,14 @@
 // are packed once per node by all threads together (a barrier), then a work item is (image, block of
 // pixels).
 //
-// CONV_2D_DW: each channel's plane convolved with its own KH x KW filter, an output row at a time:
-// for each tap, the row's valid span accumulates w * the input row at the tap's offset.
+// CONV_2D_DW: conv_2d_dw.cpp.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "cpu/kernels/conv_2d_dw.h"
 #include "cpu/kernels/gemm_f32.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/checked_scratch.h"
@@ -218,53 +218,6 @@ void conv_2d_gemm(const ComputeParams& p, Tensor& dst) {
                 const int64_t m = std::min(kOcRows, OC - oc0);
                 gemm_f32_block(kc, panels, npx, tokens + (oc0 / kGemmMR) * kc * kGemmMR, m, c + oc0 * P + px0, P,
                                k0 > 0);
-            }
-        }
-    }
-}
-
-void conv_2d_dw(const ComputeParams& p, Tensor& dst) {
-    const Tensor& w = *dst.src[0];
-    const Tensor& x = *dst.src[1];
-    const Geometry g = geometry(dst);
-    const int64_t KW = w.ne[0], KH = w.ne[1], OW = dst.ne[0], OH = dst.ne[1], C = dst.ne[2];
-    const int64_t IW = x.ne[0], IH = x.ne[1];
-    std::vector<float> taps(size_t(KW * KH));
-    int64_t r0, r1;
-    split_range(OH * C * dst.ne[3], p.ith, p.nth, &r0, &r1);
-    int64_t loaded = -1;  // the channel whose taps are in `taps`
-    for (int64_t r = r0; r < r1; ++r) {
-        const int64_t oy = r % OH, ch = (r / OH) % C, n = r / (OH * C);
-        if (ch != loaded) {
-            for (int64_t ky = 0; ky < KH; ++ky) {
-                for (int64_t kx = 0; kx < KW; ++kx) taps[size_t(ky * KW + kx)] = kernel_at(w, kx, ky, 0, ch);
-            }
-            loaded = ch;
-        }
-        float* y = reinterpret_cast<float*>(host_data(dst) + size_t(oy) * dst.nb[1] + size_t(ch) * dst.nb[2] +
-                                            size_t(n) * dst.nb[3]);
-        std::fill(y, y + OW, 0.0f);
-        const uint8_t* plane = host_data(x) + size_t(ch) * x.nb[2] + size_t(n) * x.nb[3];
-        for (int64_t ky = 0; ky < KH; ++ky) {
-            const int64_t iy = oy * g.s1 - g.p1 + ky * g.d1;
-            if (iy < 0 || iy >= IH) continue;
-            const uint8_t* row = plane + size_t(iy) * x.nb[1];
-            for (int64_t kx = 0; kx < KW; ++kx) {
-                const float t = taps[size_t(ky * KW + kx)];
-                const int64_t off = kx * g.d0 - g.p0;  // ix = ox * s0 + off
-                // ox with 0 <= ox * s0 + off < IW
-                const int64_t lo = off >= 0 ? 0 : (-off + g.s0 - 1) / g.s0;
-                const int64_t hi = IW - 1 - off < 0 ? -1 : std::min<int64_t>(OW - 1, (IW - 1 - off) / g.s0);
-                if (x.nb[0] == sizeof(float) && g.s0 == 1) {
-                    const float* xr = reinterpret_cast<const float*>(row);
-                    for (int64_t ox = lo; ox <= hi; ++ox) y[ox] += t * xr[ox + off];
-                } else {
-                    for (int64_t ox = lo; ox <= hi; ++ox) {
-                        float v;
-                        std::memcpy(&v, row + size_t(ox * g.s0 + off) * x.nb[0], sizeof v);
-                        y[ox] += t * v;
-                    }
-                }
             }
         }
     }
