@@ -28,19 +28,57 @@ struct DwRow {
     int64_t n, KW, d0, p0, IW, OW;
 };
 
+// The vectors of V pixels an output row is computed in (the same for every row of a node): runs of nv
+// = 4, 2 or 1 vectors from ox0 whose taps all lie inside the input row, or (nv = 0) one edge vector
+// whose KW taps' lane masks (bit l: lane l's input column inside the row) start at masks[mask0].
+// Vectors start at multiples of V but the last, which ends at OW (overlapping the one before: the
+// pixels both cover get the same sums, each pixel's being its taps inside the row in the order ky, kx
+// whichever vector computes it). Edge vectors store their first npx pixels: V, or OW when the row is
+// narrower than a vector.
+struct Step {
+    int64_t ox0;
+    int32_t nv, mask0;
+};
+
+struct RowPlan {
+    std::vector<Step> steps;
+    std::vector<uint32_t> masks;
+    int64_t npx = 0;
+};
+
+RowPlan plan_row(int64_t V, int64_t KW, int64_t d0, int64_t p0, int64_t IW, int64_t OW) {
+    RowPlan plan;
+    plan.npx = std::min(V, OW);
+    // the pixels whose taps all lie inside the row: [a, b) (ox - p0 >= 0, ox - p0 + (KW - 1) d0 < IW)
+    const int64_t a = std::min(OW, p0), b = std::max(a, std::min(OW, IW + p0 - (KW - 1) * d0));
+    for (int64_t ox = 0; ox < OW;) {
+        const int64_t ox0 = std::max<int64_t>(0, std::min(ox, OW - V));
+        int32_t nv = 0;
+        for (const int32_t n : {4, 2, 1}) {
+            if (OW >= V && ox0 >= a && ox0 + n * V <= b) {
+                nv = n;
+                break;
+            }
+        }
+        plan.steps.push_back({ox0, nv, int32_t(plan.masks.size())});
+        if (nv == 0) {
+            for (int64_t kx = 0; kx < KW; ++kx) {
+                const int64_t ix0 = ox0 + kx * d0 - p0;  // input column under lane 0
+                const int64_t lo = std::clamp<int64_t>(-ix0, 0, plan.npx), hi = std::clamp<int64_t>(IW - ix0, 0, plan.npx);
+                plan.masks.push_back(lo >= hi ? 0u : uint32_t(((uint64_t(1) << hi) - 1) & ~((uint64_t(1) << lo) - 1)));
+            }
+        }
+        ox = ox0 + std::max<int64_t>(nv, 1) * V;
+    }
+    return plan;
+}
+
 #if defined(MB_SIMD_X86)
 
 // row + ix as an address, without pointer arithmetic outside the row (the masked loads below touch
 // only the lanes inside it).
 inline const float* shifted(const uint8_t* row, int64_t ix) {
     return reinterpret_cast<const float*>(reinterpret_cast<uintptr_t>(row) + uintptr_t(ix) * sizeof(float));
-}
-
-// The output pixels whose taps all lie inside the input row: [*a, *b) (stride 1: ox - p0 >= 0 and
-// ox - p0 + (KW - 1) d0 < IW).
-inline void inner_span(const DwRow& r, int64_t* a, int64_t* b) {
-    *a = std::min(r.OW, r.p0);
-    *b = std::max(*a, std::min(r.OW, r.IW + r.p0 - (r.KW - 1) * r.d0));
 }
 
 // NV vectors of 8 output pixels from ox0, all taps inside the row: NV sums in registers, one
@@ -60,27 +98,25 @@ MB_TARGET_AVX2 inline void inner_avx2(const DwRow& r, int64_t ox0, float* y) {
     for (int v = 0; v < NV; ++v) _mm256_storeu_ps(y + ox0 + 8 * v, acc[v]);
 }
 
-// The 8 output pixels from ox0 (the first npx of them stored), taps anywhere: a tap with its input
-// columns all inside the row adds a plain load, one with some adds them through a lane mask and keeps
-// the other lanes' sums as they were (so each pixel sums exactly its taps inside the row, in the order
-// ky, kx, whichever vector it falls in), one with none is skipped.
-MB_TARGET_AVX2 void edge_avx2(const DwRow& r, int64_t ox0, int64_t npx, float* y) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+// An edge vector of 8 pixels from ox0 (the first npx stored): a tap with all lanes inside the row
+// adds a plain load; one with some adds them through the lane mask and keeps the other lanes' sums
+// as they were; one with none is skipped.
+MB_TARGET_AVX2 void edge_avx2(const DwRow& r, int64_t ox0, int64_t npx, const uint32_t* masks, float* y) {
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     __m256 acc = _mm256_setzero_ps();
     for (int64_t j = 0; j < r.n; ++j) {
         const float* t = r.taps[j];
         for (int64_t kx = 0; kx < r.KW; ++kx) {
-            const int64_t ix0 = ox0 + kx * r.d0 - r.p0;  // input column under lane 0
-            const int lo = int(std::clamp<int64_t>(-ix0, 0, npx)), hi = int(std::clamp<int64_t>(r.IW - ix0, 0, npx));
-            if (lo >= hi) continue;
+            const uint32_t bits = masks[kx];
+            if (bits == 0) continue;
             const __m256 w = _mm256_broadcast_ss(t + kx);
-            if (lo == 0 && hi == 8) {
-                acc = _mm256_fmadd_ps(w, _mm256_loadu_ps(shifted(r.rows[j], ix0)), acc);
+            const float* in = shifted(r.rows[j], ox0 + kx * r.d0 - r.p0);
+            if (bits == 0xFF) {
+                acc = _mm256_fmadd_ps(w, _mm256_loadu_ps(in), acc);
                 continue;
             }
-            const __m256i m = _mm256_and_si256(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32(lo - 1)),
-                                               _mm256_cmpgt_epi32(_mm256_set1_epi32(hi), lane));
-            const __m256 sum = _mm256_fmadd_ps(w, _mm256_maskload_ps(shifted(r.rows[j], ix0), m), acc);
+            const __m256i m = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(int(bits)), bit), bit);
+            const __m256 sum = _mm256_fmadd_ps(w, _mm256_maskload_ps(in, m), acc);
             acc = _mm256_blendv_ps(acc, sum, _mm256_castsi256_ps(m));
         }
     }
@@ -93,37 +129,15 @@ MB_TARGET_AVX2 void edge_avx2(const DwRow& r, int64_t ox0, int64_t npx, float* y
     }
 }
 
-// The row in vectors of 8 pixels from ox0 = 0; the last one ends at OW (overlapping the one before:
-// the pixels both cover get the same sums). Runs of vectors whose taps all lie inside the row go
-// through inner_avx2, the others through edge_avx2.
-MB_TARGET_AVX2 void dw_row_avx2(const DwRow& r, float* y) {
-    if (r.OW < 8) {
-        edge_avx2(r, 0, r.OW, y);
-        return;
-    }
-    int64_t a, b;
-    inner_span(r, &a, &b);
-    for (int64_t ox = 0; ox < r.OW;) {
-        const int64_t ox0 = std::min(ox, r.OW - 8);
-        if (ox0 >= a && ox0 + 32 <= b) {
-            inner_avx2<4>(r, ox0, y);
-            ox = ox0 + 32;
-        } else if (ox0 >= a && ox0 + 16 <= b) {
-            inner_avx2<2>(r, ox0, y);
-            ox = ox0 + 16;
-        } else if (ox0 >= a && ox0 + 8 <= b) {
-            inner_avx2<1>(r, ox0, y);
-            ox = ox0 + 8;
-        } else {
-            edge_avx2(r, ox0, 8, y);
-            ox = ox0 + 8;
+MB_TARGET_AVX2 void dw_row_avx2(const DwRow& r, const RowPlan& plan, float* y) {
+    for (const Step& s : plan.steps) {
+        switch (s.nv) {
+            case 4: inner_avx2<4>(r, s.ox0, y); break;
+            case 2: inner_avx2<2>(r, s.ox0, y); break;
+            case 1: inner_avx2<1>(r, s.ox0, y); break;
+            default: edge_avx2(r, s.ox0, plan.npx, plan.masks.data() + s.mask0, y); break;
         }
     }
-}
-
-// Lanes lo .. hi - 1 of 16 (0 <= lo, hi <= 16).
-inline __mmask16 lanes16(int lo, int hi) {
-    return lo >= hi ? __mmask16(0) : __mmask16(((1u << hi) - 1u) & ~((1u << lo) - 1u));
 }
 
 // inner_avx2 with vectors of 16.
@@ -143,63 +157,50 @@ MB_TARGET_AVX512 inline void inner_avx512(const DwRow& r, int64_t ox0, float* y)
 }
 
 // edge_avx2 with vectors of 16 (the masked lanes keep their sums through the fused multiply-add's mask).
-MB_TARGET_AVX512 void edge_avx512(const DwRow& r, int64_t ox0, int64_t npx, float* y) {
+MB_TARGET_AVX512 void edge_avx512(const DwRow& r, int64_t ox0, int64_t npx, const uint32_t* masks, float* y) {
     __m512 acc = _mm512_setzero_ps();
     for (int64_t j = 0; j < r.n; ++j) {
         const float* t = r.taps[j];
         for (int64_t kx = 0; kx < r.KW; ++kx) {
-            const int64_t ix0 = ox0 + kx * r.d0 - r.p0;
-            const __mmask16 m =
-                lanes16(int(std::clamp<int64_t>(-ix0, 0, npx)), int(std::clamp<int64_t>(r.IW - ix0, 0, npx)));
-            if (!m) continue;
+            const __mmask16 m = __mmask16(masks[kx]);
+            if (m == 0) continue;
             const __m512 w = _mm512_set1_ps(t[kx]);
+            const float* in = shifted(r.rows[j], ox0 + kx * r.d0 - r.p0);
             if (m == 0xFFFF) {
-                acc = _mm512_fmadd_ps(w, _mm512_loadu_ps(shifted(r.rows[j], ix0)), acc);
+                acc = _mm512_fmadd_ps(w, _mm512_loadu_ps(in), acc);
             } else {
-                acc = _mm512_mask3_fmadd_ps(w, _mm512_maskz_loadu_ps(m, shifted(r.rows[j], ix0)), acc, m);
+                acc = _mm512_mask3_fmadd_ps(w, _mm512_maskz_loadu_ps(m, in), acc, m);
             }
         }
     }
-    _mm512_mask_storeu_ps(y + ox0, lanes16(0, int(npx)), acc);
+    _mm512_mask_storeu_ps(y + ox0, __mmask16((uint32_t(1) << npx) - 1), acc);
 }
 
-// dw_row_avx2 with vectors of 16.
-MB_TARGET_AVX512 void dw_row_avx512(const DwRow& r, float* y) {
-    if (r.OW < 16) {
-        edge_avx512(r, 0, r.OW, y);
-        return;
-    }
-    int64_t a, b;
-    inner_span(r, &a, &b);
-    for (int64_t ox = 0; ox < r.OW;) {
-        const int64_t ox0 = std::min(ox, r.OW - 16);
-        if (ox0 >= a && ox0 + 64 <= b) {
-            inner_avx512<4>(r, ox0, y);
-            ox = ox0 + 64;
-        } else if (ox0 >= a && ox0 + 32 <= b) {
-            inner_avx512<2>(r, ox0, y);
-            ox = ox0 + 32;
-        } else if (ox0 >= a && ox0 + 16 <= b) {
-            inner_avx512<1>(r, ox0, y);
-            ox = ox0 + 16;
-        } else {
-            edge_avx512(r, ox0, 16, y);
-            ox = ox0 + 16;
+MB_TARGET_AVX512 void dw_row_avx512(const DwRow& r, const RowPlan& plan, float* y) {
+    for (const Step& s : plan.steps) {
+        switch (s.nv) {
+            case 4: inner_avx512<4>(r, s.ox0, y); break;
+            case 2: inner_avx512<2>(r, s.ox0, y); break;
+            case 1: inner_avx512<1>(r, s.ox0, y); break;
+            default: edge_avx512(r, s.ox0, plan.npx, plan.masks.data() + s.mask0, y); break;
         }
     }
 }
 
 #endif  // MB_SIMD_X86
 
-using RowFn = void (*)(const DwRow&, float*);
+// The SIMD row in use and its vector width, or {nullptr, 0} (portable build, or a capped instruction set).
+struct SimdRow {
+    void (*fn)(const DwRow&, const RowPlan&, float*);
+    int64_t width;
+};
 
-// The SIMD row in use, or nullptr (portable build, or a capped instruction set).
-RowFn simd_row() {
+SimdRow simd_row() {
 #if defined(MB_SIMD_X86)
-    if (cpu_has_avx512f()) return dw_row_avx512;
-    if (cpu_has_avx2_fma_f16c()) return dw_row_avx2;
+    if (cpu_has_avx512f()) return {dw_row_avx512, 16};
+    if (cpu_has_avx2_fma_f16c()) return {dw_row_avx2, 8};
 #endif
-    return nullptr;
+    return {nullptr, 0};
 }
 
 // The portable row: y = 0, then each tap's valid span of output pixels accumulates w * input.
@@ -237,7 +238,8 @@ void conv_2d_dw(const ComputeParams& p, Tensor& dst) {
     const int64_t d0 = dst.op_params[4], d1 = dst.op_params[5];
     const int64_t KW = w.ne[0], KH = w.ne[1], OW = dst.ne[0], OH = dst.ne[1], C = dst.ne[2];
     const int64_t IW = x.ne[0], IH = x.ne[1];
-    const RowFn simd = s0 == 1 && x.nb[0] == sizeof(float) ? simd_row() : nullptr;
+    const SimdRow simd = s0 == 1 && x.nb[0] == sizeof(float) ? simd_row() : SimdRow{nullptr, 0};
+    const RowPlan plan = simd.fn ? plan_row(simd.width, KW, d0, p0, IW, OW) : RowPlan{};
     std::vector<float> taps(size_t(KW * KH));
     std::vector<const float*> tap_rows(static_cast<size_t>(KH));
     std::vector<const uint8_t*> rows(static_cast<size_t>(KH));
@@ -266,9 +268,9 @@ void conv_2d_dw(const ComputeParams& p, Tensor& dst) {
         }
         float* y = reinterpret_cast<float*>(host_data(dst) + size_t(oy) * dst.nb[1] + size_t(ch) * dst.nb[2] +
                                             size_t(n) * dst.nb[3]);
-        if (simd) {
+        if (simd.fn) {
             const DwRow row{rows.data(), tap_rows.data(), n_rows, KW, d0, p0, IW, OW};
-            simd(row, y);
+            simd.fn(row, plan, y);
         } else {
             dw_row_strided(rows.data(), tap_rows.data(), n_rows, KW, s0, d0, p0, IW, OW, x.nb[0], y);
         }
