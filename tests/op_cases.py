@@ -791,12 +791,21 @@ def spatial_cases():
     for label, shape, op, kk, ss, pp in [("max", (2, 3, 9, 11), "max", (3, 3), (2, 2), (1, 1)),
                                          ("avg", (1, 2, 8, 8), "avg", (2, 2), (2, 2), (0, 0)),
                                          ("avg_pad", (1, 3, 7, 5), "avg", (3, 2), (1, 2), (1, 1)),
-                                         ("max_rect", (2, 1, 6, 10), "max", (4, 2), (3, 1), (0, 1))]:
+                                         ("max_rect", (2, 1, 6, 10), "max", (4, 2), (3, 1), (0, 1)),
+                                         # the CPU's row-at-a-time path: rows of several SIMD vectors and a
+                                         # tail, both paddings cut a window column's span of pixels
+                                         ("max_k2s2_rows", (1, 3, 6, 70), "max", (2, 2), (2, 2), (0, 0)),
+                                         ("avg_wide_pad", (1, 2, 5, 37), "avg", (3, 2), (2, 1), (1, 1)),
+                                         ("max_wide_pad", (2, 2, 4, 29), "max", (5, 3), (3, 2), (2, 1))]:
         case(f"pool_2d/f32/{label}", "POOL_2D", [In(shape)],
              lambda a, op=op, kk=kk, ss=ss, pp=pp: mb.ops.pool_2d(a, op, kk[0], kk[1], ss[0], ss[1], pp[0], pp[1]),
              lambda a, op=op, kk=kk, ss=ss, pp=pp: pool_2d_ref(a, op == "avg", kk[0], kk[1], ss[0], ss[1],
                                                                pp[0], pp[1]),
              ARITH if op == "avg" else EXACT)
+    # a strided input row (the CPU's pixel-at-a-time path)
+    case("pool_2d/f32/transposed", "POOL_2D", [In((1, 2, 9, 6))],
+         lambda a: mb.ops.pool_2d(a.permute(0, 1, 3, 2), "max", 3, 2, 2, 1, 1, 0),
+         lambda a: pool_2d_ref(a.transpose(0, 1, 3, 2), False, 3, 2, 2, 1, 1, 0), EXACT)
     for label, shape, sf in [("x2", (2, 3, 5, 7), 2), ("x3", (1, 4, 6), 3), ("2d", (3, 5), 2)]:
         case(f"upscale/f32/{label}", "UPSCALE", [In(shape)], lambda a, sf=sf: mb.ops.upscale(a, sf),
              lambda a, sf=sf: np.repeat(np.repeat(a, sf, axis=-1), sf, axis=-2), EXACT)
