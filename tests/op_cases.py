@@ -1507,7 +1507,12 @@ def spatial2_cases():
                               # past one GEMM block: 110 positions (> 96), 19*15 = 285 columns (> 256, cut in a channel)
                               ("blocks", (3, 19, 3, 5), (1, 3, 11, 10), 2),
                               # 260 input channels: two GEMM k blocks (256 + 4)
-                              ("deep", (260, 2, 2, 2), (1, 260, 3, 4), 1)]:
+                              ("deep", (260, 2, 2, 2), (1, 260, 3, 4), 1),
+                              # the CPU's runs of one input row: 100-wide rows cut by the 96-position blocks
+                              ("wide_rows", (2, 3, 3, 4), (1, 2, 2, 100), 2),
+                              # 31 channels of 9 taps: two column blocks (28 channels, then 3: a part token
+                              # group), stride 2 over an odd filter width (a tap pair and a single tap)
+                              ("column_blocks", (3, 31, 3, 3), (1, 3, 5, 6), 2)]:
         for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
             case(f"conv_transpose_2d_p0/{kn}xf32/{label}", "CONV_TRANSPOSE_2D", [In(sk, kt), In(sd)],
                  lambda k, d, st=st: mb.ops.conv_transpose_2d_p0(k, d, st),
