@@ -47,6 +47,38 @@ size_t thread_bytes(int64_t taps, int64_t OC, int64_t IC, int nth) {
     return size_t(round_up(s.panels + s.tokens + s.cols, 16)) * sizeof(float);
 }
 
+// The kernel columns j = (oc - first) * taps + t of channels first .. last - 1 over input channels
+// kb0 .. kb0 + kc, packed k-major in groups of L columns: blk[(j / L) * kc * L + ic * L + j % L]
+// (the rest of blk zero already). An f32 kernel whose taps and channels are packed has a whole input
+// channel's columns consecutive: copied L at a time.
+template <int64_t L>
+void pack_columns(const ConvTransposeGemm& g, int64_t kb0, int64_t kc, int64_t first, int64_t last, float* blk) {
+    const int64_t taps = int64_t(g.tap_bytes.size()), nj = (last - first) * taps;
+    bool packed = g.kernel->type == Type::F32 && g.kernel_nb_oc == size_t(taps) * sizeof(float);
+    for (int64_t t = 0; packed && t < taps; ++t) packed = g.tap_bytes[size_t(t)] == size_t(t) * sizeof(float);
+    const uint8_t* kbase = host_data(*g.kernel);
+    // Input channel outer: the kernel is read along its rows, not a channel's stride apart.
+    for (int64_t ic = 0; ic < kc; ++ic) {
+        const uint8_t* kic = kbase + size_t(kb0 + ic) * g.kernel_nb_ic;
+        if (packed) {
+            const uint8_t* src = kic + size_t(first) * g.kernel_nb_oc;
+            int64_t j = 0;
+            for (; j + L <= nj; j += L) std::memcpy(blk + (j / L) * kc * L + ic * L, src + size_t(j) * sizeof(float), L * sizeof(float));
+            if (j < nj) {
+                std::memcpy(blk + (j / L) * kc * L + ic * L, src + size_t(j) * sizeof(float), size_t(nj - j) * sizeof(float));
+            }
+            continue;
+        }
+        int64_t j = 0;
+        for (int64_t oc = first; oc < last; ++oc) {
+            const uint8_t* koc = kic + size_t(oc) * g.kernel_nb_oc;
+            for (int64_t t = 0; t < taps; ++t, ++j) {
+                blk[(j / L) * kc * L + ic * L + j % L] = load_f32_or_f16(g.kernel->type, koc + g.tap_bytes[size_t(t)]);
+            }
+        }
+    }
+}
+
 }  // namespace
 
 size_t conv_transpose_gemm_work_size(int64_t taps, int64_t OC, int64_t IC, int nth) {
@@ -72,25 +104,15 @@ void conv_transpose_gemm(const ComputeParams& p, const ConvTransposeGemm& g) {
     const auto block_panels = [&](int64_t b, int64_t kb0, int64_t kc) {
         return panels + kb0 * blocks * cb.width + b * cb.width * kc;
     };
-    const int64_t lanes = g.by_tap ? kGemmMR : kGemmNR;
-    const uint8_t* kbase = host_data(*g.kernel);
     for (int64_t kb0 = 0; kb0 < IC; kb0 += kKC) {
         const int64_t kc = std::min(kKC, IC - kb0);
         std::memset(block_panels(0, kb0, kc), 0, size_t(blocks * cb.width * kc) * sizeof(float));
         for (int64_t b = 0; b < blocks; ++b) {
-            float* blk = block_panels(b, kb0, kc);
             const int64_t first = o0 + b * cb.per, last = std::min(o1, first + cb.per);
-            // Input channel outer: the kernel is read along its rows, not a channel's stride apart.
-            for (int64_t ic = 0; ic < kc; ++ic) {
-                const uint8_t* kic = kbase + size_t(kb0 + ic) * g.kernel_nb_ic;
-                int64_t j = 0;
-                for (int64_t oc = first; oc < last; ++oc) {
-                    const uint8_t* koc = kic + size_t(oc) * g.kernel_nb_oc;
-                    for (int64_t t = 0; t < taps; ++t, ++j) {
-                        blk[(j / lanes) * kc * lanes + ic * lanes + j % lanes] =
-                            load_f32_or_f16(g.kernel->type, koc + g.tap_bytes[size_t(t)]);
-                    }
-                }
+            if (g.by_tap) {
+                pack_columns<kGemmMR>(g, kb0, kc, first, last, block_panels(b, kb0, kc));
+            } else {
+                pack_columns<kGemmNR>(g, kb0, kc, first, last, block_panels(b, kb0, kc));
             }
         }
     }
