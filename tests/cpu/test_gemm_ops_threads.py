@@ -1,5 +1,6 @@
 """The CPU's GEMM-based ops other than mul_mat (OUT_PROD, CONV_2D, CONV_TRANSPOSE_1D, CONV_TRANSPOSE_2D),
-and CONV_2D_DW (rows split among threads, each row in SIMD vectors that overlap at its end), at thread counts the conformance suite does not use: their threads pack shared operands between
+and CONV_2D_DW (rows split among threads, each row in SIMD vectors that overlap at its end), at thread
+counts the conformance suite does not use: their threads pack shared operands between
 barriers (out_prod per k block into two alternating buffers, conv_2d the kernel once) or split the
 output channels, so an uneven split (3, 7 threads; more threads than work) must give the same bits
 as one thread, and match the float64 reference. The shapes cross the GEMM's block edges (k blocks,

@@ -64,7 +64,8 @@ RowPlan plan_row(int64_t V, int64_t KW, int64_t d0, int64_t p0, int64_t IW, int6
         if (nv == 0) {
             for (int64_t kx = 0; kx < KW; ++kx) {
                 const int64_t ix0 = ox0 + kx * d0 - p0;  // input column under lane 0
-                const int64_t lo = std::clamp<int64_t>(-ix0, 0, plan.npx), hi = std::clamp<int64_t>(IW - ix0, 0, plan.npx);
+                const int64_t lo = std::clamp<int64_t>(-ix0, 0, plan.npx);
+                const int64_t hi = std::clamp<int64_t>(IW - ix0, 0, plan.npx);
                 plan.masks.push_back(lo >= hi ? 0u : uint32_t(((uint64_t(1) << hi) - 1) & ~((uint64_t(1) << lo) - 1)));
             }
         }
@@ -251,7 +252,8 @@ void conv_2d_dw(const ComputeParams& p, Tensor& dst) {
         if (ch != loaded) {
             for (int64_t ky = 0; ky < KH; ++ky) {
                 for (int64_t kx = 0; kx < KW; ++kx) {
-                    const uint8_t* q = host_data(w) + size_t(kx) * w.nb[0] + size_t(ky) * w.nb[1] + size_t(ch) * w.nb[3];
+                    const uint8_t* q =
+                        host_data(w) + size_t(kx) * w.nb[0] + size_t(ky) * w.nb[1] + size_t(ch) * w.nb[3];
                     taps[size_t(ky * KW + kx)] = load_f32_or_f16(w.type, q);
                 }
             }

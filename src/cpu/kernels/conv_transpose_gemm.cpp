@@ -63,9 +63,12 @@ void pack_columns(const ConvTransposeGemm& g, int64_t kb0, int64_t kc, int64_t f
         if (packed) {
             const uint8_t* src = kic + size_t(first) * g.kernel_nb_oc;
             int64_t j = 0;
-            for (; j + L <= nj; j += L) std::memcpy(blk + (j / L) * kc * L + ic * L, src + size_t(j) * sizeof(float), L * sizeof(float));
+            for (; j + L <= nj; j += L) {
+                std::memcpy(blk + (j / L) * kc * L + ic * L, src + size_t(j) * sizeof(float), L * sizeof(float));
+            }
             if (j < nj) {
-                std::memcpy(blk + (j / L) * kc * L + ic * L, src + size_t(j) * sizeof(float), size_t(nj - j) * sizeof(float));
+                std::memcpy(blk + (j / L) * kc * L + ic * L, src + size_t(j) * sizeof(float),
+                            size_t(nj - j) * sizeof(float));
             }
             continue;
         }
@@ -136,7 +139,9 @@ void conv_transpose_gemm(const ComputeParams& p, const ConvTransposeGemm& g) {
                     for (int64_t pi = 0; pi < n_panels; ++pi) {
                         const int64_t l0 = pi * kGemmNR, nl = std::min<int64_t>(kGemmNR, m - l0);
                         bool run = nl == kGemmNR;
-                        for (int64_t r = 1; run && r < kGemmNR; ++r) run = offs[l0 + r] == offs[l0] + size_t(r) * sizeof(float);
+                        for (int64_t r = 1; run && r < kGemmNR; ++r) {
+                            run = offs[l0 + r] == offs[l0] + size_t(r) * sizeof(float);
+                        }
                         for (int64_t ic = 0; ic < kc; ++ic) {
                             const uint8_t* plane = xbase + size_t(kb0 + ic) * g.data_nb_ic + size_t(n) * g.data_nb_n;
                             float* dp = tk + pi * kc * kGemmNR + ic * kGemmNR;

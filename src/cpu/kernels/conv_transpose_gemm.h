@@ -6,9 +6,9 @@
 //
 // Threads take whole output channels, so the scatters of two threads never meet; each packs its own
 // channels' kernel columns once (f16 converted there), and the data (every input channel) per block
-// of positions, as tokens or (by_tap) as panels. The columns go a block of whole channels at a time (up to kColumns columns),
-// so a block's cols stay in L2 and every output element receives its terms in one order (by
-// position, then tap) whatever the thread count.
+// of positions, as tokens or (by_tap) as panels. The columns go a block of whole channels at a time
+// (up to kColumns columns), so a block's cols stay in L2 and every output element receives its terms
+// in one order whatever the thread count.
 #pragma once
 
 #include <cstddef>

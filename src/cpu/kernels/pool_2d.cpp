@@ -69,7 +69,8 @@ void compute_pool_2d(const ComputeParams& p, Tensor& dst) {
             int64_t n_rows = 0;
             for (int64_t ky = 0; ky < k1; ++ky) {
                 const int64_t iy = oy * s1 - p1 + ky;
-                if (iy >= 0 && iy < a.ne[1]) rows[size_t(n_rows++)] = reinterpret_cast<const float*>(at(a, 0, iy, c, n));
+                if (iy < 0 || iy >= a.ne[1]) continue;
+                rows[size_t(n_rows++)] = reinterpret_cast<const float*>(at(a, 0, iy, c, n));
             }
             pool_row_packed(rows.data(), n_rows, avg, k0, k1, s0, p0, a.ne[0], dst.ne[0],
                             reinterpret_cast<float*>(at(dst, 0, oy, c, n)));
