@@ -1468,7 +1468,12 @@ def spatial2_cases():
                                # (blocks of 128, the last 104), panels of 16 cut at the ends of 40-pixel rows
                                ("blocks", (7, 30, 3, 3), (1, 30, 9, 40), (1, 1, 1, 1, 1, 1)),
                                # runs of 16 pixels over both paddings of 37-wide rows (dilation 2, padding 2)
-                               ("padded_runs", (4, 2, 3, 3), (2, 2, 5, 37), (1, 1, 2, 2, 2, 2))]:
+                               ("padded_runs", (4, 2, 3, 3), (2, 2, 5, 37), (1, 1, 2, 2, 2, 2)),
+                               # runs of 16 over the padding of 32-wide rows, read whole from inside the
+                               # data and then zeroed (but at the data's first and last bytes), 5 columns of
+                               # padding (a run's first 5 entries zero)
+                               ("padded_panels", (3, 2, 3, 3), (2, 2, 4, 32), (1, 1, 1, 1, 1, 1)),
+                               ("padded_panels_wide", (2, 3, 2, 4), (1, 3, 3, 26), (1, 1, 5, 1, 2, 1))]:
         for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
             case(f"conv_2d_direct/{kn}xf32/{label}", "CONV_2D", [In(sk, kt), In(sd)],
                  lambda k, d, g=geo: mb.ops.conv_2d_direct(k, d, *g), lambda k, d, g=geo: conv_2d_ref(k, d, *g), ROWS)

@@ -137,6 +137,8 @@ void pack_patches(const Tensor& x, const uint8_t* xn, const Geometry& g, int64_t
     const int64_t IW = x.ne[0], IH = x.ne[1];
     const bool unit = g.s0 == 1 && x.nb[0] == sizeof(float);
     const int64_t panel_stride = kc * kGemmNR;
+    // the bytes a copy may read (x's own), for a run over the padding read whole and then zeroed
+    const uintptr_t x_lo = reinterpret_cast<uintptr_t>(host_data(x)), x_hi = x_lo + x.nbytes();
     for (int64_t k = 0; k < kc;) {
         const int64_t kk = k0 + k, kx0 = kk % KW, ky = (kk / KW) % KH, ic = kk / (KW * KH);
         const int64_t run = std::min(KW - kx0, kc - k);  // k steps k .. k + run: taps kx0 .. kx0 + run
@@ -151,16 +153,36 @@ void pack_patches(const Tensor& x, const uint8_t* xn, const Geometry& g, int64_t
             }
             const uint8_t* row = plane + size_t(iy) * x.nb[1];
             const int64_t ixb = sg.ox * g.s0 - g.p0;  // input column of the run's first pixel at kx = 0
+            // A whole panel row for every tap of the run inside the input row: one fixed-size copy each.
+            const int64_t ix_first = ixb + kx0 * g.d0, ix_last = ixb + (kx0 + run - 1) * g.d0;
+            if (unit && sg.len == kGemmNR && ix_first >= 0 && ix_last + kGemmNR <= IW) {
+                const float* in = reinterpret_cast<const float*>(row) + ix_first;
+                for (int64_t t = 0; t < run; ++t) {
+                    std::memcpy(out + t * kGemmNR, in + t * g.d0, kGemmNR * sizeof(float));
+                }
+                continue;
+            }
             for (int64_t t = 0; t < run; ++t, out += kGemmNR) {
                 const int64_t ix0 = ixb + (kx0 + t) * g.d0;
                 if (unit) {
                     const float* in = reinterpret_cast<const float*>(row);
-                    if (sg.len == kGemmNR && ix0 >= 0 && ix0 + kGemmNR <= IW) {
-                        std::memcpy(out, in + ix0, kGemmNR * sizeof(float));
-                        continue;
-                    }
                     const int64_t lo = std::min(sg.len, std::max<int64_t>(0, -ix0));
                     const int64_t hi = std::max(lo, std::min(sg.len, IW - ix0));
+                    if (sg.len == kGemmNR) {
+                        if (lo == 0 && hi == kGemmNR) {
+                            std::memcpy(out, in + ix0, kGemmNR * sizeof(float));
+                            continue;
+                        }
+                        // A whole panel row hanging over the padding: one copy from inside the
+                        // tensor's bytes, then zeros over the lanes outside the row.
+                        const uintptr_t src = reinterpret_cast<uintptr_t>(row) + uintptr_t(ix0) * sizeof(float);
+                        if (src >= x_lo && src + kGemmNR * sizeof(float) <= x_hi) {
+                            std::memcpy(out, reinterpret_cast<const void*>(src), kGemmNR * sizeof(float));
+                            for (int64_t r = 0; r < lo; ++r) out[r] = 0.0f;
+                            for (int64_t r = hi; r < kGemmNR; ++r) out[r] = 0.0f;
+                            continue;
+                        }
+                    }
                     for (int64_t r = 0; r < lo; ++r) out[r] = 0.0f;
                     for (int64_t r = lo; r < hi; ++r) out[r] = in[ix0 + r];
                     for (int64_t r = hi; r < sg.len; ++r) out[r] = 0.0f;
