@@ -85,6 +85,28 @@ def test_results_identical_across_thread_counts_and_wake_states(w_type, n_tokens
     np.testing.assert_allclose(reference, expect, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("w_type,k,n_tokens", [(mb.q4_0, 1568, 1), (mb.q4_K, 2048, 1), (mb.q6_K, 4096, 2),
+                                               (mb.f32, 4096, 1)])
+def test_split_activation_rows_and_capped_jobs_identical_across_thread_counts(w_type, k, n_tokens):
+    """Fewer activation rows than threads: each row is converted in pieces by several threads (K of
+    1568 ends in a piece shorter than the others); rows of 16 KiB (f32, K = 4096) make jobs of a few
+    rows each. Every thread count gives the one-thread bits, and those match numpy."""
+    ctx, buf, y, (w_vals, x_vals, b_vals) = _graph(w_type, n_tokens, k=k, m=720)  # 16 threads take part
+    graph = mb.Graph(y)
+    results = {}
+    for n_threads in (1, 2, 5, 16):
+        CPU.init_backend(f"n_threads={n_threads}").graph_compute(graph)
+        results[n_threads] = y.get()
+    for n_threads, r in results.items():
+        np.testing.assert_array_equal(r, results[1], err_msg=f"{n_threads} threads vs 1")
+    stored = mb.dequantize(mb.quantize(w_vals, w_type), w_type, w_vals.shape).astype(np.float64)
+    logits = x_vals.astype(np.float64) @ stored.T
+    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    expect = e / e.sum(axis=-1, keepdims=True) + b_vals
+    tol = 1e-4 if w_type == mb.f32 else 2e-2  # q8 / q8_K activations for quantized weights
+    np.testing.assert_allclose(results[1], expect, rtol=tol, atol=tol)
+
+
 def test_many_short_computes_with_pauses_between():
     """A decoder's pattern: short graphs, host work and pauses between them, on every thread count."""
     ctx, buf, y, _ = _graph(mb.q4_0, 1, k=384, m=1536)

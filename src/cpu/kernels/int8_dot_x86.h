@@ -50,6 +50,12 @@ struct DotAvx2 {
     MB_TARGET_AVX2 static __m256i lanes(__m256i init, __m256i u, __m256i s) {
         return _mm256_add_epi32(init, dot_u8_i8(u, s));
     }
+    // acc + the 8 int32 sums of adjacent int16 products of a and b (the k-quant kernels' scaling,
+    // vec_dot_k_avx2.cpp): vpmaddwd then vpaddd. VNNI's vpdpwssd does both in one instruction, with the
+    // same wrap-around int32 arithmetic (no saturation), so every form gives the same lanes.
+    MB_TARGET_AVX2 static __m256i pairs(__m256i acc, __m256i a, __m256i b) {
+        return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+    }
 };
 
 struct DotVnni {
@@ -58,12 +64,20 @@ struct DotVnni {
         __asm__("vpdpbusd %2, %1, %0" : "+x"(init) : "x"(u), "x"(s));
         return init;
     }
+    MB_TARGET_AVX2 static __m256i pairs(__m256i acc, __m256i a, __m256i b) {
+        __asm__("vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
+        return acc;
+    }
 };
 
 struct DotAvxVnni {
     MB_TARGET_AVX2 static __m256i lanes(__m256i init, __m256i u, __m256i s) {
         __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(init) : "x"(u), "x"(s));
         return init;
+    }
+    MB_TARGET_AVX2 static __m256i pairs(__m256i acc, __m256i a, __m256i b) {
+        __asm__("%{vex%} vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
+        return acc;
     }
 };
 

@@ -20,8 +20,9 @@
 //   block), which AVX2 computes with integer accumulators in registers.
 // Threads take jobs from shared counters, which keeps every core busy when one of them is slowed by
 // something else on the machine. The matrix-vector path has no barrier (a slot never waits for one
-// that has not started, see kernels.h): the activation rows are claimed one by one and converted
-// once, every slot waits only until those claimed rows are done, then takes its own block of jobs
+// that has not started, see kernels.h): the activation rows (or, fewer rows than threads, pieces of
+// them) are claimed one by one and converted once, every slot waits only until those claimed pieces
+// are done, then takes its own block of jobs
 // (the same rows of the weights on the same slot call after call, so they stay in that core's cache)
 // and, once that is done, helps with the other slots' blocks.
 #include <algorithm>
@@ -113,6 +114,15 @@ int64_t max_k_block(int64_t k) {
     const Blocking& b = blocking();
     return k > b.max_k_block && cpu_isa_hardware() == CpuIsa::Avx512 ? b.max_k_block_avx512 : b.max_k_block;
 }
+// Matrix-vector jobs read at most this many weight bytes: a job is the unit a slot that finished its
+// own block takes from another, so once the weights are far larger than the caches the last job
+// running alone sets the tail (4 jobs per thread of a 256 MiB matrix at 16 threads: 4 MiB each, the
+// last one at a single core's share of the memory bandwidth).
+constexpr size_t kVecJobBytes = size_t(256) << 10;
+// Activation rows are converted in pieces of at least this many elements (a multiple of 256, so a
+// piece is whole q8_K and q8 blocks) when there are fewer rows than threads: one token's row is then
+// shared out as ggml splits it, instead of one slot converting it while the others wait.
+constexpr int64_t kConvPieceMin = 512;
 constexpr int64_t kTokensPerJob = 96;  // a multiple of kGemmMR
 constexpr int64_t kJobsPerThread = 4;  // enough jobs for the shared counter to even out the threads
 constexpr size_t kAlign = 64;
@@ -175,6 +185,7 @@ struct Plan {
     bool convert_b = false;
     VecType conv_type = VecType::F32;
     size_t conv_row_bytes = 0;
+    int64_t conv_piece = 0, conv_pieces = 1;  // vec: activation rows converted in pieces of conv_piece elements
     int64_t kc = 0, n_kblocks = 0;  // k blocking (gemm)
     // gemm: phases (a matrix x block of rows_per_phase weight rows), each cut into jobs (b matrix x
     // block of tokens x block of rows_per_job rows). vec: one phase of jobs (a matrix x block of
@@ -254,7 +265,15 @@ Plan make_plan(const Tensor& dst, int nth) {
         // Blocks of whole dot tiles; a block boundary inside a cache line of dst costs one line
         // shared between two threads, far less than uneven blocks would at 16 threads.
         const int64_t per_mat = std::max<int64_t>(1, ceil_div(want_jobs, n_bmat * p.n_tchunks));
-        p.rows_per_job = round_up(ceil_div(s.m, per_mat), kVecDotRows);
+        const int64_t max_rows = std::max<int64_t>(1, int64_t(kVecJobBytes / std::max<size_t>(1, a.nb[1])));
+        p.rows_per_job = round_up(std::min(ceil_div(s.m, per_mat), max_rows), kVecDotRows);
+        const int64_t b_rows = s.n * n_bmat;
+        p.conv_piece = s.k;
+        if (b_rows < nth) {
+            const int64_t want = std::min(ceil_div(nth, b_rows), ceil_div(s.k, kConvPieceMin));
+            p.conv_piece = std::min(s.k, round_up(ceil_div(s.k, want), 256));
+        }
+        p.conv_pieces = ceil_div(s.k, std::max<int64_t>(1, p.conv_piece));
         p.jobs_per_phase = n_bmat * p.n_tchunks * ceil_div(s.m, p.rows_per_job);
         // From the types and shape only, not the max_isa cap (which picks the kernel at compute
         // time), so the scratch asked for before a compute fits whatever runs.
@@ -332,13 +351,20 @@ const uint8_t* b_row(const Plan& p, const Shape& s, const Tensor& b, const uint8
 
 int64_t activation_rows(const Shape& s) { return s.n * s.n_amat * s.n_sub; }
 
-void convert_activation_row(const Plan& p, const Shape& s, const Tensor& b, uint8_t* conv, int64_t row) {
+// Elements [e0, e1) of activation row `row` (e0 a multiple of 256, so whole blocks of every form).
+void convert_activation_part(const Plan& p, const Shape& s, const Tensor& b, uint8_t* conv, int64_t row, int64_t e0,
+                             int64_t e1) {
     const int64_t b2 = s.a2 * s.r2;
     const int64_t i1 = row % s.n;
     const int64_t i2 = (row / s.n) % b2;
     const int64_t i3 = row / (s.n * b2);
-    const uint8_t* x = host_data(b) + i1 * b.nb[1] + i2 * b.nb[2] + i3 * b.nb[3];
-    vec_prepare_row(p.conv_type, b.type, x, b.nb[0], s.k, conv + p.conv_row_bytes * size_t(row));
+    const uint8_t* x = host_data(b) + i1 * b.nb[1] + i2 * b.nb[2] + i3 * b.nb[3] + e0 * b.nb[0];
+    vec_prepare_row(p.conv_type, b.type, x, b.nb[0], e1 - e0,
+                    conv + p.conv_row_bytes * size_t(row) + vec_row_bytes(p.conv_type, e0));
+}
+
+void convert_activation_row(const Plan& p, const Shape& s, const Tensor& b, uint8_t* conv, int64_t row) {
+    convert_activation_part(p, s, b, conv, row, 0, s.k);
 }
 
 // gemm: this slot's share, by a static split (a barrier follows).
@@ -465,20 +491,21 @@ uint8_t* scratch_base(const ComputeParams& cp) {
 }
 
 // The matrix-vector path, for slot cp.ith (see the top of the file). Counters 0 and 1 count the
-// activation rows claimed and converted; counter 2 + t counts the jobs taken from slot t's block.
+// activation pieces claimed and converted; counter 2 + t counts the jobs taken from slot t's block.
 void run_vec(const ComputeParams& cp, const Plan& p, const Shape& s, const Tensor& a, const Tensor& b, Tensor& dst,
              uint8_t* base, const uint8_t* conv) {
     if (p.convert_b) {
-        const int64_t rows = activation_rows(s);
+        const int64_t units = activation_rows(s) * p.conv_pieces;
         std::atomic<int64_t>* claimed = counter_at(base, 0);
         std::atomic<int64_t>* converted = counter_at(base, 1);
         uint8_t* out = base + p.conv_offset;
-        for (int64_t row = claimed->fetch_add(1); row < rows; row = claimed->fetch_add(1)) {
-            convert_activation_row(p, s, b, out, row);
+        for (int64_t u = claimed->fetch_add(1); u < units; u = claimed->fetch_add(1)) {
+            const int64_t e0 = (u % p.conv_pieces) * p.conv_piece;
+            convert_activation_part(p, s, b, out, u / p.conv_pieces, e0, std::min(s.k, e0 + p.conv_piece));
             converted->fetch_add(1, std::memory_order_release);
         }
-        // Every row is claimed by a slot that is running, so this waits for work in progress only.
-        while (converted->load(std::memory_order_acquire) < rows) {
+        // Every piece is claimed by a slot that is running, so this waits for work in progress only.
+        while (converted->load(std::memory_order_acquire) < units) {
             cpu_relax();
         }
     }

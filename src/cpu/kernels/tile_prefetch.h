@@ -4,9 +4,9 @@
 // the caches, a k-quant tile ran near half speed without help. The tile asks for each row's bytes
 // kTilePrefetchBytes ahead of the ones in use (on Zen 3 under load, benchmarks/kquant_kernels.cpp's
 // streaming rows: 4 KiB ahead of 2 KiB, which was ahead of 0.5 and 1 KiB, for q2_K .. q6_K; 16 KiB
-// ahead for the four rows, within L1); past a row's end, for the same row of the next tile
-// (4 rows on), which is where the job goes next. Prefetches never fault, so one past the weights'
-// end is harmless.
+// ahead for the four rows, within L1; the float tiles ask for less, as vec_dot_rows.cpp says); past
+// a row's end, for the same row of the next tile (4 rows on), which is where the job goes next.
+// Prefetches never fault, so one past the weights' end is harmless.
 #pragma once
 
 #include <cstddef>
@@ -20,11 +20,11 @@ namespace mb {
 
 constexpr size_t kTilePrefetchBytes = 4096;
 
-// The cache lines of [pos, pos + span) + kTilePrefetchBytes of each of the 4 rows (row r at rows[r],
-// row_bytes long, rows stride bytes apart).
+// The cache lines of [pos, pos + span) + ahead of each of the 4 rows (row r at rows[r], row_bytes long,
+// rows stride bytes apart).
 inline void prefetch_tile_rows(const uint8_t* const* rows, size_t pos, size_t span, size_t row_bytes,
-                               size_t stride) {
-    const size_t p = pos + kTilePrefetchBytes;
+                               size_t stride, size_t ahead = kTilePrefetchBytes) {
+    const size_t p = pos + ahead;
     for (int r = 0; r < 4; ++r) {
         // The choice made on the offset: gcc 12 at -O2 drops every prefetch of this loop when it is
         // made between two pointers (checked with objdump: no prefetcht0 left).

@@ -1,10 +1,13 @@
 // AVX2 k-quant dot products (vec_dot_k_avx2.h). Per super-block, 8 groups of 32 elements: the codes
 // (unsigned, at most 63) as 32 bytes, times the activation codes (|y| <= 127) in vpmaddubsw (pairs of
 // at most 2 * 63 * 127 < 2^15: no saturation), then vpmaddwd by the group's two 16-element sub-block
-// scales into 8 int32 lanes. The zero point (q3_K 4, q6_K 32) comes off lane by lane as z times
-// vpmaddwd(bsums, scales), and the minimums' sum is vpmaddwd(bsums, mins). Lanes stay far inside
-// int32, so the lane totals are the portable kernel's integers exactly, whatever the order; the two
-// totals then go through k_block_add as there.
+// scales into 8 int32 lanes, added to the accumulator: in the four-row tiles through the byte-dot form
+// in use (int8_dot_x86.h's Dot::pairs: vpmaddwd and vpaddd on AVX2, one vpdpwssd with AVX-VNNI or
+// AVX512-VNNI, which saves Intel cores, whose three vector ports bound these kernels, one instruction
+// in four). The zero point (q3_K 4, q6_K 32) comes off lane by lane as z times vpmaddwd(bsums,
+// scales), and the minimums' sum is vpmaddwd(bsums, mins). Lanes stay far inside int32, so the lane
+// totals are the portable kernel's integers exactly, whatever the order or the form; the two totals
+// then go through k_block_add as there.
 #include "cpu/kernels/vec_dot_k_avx2.h"
 
 #include <cmath>
@@ -12,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cpu/kernels/int8_dot_x86.h"
 #include "cpu/kernels/simd.h"
 #include "cpu/kernels/tile_prefetch.h"
 #include "cpu/kernels/vec_dot.h"
@@ -56,10 +60,12 @@ MB_TARGET_AVX2 inline __m256i keep(__m256i v) {
     return v;
 }
 
-// acc + the lanes of group g: codes u against activation codes at y.
+// acc + the lanes of group g: codes u against activation codes at y, the pairs scaled and summed
+// through Dot (int8_dot_x86.h: vpmaddwd and vpaddd, or VNNI's vpdpwssd; the same lanes).
+template <class Dot>
 MB_TARGET_AVX2 inline __m256i group_dot(__m256i acc, __m256i u, const int8_t* y, __m256i sc16, int g) {
     const __m256i p = _mm256_maddubs_epi16(u, load256(y + 32 * g));
-    return keep(_mm256_add_epi32(acc, _mm256_madd_epi16(p, group_scales(sc16, g))));
+    return keep(Dot::pairs(acc, p, group_scales(sc16, g)));
 }
 
 // A half's value (F16C: exact, as fp16_to_fp32).
@@ -100,16 +106,18 @@ struct Q2 {
         sc8 = _mm_and_si128(s, _mm_set1_epi8(0x0F));
         mn8 = _mm_and_si128(_mm_srli_epi16(s, 4), _mm_set1_epi8(0x0F));
     }
+    template <class Dot>
     MB_TARGET_AVX2 static __m256i sums(const Block& b, const int8_t* y, __m256i sc16) {
-        __m256i acc = _mm256_setzero_si256();
+        __m256i acc0 = _mm256_setzero_si256();
+        __m256i acc1 = _mm256_setzero_si256();
         for (int h = 0; h < 2; ++h) {
             const __m256i q = load256(b.qs + 32 * h);
-            acc = group_dot(acc, _mm256_and_si256(q, mask8(3)), y, sc16, 4 * h);
-            acc = group_dot(acc, _mm256_and_si256(_mm256_srli_epi16(q, 2), mask8(3)), y, sc16, 4 * h + 1);
-            acc = group_dot(acc, _mm256_and_si256(_mm256_srli_epi16(q, 4), mask8(3)), y, sc16, 4 * h + 2);
-            acc = group_dot(acc, _mm256_and_si256(_mm256_srli_epi16(q, 6), mask8(3)), y, sc16, 4 * h + 3);
+            acc0 = group_dot<Dot>(acc0, _mm256_and_si256(q, mask8(3)), y, sc16, 4 * h);
+            acc1 = group_dot<Dot>(acc1, _mm256_and_si256(_mm256_srli_epi16(q, 2), mask8(3)), y, sc16, 4 * h + 1);
+            acc0 = group_dot<Dot>(acc0, _mm256_and_si256(_mm256_srli_epi16(q, 4), mask8(3)), y, sc16, 4 * h + 2);
+            acc1 = group_dot<Dot>(acc1, _mm256_and_si256(_mm256_srli_epi16(q, 6), mask8(3)), y, sc16, 4 * h + 3);
         }
-        return acc;
+        return _mm256_add_epi32(acc0, acc1);
     }
 };
 
@@ -135,19 +143,23 @@ struct Q3 {
         sc8 = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
         mn8 = _mm_setzero_si128();
     }
+    template <class Dot>
     MB_TARGET_AVX2 static __m256i sums(const Block& b, const int8_t* y, __m256i sc16) {
-        __m256i acc = _mm256_setzero_si256();
-        __m256i hm = load256(b.hmask);  // bit g of each byte: group g's third bit
+        __m256i acc[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+        const __m256i hm = load256(b.hmask);  // bit g of each byte: group g's third bit
         for (int h = 0; h < 2; ++h) {
             const __m256i q = load256(b.qs + 32 * h);
             for (int c = 0; c < 4; ++c) {
-                const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(q, 2 * c), mask8(3));
-                const __m256i hb = _mm256_and_si256(_mm256_slli_epi16(hm, 2), mask8(4));
-                acc = group_dot(acc, _mm256_or_si256(lo, hb), y, sc16, 4 * h + c);
-                hm = _mm256_srli_epi16(hm, 1);
+                const int g = 4 * h + c;
+                const __m256i lo = _mm256_and_si256(c == 0 ? q : _mm256_srli_epi16(q, 2 * c), mask8(3));
+                // Bit g moved to bit 2 with one shift (none for g = 2); the mask drops what the 16-bit
+                // shift brought over from the neighbouring byte.
+                const __m256i at2 = g < 2 ? _mm256_slli_epi16(hm, 2 - g) : g == 2 ? hm : _mm256_srli_epi16(hm, g - 2);
+                const __m256i hb = _mm256_and_si256(at2, mask8(4));
+                acc[c & 1] = group_dot<Dot>(acc[c & 1], _mm256_or_si256(lo, hb), y, sc16, g);
             }
         }
-        return acc;
+        return _mm256_add_epi32(acc[0], acc[1]);
     }
 };
 
@@ -159,13 +171,14 @@ struct Q4 {
     static constexpr bool kScaleHigh = false;
     MB_TARGET_AVX2 static float dmin(const Block& b) { return half(b.dmin); }
     MB_TARGET_AVX2 static void scales(const Block& b, __m128i& sc8, __m128i& mn8) { k4_scales(b.scales, sc8, mn8); }
+    template <class Dot>
     MB_TARGET_AVX2 static __m256i sums(const Block& b, const int8_t* y, __m256i sc16) {
         __m256i acc0 = _mm256_setzero_si256();
         __m256i acc1 = _mm256_setzero_si256();
         for (int p = 0; p < 4; ++p) {
             const __m256i q = load256(b.qs + 32 * p);
-            acc0 = group_dot(acc0, _mm256_and_si256(q, mask8(0xF)), y, sc16, 2 * p);
-            acc1 = group_dot(acc1, _mm256_and_si256(_mm256_srli_epi16(q, 4), mask8(0xF)), y, sc16, 2 * p + 1);
+            acc0 = group_dot<Dot>(acc0, _mm256_and_si256(q, mask8(0xF)), y, sc16, 2 * p);
+            acc1 = group_dot<Dot>(acc1, _mm256_and_si256(_mm256_srli_epi16(q, 4), mask8(0xF)), y, sc16, 2 * p + 1);
         }
         return _mm256_add_epi32(acc0, acc1);
     }
@@ -179,6 +192,7 @@ struct Q5 {
     static constexpr bool kScaleHigh = false;
     MB_TARGET_AVX2 static float dmin(const Block& b) { return half(b.dmin); }
     MB_TARGET_AVX2 static void scales(const Block& b, __m128i& sc8, __m128i& mn8) { k4_scales(b.scales, sc8, mn8); }
+    template <class Dot>
     MB_TARGET_AVX2 static __m256i sums(const Block& b, const int8_t* y, __m256i sc16) {
         __m256i acc0 = _mm256_setzero_si256();
         __m256i acc1 = _mm256_setzero_si256();
@@ -192,8 +206,8 @@ struct Q5 {
             const __m256i h1 = _mm256_and_si256(2 * p + 1 <= 4 ? _mm256_slli_epi16(qh, 3 - 2 * p)
                                                               : _mm256_srli_epi16(qh, 2 * p - 3),
                                                 mask8(0x10));
-            acc0 = group_dot(acc0, _mm256_or_si256(_mm256_and_si256(q, mask8(0xF)), h0), y, sc16, 2 * p);
-            acc1 = group_dot(acc1, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), mask8(0xF)), h1), y,
+            acc0 = group_dot<Dot>(acc0, _mm256_or_si256(_mm256_and_si256(q, mask8(0xF)), h0), y, sc16, 2 * p);
+            acc1 = group_dot<Dot>(acc1, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), mask8(0xF)), h1), y,
                              sc16, 2 * p + 1);
         }
         return _mm256_add_epi32(acc0, acc1);
@@ -211,6 +225,7 @@ struct Q6 {
         sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
         mn8 = _mm_setzero_si128();
     }
+    template <class Dot>
     MB_TARGET_AVX2 static __m256i sums(const Block& b, const int8_t* y, __m256i sc16) {
         __m256i acc0 = _mm256_setzero_si256();
         __m256i acc1 = _mm256_setzero_si256();
@@ -226,10 +241,10 @@ struct Q6 {
                                                _mm256_and_si256(qh, mask8(0x30)));
             const __m256i u3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), mask8(0xF)),
                                                _mm256_srli_epi16(_mm256_and_si256(qh, mask8(0xC0)), 2));
-            acc0 = group_dot(acc0, u0, y, sc16, 4 * h);
-            acc1 = group_dot(acc1, u1, y, sc16, 4 * h + 1);
-            acc0 = group_dot(acc0, u2, y, sc16, 4 * h + 2);
-            acc1 = group_dot(acc1, u3, y, sc16, 4 * h + 3);
+            acc0 = group_dot<Dot>(acc0, u0, y, sc16, 4 * h);
+            acc1 = group_dot<Dot>(acc1, u1, y, sc16, 4 * h + 1);
+            acc0 = group_dot<Dot>(acc0, u2, y, sc16, 4 * h + 2);
+            acc1 = group_dot<Dot>(acc1, u3, y, sc16, 4 * h + 3);
         }
         return _mm256_add_epi32(acc0, acc1);
     }
@@ -262,11 +277,13 @@ struct IQ4XS {
         sc8 = _mm_shuffle_epi8(ls, _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7));
         mn8 = _mm_setzero_si128();
     }
+    template <class Dot>
     MB_TARGET_AVX2 static __m256i sub_dot(__m256i acc, __m256i v, const int8_t* y, __m256i sc16, int s) {
         const __m256i yv = load256(y + 32 * s);
         const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(yv, v));
-        return keep(_mm256_add_epi32(acc, _mm256_madd_epi16(p, group_scales(sc16, s))));
+        return keep(Dot::pairs(acc, p, group_scales(sc16, s)));
     }
+    template <class Dot>
     MB_TARGET_AVX2 static __m256i sums(const Block& b, const int8_t* y, __m256i sc16) {
         const __m256i table =
             _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mb_kvalues_iq4nl)));
@@ -277,8 +294,8 @@ struct IQ4XS {
             const __m256i q = load256(b.qs + 16 * s);
             const __m256i vlo = _mm256_shuffle_epi8(table, _mm256_and_si256(q, mask8(0xF)));
             const __m256i vhi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(q, 4), mask8(0xF)));
-            acc0 = sub_dot(acc0, _mm256_permute2x128_si256(vlo, vhi, 0x20), y, sc16, s);
-            acc1 = sub_dot(acc1, _mm256_permute2x128_si256(vlo, vhi, 0x31), y, sc16, s + 1);
+            acc0 = sub_dot<Dot>(acc0, _mm256_permute2x128_si256(vlo, vhi, 0x20), y, sc16, s);
+            acc1 = sub_dot<Dot>(acc1, _mm256_permute2x128_si256(vlo, vhi, 0x31), y, sc16, s + 1);
         }
         return _mm256_add_epi32(acc0, acc1);
     }
@@ -286,12 +303,12 @@ struct IQ4XS {
 
 // The two integer totals of one super-block, still in lanes: isum (the scaled code sums less the zero
 // point's part) and msum (the minimums' part, zero without minimums).
-template <class K>
+template <class K, class Dot>
 MB_TARGET_AVX2 inline void block_lanes(const typename K::Block& a, const block_q8_K& y, __m256i& isum,
                                        __m256i& msum) {
     __m128i sc8, mn8;
     K::scales(a, sc8, mn8);
-    isum = K::sums(a, y.qs, scales16(sc8));
+    isum = K::template sums<Dot>(a, y.qs, scales16(sc8));
     const __m256i bs = load256(y.bsums);
     if (K::kZero != 0) {
         // kZero is 4 or 32: the zero point's products as a shift.
@@ -308,7 +325,7 @@ MB_TARGET_AVX2 float dot_k(int64_t k, const void* va, const void* vb) {
     float acc = 0.0f;
     for (int64_t i = 0; i < k / kQK; ++i) {
         __m256i isum, msum;
-        block_lanes<K>(a[i], b[i], isum, msum);
+        block_lanes<K, DotAvx2>(a[i], b[i], isum, msum);
         // Both totals at once: [i, m, i, m].
         const __m256i h = _mm256_hadd_epi32(isum, msum);
         __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
@@ -347,7 +364,7 @@ MB_TARGET_AVX2 inline void scales4(const typename K::Block* const* blk, __m128& 
 // lane, so the same bits as dot_k). The first token's pass prefetches (tile_prefetch.h). Each row
 // reads the activation codes from memory (an empty asm hides that the four rows read the same ones),
 // so the compiler does not keep 8 activation vectors in registers across the rows and spill them.
-template <class K>
+template <class K, class Dot>
 MB_TARGET_AVX2 void rows_k(int64_t k, const uint8_t* a, size_t a_stride, const void* const* b, int nt, float* out) {
     using Block = typename K::Block;
     const int64_t nb = k / kQK;
@@ -367,7 +384,7 @@ MB_TARGET_AVX2 void rows_k(int64_t k, const uint8_t* a, size_t a_stride, const v
             for (int r = 0; r < 4; ++r) {
                 const block_q8_K* yi = y + i;
                 __asm__("" : "+r"(yi));
-                block_lanes<K>(*blk[r], *yi, is[r], ms[r]);
+                block_lanes<K, Dot>(*blk[r], *yi, is[r], ms[r]);
             }
             __m128 d, dmin;
             scales4<K>(blk, d, dmin);
@@ -454,22 +471,35 @@ VecDotKFn vec_dot_k_avx2_fn(Type t) {
     }
 }
 
-VecDotRowsFn vec_dot_k_rows_avx2_fn(Type t) {
+template <class Dot>
+VecDotRowsFn rows_k_fn(Type t) {
     static_assert(kVecDotRows == 4, "rows_k computes four rows");
     switch (t) {
-        case Type::Q2_K: return rows_k<Q2>;
-        case Type::Q3_K: return rows_k<Q3>;
-        case Type::Q4_K: return rows_k<Q4>;
-        case Type::Q5_K: return rows_k<Q5>;
-        case Type::Q6_K: return rows_k<Q6>;
-        case Type::IQ4_XS: return rows_k<IQ4XS>;
+        case Type::Q2_K: return rows_k<Q2, Dot>;
+        case Type::Q3_K: return rows_k<Q3, Dot>;
+        case Type::Q4_K: return rows_k<Q4, Dot>;
+        case Type::Q5_K: return rows_k<Q5, Dot>;
+        case Type::Q6_K: return rows_k<Q6, Dot>;
+        case Type::IQ4_XS: return rows_k<IQ4XS, Dot>;
         default: return nullptr;
     }
 }
 
+VecDotRowsFn vec_dot_k_rows_avx2_fn(Type t, ByteDot form) {
+    switch (form) {
+        case ByteDot::Avx512Vnni: return rows_k_fn<DotVnni>(t);
+        case ByteDot::AvxVnni: return rows_k_fn<DotAvxVnni>(t);
+        case ByteDot::Avx2: break;
+    }
+    return rows_k_fn<DotAvx2>(t);
+}
+
+VecDotRowsFn vec_dot_k_rows_avx2_fn(Type t) { return vec_dot_k_rows_avx2_fn(t, byte_dot_in_use()); }
+
 #else
 
 VecDotKFn vec_dot_k_avx2_fn(Type) { return nullptr; }
+VecDotRowsFn vec_dot_k_rows_avx2_fn(Type, ByteDot) { return nullptr; }
 VecDotRowsFn vec_dot_k_rows_avx2_fn(Type) { return nullptr; }
 bool quantize_q8_K_act_block_avx2(const float*, block_q8_K*) { return false; }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/types.h"
+#include "cpu/kernels/simd.h"
 #include "cpu/kernels/vec_dot.h"
 #include "cpu/kernels/vec_dot_k.h"
 
@@ -13,8 +14,13 @@ namespace mb {
 // for types other than q2_K .. q6_K, or in a build without the x86 SIMD paths.
 VecDotKFn vec_dot_k_avx2_fn(Type t);
 
-// Four rows at once (vec_dot.h's VecDotRowsFn), each with the bits vec_dot_k_avx2_fn's kernel gives.
+// Four rows at once (vec_dot.h's VecDotRowsFn), each with the bits vec_dot_k_avx2_fn's kernel gives,
+// the scaled pairs summed with the byte-dot form in use (simd.h's byte_dot_in_use: vpmaddwd and vpaddd,
+// or VNNI's vpdpwssd, which gives the same lanes in one instruction).
 VecDotRowsFn vec_dot_k_rows_avx2_fn(Type t);
+
+// The same with the given form (the CPU must have it: benchmarks/kquant_kernels.cpp compares them).
+VecDotRowsFn vec_dot_k_rows_avx2_fn(Type t, ByteDot form);
 
 // quantize_q8_K of one 256-value block, the same bytes, for a finite block with a finite nonzero
 // scale; false (y untouched) for any other block, which the caller quantizes the scalar way.
