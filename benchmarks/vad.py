@@ -168,17 +168,13 @@ def whisper_cpp_vad():
     return make
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--minutes", type=float, default=10.0)
-    ap.add_argument("--device", default="CPU")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--fw-onnx", type=Path, help="faster-whisper's assets/silero_vad_v6.onnx")
-    args = ap.parse_args()
-
+def run_table(minutes: float = 10.0, device: str = "CPU", repeat: int = 3, fw_onnx: Path | None = None) -> None:
+    """Prints the table (times at 1 and 2 threads, ratios to ours) and the probability differences
+    (benchmarks/whisper_vad_batched.py prints it as its first part)."""
     sys.path.insert(0, str(ROOT))
     from metal_backend.vad import SileroVad, read_silero_file, write_silero_file
 
+    args = argparse.Namespace(minutes=minutes, device=device, repeat=repeat, fw_onnx=fw_onnx)
     audio = make_audio(args.minutes)
     audio = audio[:audio.size // 512 * 512]
     n = audio.size // 512
@@ -248,6 +244,16 @@ def main() -> None:
                   f"{np.abs(cpp_probs[:m] - reference[:m]).max():.2e} (whisper.cpp's framing differs)")
             print(f"max |whisper.cpp (f16 file) - onnxruntime in whisper.cpp's framing| over {m} windows: "
                   f"{np.abs(cpp_probs[:m] - reflect_reference[:m]).max():.2e} (f16 weights and conv inputs)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--device", default="CPU")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--fw-onnx", type=Path, help="faster-whisper's assets/silero_vad_v6.onnx")
+    args = ap.parse_args()
+    run_table(args.minutes, args.device, args.repeat, args.fw_onnx)
 
 
 if __name__ == "__main__":

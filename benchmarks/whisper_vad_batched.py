@@ -1,9 +1,16 @@
 """VAD-gated and batched Whisper: ours against faster-whisper, side by side in one run.
 
     python benchmarks/whisper_vad_batched.py [--threads 2] [--model tiny.en] [--repeats 1 5]
-        [--batch-sizes 1 4 8] [--settings greedy beam5] [--parts vad batched] [--work DIR]
-        [--engines ours ours-int8 fw-float32 fw-int8]
+        [--batch-sizes 1 4 8] [--settings greedy beam5] [--parts probabilities vad batched]
+        [--vad-minutes 10] [--vad-repeat 3] [--work DIR] [--engines ours ours-int8 fw-float32 fw-int8]
 
+By default the three parts run, in this order, each printing its table:
+
+(p) VAD probabilities: benchmarks/vad.py's table (its run_table) on --vad-minutes of speech,
+    silence, noise and tones: max |probability difference| of our SileroVad against onnxruntime
+    running silero-vad's silero_vad.onnx window by window, and the time of ours, that onnxruntime
+    run, faster-whisper's VAD path (its onnx, batched) and whisper.cpp's VAD (pywhispercpp's
+    libwhisper) at 1 and 2 threads (the VAD's own thread counts, not --threads).
 (a) vad_filter: the espeak-ng passage (scripts/make_passage.py, 25 sentences; needs espeak-ng and
     sox) with four gaps of 30-60 s inserted between sentences: digital silence, white noise, a
     440 Hz tone, noise plus tone. Ours `transcribe(vad_filter=True)` and faster-whisper
@@ -47,13 +54,25 @@ REPO = Path(__file__).resolve().parents[1]
 SR = 16000
 SETTINGS = {"greedy": 1, "beam5": 5}
 ENGINES = ["ours", "ours-int8", "fw-float32", "fw-int8"]
+PARTS = ["probabilities", "vad", "batched"]
+
+
+def _sibling(name: str):
+    """Another benchmark script of this folder, as a module."""
+    spec = importlib.util.spec_from_file_location(f"_bench_{name}", Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def model_dir(name: str, work: Path) -> Path | None:
-    spec = importlib.util.spec_from_file_location("_bench_whisper", Path(__file__).with_name("whisper.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.model_dir(name, work)
+    return _sibling("whisper").model_dir(name, work)
+
+
+def part_probabilities(args) -> None:
+    print(f"\n(p) VAD probabilities and time: {args.vad_minutes:g} min of speech, silence, noise and tones "
+          f"({load_average()})", flush=True)
+    _sibling("vad").run_table(minutes=args.vad_minutes, repeat=args.vad_repeat)
 
 
 def passage(work: Path, repeat: int) -> tuple[np.ndarray, dict]:
@@ -196,7 +215,10 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--engines", nargs="+", default=ENGINES, choices=ENGINES,
                         help="rows of (b); the sequential reference row always runs")
-    parser.add_argument("--parts", nargs="+", default=["vad", "batched"], choices=["vad", "batched"])
+    parser.add_argument("--parts", nargs="+", default=PARTS, choices=PARTS,
+                        help="probabilities: VAD vs onnxruntime; vad: vad_filter on the gapped passage; batched")
+    parser.add_argument("--vad-minutes", type=float, default=10.0, help="audio of part (p)")
+    parser.add_argument("--vad-repeat", type=int, default=3, help="best of this many runs in part (p)")
     parser.add_argument("--work", type=Path, help="directory for the passages (default: temp)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -205,6 +227,8 @@ def main() -> None:
         ct2 = model_dir(args.model, work)
         if ct2 is None:
             raise SystemExit(f"{args.model}: model package not installed")
+        if "probabilities" in args.parts:
+            part_probabilities(args)
         if "vad" in args.parts:
             part_vad(args, ct2, work)
         if "batched" in args.parts:

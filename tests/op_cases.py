@@ -960,6 +960,15 @@ def flash_attn_cases():
         ("q8_0_kv", 1, 2, 2, 6, 64, 64, 64, mb.q8_0, "mask", 1, 0.0, 0.0),
         ("q4_0_kv", 1, 2, 2, 3, 70, 64, 64, mb.q4_0, None, 1, 0.0, 0.0),
         ("whisper_encoder", 1, 6, 6, 1500, 1500, 64, 64, mb.f16, None, 1, 0.0, 0.0),
+        # Up to 4 query rows each row walks the keys on its own (the CPU's attend_row): a batch of
+        # decoder steps, several rows, f32 / quantized keys, ALiBi, softcap with grouped heads,
+        # keys past one 64-key mask piece.
+        ("decode_batch", 4, 6, 6, 1, 64, 64, 64, mb.f16, "mask", 1, 0.0, 0.0),
+        ("rows_f32_kv", 1, 2, 2, 2, 45, 80, 80, mb.f32, "mask", 1, 0.0, 0.0),
+        ("decode_q8_0_kv", 1, 2, 2, 1, 96, 64, 64, mb.q8_0, "mask", 1, 0.0, 0.0),
+        ("rows_alibi", 1, 4, 4, 3, 31, 64, 64, mb.f16, "uniform", 4, 8.0, 0.0),
+        ("rows_gqa_softcap", 2, 4, 2, 4, 19, 40, 40, mb.f16, "mask", 1, 0.0, 30.0),
+        ("decode_long", 1, 2, 2, 1, 1000, 64, 64, mb.f16, "causal:700", 1, 0.0, 0.0),
     ]
     for label, B, H, Hkv, nq, nkv, D, Dv, kvt, mgen, mh, max_bias, softcap in specs:
         scale = 1.0 / math.sqrt(D)

@@ -18,6 +18,7 @@ and ranking; only the bookkeeping is per window:
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -25,7 +26,7 @@ import numpy as np
 from .compute import WhisperCompute
 from .decoding import DecodingResult, WindowDecoder, compression_ratio
 from .errors import WhisperError
-from .logit_filters import log_softmax
+from .logit_filters import log_normalizers, log_softmax, top_k
 
 
 class BatchDecoder(WindowDecoder):
@@ -98,17 +99,19 @@ class BatchDecoder(WindowDecoder):
         for _ in range(self.max_new_tokens):
             rows = [w * n + j for w in live for j in range(n)]
             self.rules.apply(logits, [sequences[r] for r in rows])
-            logprobs = log_softmax(logits)
             if temperature == 0.0:
                 picks = np.argmax(logits, axis=-1)
             else:
                 # In float64, as WindowDecoder._sample: past float32's range the temperature would be inf.
                 picks = np.argmax(logits.astype(np.float64) / temperature + rng.gumbel(size=logits.shape), axis=-1)
+            # The log-softmax at the picked tokens only (log_normalizers: the same bits as log_softmax).
+            top, log_total = log_normalizers(logits)
+            picked = (logits[np.arange(len(rows)), picks] - top[:, 0]) - log_total[:, 0]
             feed = []
             for i, r in enumerate(rows):
                 if alive[r]:
                     token = int(picks[i])
-                    sums[r] += logprobs[i, token]
+                    sums[r] += picked[i]
                     if token == eot:
                         alive[r] = False
                     else:
@@ -142,7 +145,13 @@ class BatchDecoder(WindowDecoder):
         for _ in range(self.max_new_tokens):
             sampled = [beams[w][j][0] if j < len(beams[w]) else [] for w in live for j in range(beam_size)]
             self.rules.apply(logits, sampled)
-            logprobs = log_softmax(logits)
+            # Every row's beam_size + 1 best tokens and the log-softmax at those only, for all rows at
+            # once (as WindowDecoder._beam_search: log_normalizers gives log_softmax's bits).
+            top, log_total = log_normalizers(logits)
+            best = top_k(logits, beam_size + 1)
+            # float32 log-probabilities added to the float totals, as the sequential search adds them.
+            best_logprobs = (np.take_along_axis(logits, best, axis=-1) - top) - log_total
+            best = best.tolist()
             sources: list[int] = []
             feed: list[list[int]] = []
             keep: list[int] = []
@@ -150,9 +159,8 @@ class BatchDecoder(WindowDecoder):
                 base = k * beam_size
                 candidates = []
                 for j, (tokens, total) in enumerate(beams[w]):
-                    row = logprobs[base + j]
-                    top = np.argpartition(-row, beam_size)[:beam_size + 1]
-                    candidates += [(total + row[t], j, int(t)) for t in top if np.isfinite(row[t])]
+                    candidates += [(total + lp, j, t) for t, lp in zip(best[base + j], best_logprobs[base + j])
+                                   if math.isfinite(lp)]
                 candidates.sort(key=lambda c: -c[0])
                 new_beams: list[tuple[list[int], float]] = []
                 picked: list[int] = []
