@@ -122,31 +122,44 @@ class OurEngine:
 
     label = "metal_backend"
 
-    def __init__(self, model: Whisper, vad: SileroVad):
+    def __init__(self, model: Whisper, vad: SileroVad, stream_args: dict | None = None):
         self.model, self.vad = model, vad
+        self.stream_args = dict(stream_args or {})
         self.work = Work()
         window = model.transcribe_window
 
-        def counted(audio, options=None, previous=()):
-            result = window(audio, options, previous)
+        def counted(audio, options=None, previous=(), prefix=()):
+            result = window(audio, options, previous, prefix)
+            forced = int(result.timings["forced"])
             self.work.calls += 1
-            self.work.tokens += sum(len(seg.tokens) for seg in result.segments)
+            self.work.tokens += sum(len(seg.tokens) for seg in result.segments) - forced
+            self.work.forced += forced
             return result
 
         model.transcribe_window = counted
 
-    def call(self, audio: np.ndarray) -> None:
+    def call(self, audio: np.ndarray, prefix: list[int] = ()):
         """One model call as the stream makes it (for the unit costs)."""
         from metal_backend.whisper.options import DecodingOptions
-        self.model.transcribe_window(audio, DecodingOptions(beam_size=None, temperature=0.0, language="en",
-                                                            word_timestamps=True))
+        return self.model.transcribe_window(audio, DecodingOptions(beam_size=None, temperature=0.0, language="en",
+                                                                   word_timestamps=True), (), prefix)
+
+    def prefixed_call(self, audio: np.ndarray):
+        """A call whose forced prefix is the first half of the text it hears (for c_forced), as
+        a stream forces its committed words."""
+        tokens = [t for seg in self.call(audio).segments for t in seg.tokens]
+        prefix = [self.model.data.special.timestamp_begin] + tokens[:len(tokens) // 2]
+        return lambda a: self.call(a, prefix)
 
     def vad_call(self, audio: np.ndarray) -> None:
         self.vad.reset()
         self.vad.push(audio)
 
     def start(self) -> None:
-        self.stream = self.model.stream(vad=self.vad, language="en", word_timestamps=True)
+        from metal_backend.whisper.streaming import Stream, stream_options
+        args = dict(self.stream_args)
+        options = stream_options(None, {"language": "en", "word_timestamps": True, **args.pop("decoding", {})})
+        self.stream = Stream(self.model, options, self.vad, **args)
 
     def feed(self, samples: np.ndarray) -> list[str]:
         self.work.audio += samples.size / SR
@@ -172,11 +185,12 @@ class Work:
 
     def __init__(self) -> None:
         self.calls = 0
-        self.tokens = 0
+        self.tokens = 0  # sampled
+        self.forced = 0  # forced prefix tokens (fed in one batch and aligned, not sampled)
         self.audio = 0.0
 
-    def snapshot(self) -> tuple[int, int, float]:
-        return self.calls, self.tokens, self.audio
+    def snapshot(self) -> tuple[int, int, int, float]:
+        return self.calls, self.tokens, self.forced, self.audio
 
 
 class PeerEngine:
@@ -254,22 +268,26 @@ def unit_costs(engine, samples: np.ndarray, threads: int) -> dict[str, float]:
     """c_call, c_token, c_audio of the sim clock's cost model, measured (see the module docstring)."""
     cost = charged(threads)
 
-    def best(run, audio) -> tuple[float, int]:
+    def best(run, audio) -> tuple[float, int, int]:
         times = []
         for _ in range(3):
-            before = engine.work.tokens
+            before = engine.work.tokens, engine.work.forced
             cost()
             run(audio)
             times.append(cost())
-            tokens = engine.work.tokens - before
-        return min(times), tokens
+            tokens, forced = engine.work.tokens - before[0], engine.work.forced - before[1]
+        return min(times), tokens, forced
 
-    short, short_tokens = best(engine.call, samples[:3 * SR])
-    long, long_tokens = best(engine.call, samples[:20 * SR])
+    short, short_tokens, _ = best(engine.call, samples[:3 * SR])
+    long, long_tokens, _ = best(engine.call, samples[:20 * SR])
     token = max(long - short, 0.0) / max(long_tokens - short_tokens, 1)
     call = max(short - token * short_tokens, 0.0)
-    vad, _ = best(engine.vad_call, samples[:10 * SR])
-    return {"c_call": round(call, 5), "c_token": round(token, 6), "c_audio": round(vad / 10, 6)}
+    vad, _, _ = best(engine.vad_call, samples[:10 * SR])
+    out = {"c_call": round(call, 5), "c_token": round(token, 6), "c_audio": round(vad / 10, 6)}
+    if hasattr(engine, "prefixed_call"):  # the same 20 s with half its text forced: what a forced token costs
+        prefixed, sampled, forced = best(engine.prefixed_call(samples[:20 * SR]), samples[:20 * SR])
+        out["c_forced"] = round(max(prefixed - call - token * sampled, 0.0) / max(forced, 1), 6)
+    return out
 
 
 def replay(engine, samples: np.ndarray, chunk: float, clock: str, threads: int,
@@ -291,9 +309,9 @@ def replay(engine, samples: np.ndarray, chunk: float, clock: str, threads: int,
             cost()
             words = run()
             spent = cost()
-            calls, tokens, audio = (b - a for a, b in zip(before, engine.work.snapshot()))
-            modeled = calls * costs["c_call"] + tokens * costs["c_token"] + audio * costs["c_audio"] \
-                if clock == "sim" else spent
+            calls, tokens, forced, audio = (b - a for a, b in zip(before, engine.work.snapshot()))
+            modeled = calls * costs["c_call"] + tokens * costs["c_token"] + forced * costs.get("c_forced", 0.0) \
+                + audio * costs["c_audio"] if clock == "sim" else spent
             busy += modeled
             measured_busy += spent
             return words, modeled
@@ -391,6 +409,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", type=Path)
     p.add_argument("--json", type=Path)
     p.add_argument("--unit-costs", type=Path, help="a --json output whose sim unit costs to use (see the docstring)")
+    p.add_argument("--stream-args", type=json.loads, default={},
+                   help='Stream keyword arguments as JSON, decoding options under "decoding" '
+                        '(e.g. \'{"forced_prefix": false, "decoding": {"beam_size": 5}}\')')
     args = p.parse_args(argv)
     pinned = json.loads(args.unit_costs.read_text())["unit_costs"] if args.unit_costs else {}
     all_costs: dict[str, dict[str, float]] = {}
@@ -404,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models:
         directory = model_dir(name, work)
         model = Whisper.load(directory, device="CPU", threads=args.threads)
-        engines = [OurEngine(model, vad)]
+        engines = [OurEngine(model, vad, args.stream_args)]
         if online is not None:
             engines += [PeerEngine(online, directory, args.threads, beam) for beam in args.peer_beams]
         for repeat in args.repeats:

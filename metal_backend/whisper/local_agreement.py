@@ -70,10 +70,13 @@ class LocalAgreement:
         """The uncommitted words of the last hypothesis."""
         return list(self._current)
 
-    def insert(self, words: list[TimedWord], audio_end: float | None = None, hold: float = 0.0) -> list[TimedWord]:
+    def insert(self, words: list[TimedWord], audio_end: float | None = None, hold: float = 0.0,
+               fresh: bool = False) -> list[TimedWord]:
         """Takes a hypothesis (words in order, absolute times) of the audio up to `audio_end`
-        (seconds; None: no right-edge hold); returns the words it commits."""
-        new = self._unseen(words)
+        (seconds; None: no right-edge hold); returns the words it commits. fresh: the words are
+        known to follow the committed ones (the hypothesis was decoded after them as a forced
+        prefix and they were taken off), so none is dropped as already committed."""
+        new = self._fresh(words) if fresh else self._unseen(words)
         limit = float("inf") if audio_end is None else audio_end - hold
         agreed: list[TimedWord] = []
         for old, word in zip(self._previous, new):
@@ -85,10 +88,13 @@ class LocalAgreement:
         self._previous = self._current
         return agreed
 
-    def flush(self, words: list[TimedWord] | None = None) -> list[TimedWord]:
-        """Commits every uncommitted word of `words` (a final hypothesis), or of the last
-        hypothesis when None; the next hypothesis is then compared with nothing."""
-        rest = self._unseen(words) if words is not None else self._current
+    def flush(self, words: list[TimedWord] | None = None, fresh: bool = False) -> list[TimedWord]:
+        """Commits every uncommitted word of `words` (a final hypothesis; fresh as for insert),
+        or of the last hypothesis when None; the next hypothesis is then compared with nothing."""
+        if words is None:
+            rest = self._current
+        else:
+            rest = self._fresh(words) if fresh else self._unseen(words)
         self._previous = []
         self._current = []
         return self._commit(rest)
@@ -97,6 +103,10 @@ class LocalAgreement:
         """Drops the last hypothesis (its audio is gone from the buffer), keeping what was committed."""
         self._previous = []
         self._current = []
+
+    @staticmethod
+    def _fresh(words: list[TimedWord]) -> list[TimedWord]:
+        return [w for w in words if w.key]
 
     def _unseen(self, words: list[TimedWord]) -> list[TimedWord]:
         words = [w for w in words if w.key and w.start > self.committed_end - _TOLERANCE]

@@ -145,16 +145,18 @@ class Whisper:
         return result
 
     def transcribe_window(self, audio: np.ndarray, options: DecodingOptions | None = None,
-                          previous: list[int] | tuple[int, ...] = ()) -> Transcript:
+                          previous: list[int] | tuple[int, ...] = (),
+                          prefix: list[int] | tuple[int, ...] = ()) -> Transcript:
         """At most 30 s of samples decoded as one window, encoded once (transcribe.transcribe_window):
-        the hypothesis step of live transcription. previous: prompt text tokens. Serialised with
+        the hypothesis step of live transcription. previous: prompt text tokens; prefix: forced
+        tokens the window's text starts with (text and timestamps). Serialised with
         transcribe() (see the class docstring)."""
         if self._owner == threading.get_ident():
             raise WhisperError("transcribe_window() called from inside a transcribe() of the same model")
         with self._lock:
             self._owner = threading.get_ident()
             try:
-                return transcribe_window(self.compute, self.data, audio, options, previous)
+                return transcribe_window(self.compute, self.data, audio, options, previous, prefix)
             finally:
                 self._owner = None
 
