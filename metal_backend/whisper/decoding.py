@@ -120,7 +120,8 @@ class WindowDecoder:
         follows; its log-probabilities and max_new_tokens count the sampled tokens only."""
         prompt, sot_index = self.prompt(previous)
         forced = [int(t) for t in prefix]
-        bad = [t for t in forced if not 0 <= t < self.model.hparams.n_vocab or self.special.eot <= t < self.rules.timestamp_begin]
+        n_vocab, tb = self.model.hparams.n_vocab, self.rules.timestamp_begin
+        bad = [t for t in forced if not 0 <= t < n_vocab or self.special.eot <= t < tb]
         if bad:
             raise WhisperError(f"prefix token {bad[0]} is not a text or timestamp token of this model")
         if len(prompt) + len(forced) >= self.n_text_ctx:

@@ -52,17 +52,21 @@ def word_key(text: str) -> str:
 
 
 class LocalAgreement:
-    """The committed/tentative split of a stream of hypotheses (see the module docstring).
+    """The committed/tentative split of a stream of hypotheses (see the module docstring); n: how
+    many consecutive hypotheses must agree on a word (2: LocalAgreement-2).
 
     insert(words) takes a new hypothesis and returns the words it commits; flush() commits what is
     left of the last hypothesis (the final pass of a finished stretch of speech); tentative holds
     the words heard but not committed yet.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, n: int = 2) -> None:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 2:
+            raise ValueError(f"LocalAgreement needs n >= 2 hypotheses to agree (got {n!r})")
+        self.n = n
         self.committed_end = 0.0
         self._committed_tail: list[str] = []
-        self._previous: list[TimedWord] = []
+        self._previous: list[list[TimedWord]] = []  # the uncommitted words of the last n - 1 hypotheses
         self._current: list[TimedWord] = []
 
     @property
@@ -79,14 +83,15 @@ class LocalAgreement:
         new = self._fresh(words) if fresh else self._unseen(words)
         limit = float("inf") if audio_end is None else audio_end - hold
         agreed: list[TimedWord] = []
-        for old, word in zip(self._previous, new):
-            if old.key != word.key or word.end > limit:
-                break
-            agreed.append(word)
+        if len(self._previous) == self.n - 1:
+            for k, word in enumerate(new):
+                if word.end > limit or any(len(old) <= k or old[k].key != word.key for old in self._previous):
+                    break
+                agreed.append(word)
         self._current = new[len(agreed):]
-        agreed = self._commit(agreed)
-        self._previous = self._current
-        return agreed
+        self._previous = [old[len(agreed):] for old in self._previous[2 - self.n:]] + [self._current] \
+            if self.n > 2 else [self._current]
+        return self._commit(agreed)
 
     def flush(self, words: list[TimedWord] | None = None, fresh: bool = False) -> list[TimedWord]:
         """Commits every uncommitted word of `words` (a final hypothesis; fresh as for insert),

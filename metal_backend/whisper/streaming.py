@@ -133,7 +133,8 @@ class Stream:
                  vad_parameters: VadParameters | None = None, *, on_commit: CommitCallback | None = None,
                  on_tentative: TentativeCallback | None = None, min_step_seconds: float = 0.5,
                  max_step_seconds: float = 5.0, trim_seconds: float = 15.0, max_buffer_seconds: float = 25.0,
-                 context_gap_seconds: float = 2.0, edge_hold_seconds: float = 0.3, forced_prefix: bool = True):
+                 context_gap_seconds: float = 2.0, edge_hold_seconds: float = 0.3, forced_prefix: bool = True,
+                 agreement: int = 2):
         if not 0.0 < min_step_seconds <= max_step_seconds:
             raise WhisperError(f"min_step_seconds must be in (0, max_step_seconds] (got {min_step_seconds!r})")
         if not (0.0 < trim_seconds <= max_buffer_seconds
@@ -141,6 +142,8 @@ class Stream:
             raise WhisperError(f"need 0 < trim_seconds <= max_buffer_seconds and max_buffer_seconds + "
                                f"max_step_seconds <= {MAX_WINDOW_SECONDS:g} (got trim {trim_seconds!r}, max buffer "
                                f"{max_buffer_seconds!r}, max step {max_step_seconds!r})")
+        if not isinstance(agreement, int) or isinstance(agreement, bool) or not 2 <= agreement <= 5:
+            raise WhisperError(f"agreement must be an integer in 2..5 hypotheses (got {agreement!r})")
         if not 0.0 <= edge_hold_seconds <= max_step_seconds:
             raise WhisperError(f"edge_hold_seconds must be in [0, max_step_seconds] (got {edge_hold_seconds!r})")
         self.model = model
@@ -182,7 +185,7 @@ class Stream:
         self._speech_start = 0  # where the VAD heard speech start (before padding is taken off)
         self._last_hypothesis = 0  # buffer end of the last transcription
         self._hypothesis_segments: list[Segment] = []
-        self._agreement = LocalAgreement()
+        self._agreement = LocalAgreement(agreement)
         self._prompt_words: deque[tuple[TimedWord, list[int]]] = deque(maxlen=_PROMPT_WORDS)  # with tokens
         self._last_request: tuple | None = None  # what the last hypothesis transcribed, and its words
         self._last_words: list[TimedWord] = []

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_stream_joins import SCALE, SR, ScriptedModel, ScriptedVad, expected, world
 
 from metal_backend.whisper import DecodingOptions, WhisperError, WindowDecoder
-from metal_backend.whisper.local_agreement import word_key
+from metal_backend.whisper.local_agreement import LocalAgreement, TimedWord, word_key
 from metal_backend.whisper.streaming import Stream, stream_options
 from metal_backend.whisper.tokenizer import Tokenizer
 from metal_backend.whisper.transcript import Segment, Transcript, Word
-from test_stream_joins import SCALE, SR, ScriptedModel, ScriptedVad, expected, world
 from test_whisper_decoding import EN, NO_TS, TB, ScriptedCompute, TreeCompute, fake_model
 
 EOT = 50256
@@ -43,7 +43,8 @@ def test_beam_search_continues_after_a_forced_prefix():
     # After the forced 1001 greedy takes 1002 (0.6); the beam finds 1003 1000 (0.4 * 0.95).
     tree = _tree({(): {1000: 0.9, 1001: 0.1}, (1001,): {1002: 0.6, 1003: 0.4},
                   (1001, 1002): {EOT: 0.3, 1000: 0.35, 1003: 0.35}, (1001, 1002, 1000): {EOT: 1.0},
-                  (1001, 1002, 1003): {EOT: 1.0}, (1001, 1003): {1000: 0.95, EOT: 0.05}, (1001, 1003, 1000): {EOT: 1.0}})
+                  (1001, 1002, 1003): {EOT: 1.0}, (1001, 1003): {1000: 0.95, EOT: 0.05},
+                  (1001, 1003, 1000): {EOT: 1.0}})
     greedy = WindowDecoder(fake_model(EN), DecodingOptions(beam_size=None, **NO_TS))
     assert greedy.decode(TreeCompute(EN.n_vocab, tree, 2), "F", prefix=[1001]).tokens[:2] == [1001, 1002]
     decoder = WindowDecoder(fake_model(EN), DecodingOptions(beam_size=3, **NO_TS))
@@ -153,3 +154,30 @@ def test_without_the_forced_prefix_nothing_is_forced(tiny_en):
     model = PrefixModel(tiny_en, sentences)
     assert _run(model, sentences, 11.0, forced_prefix=False) == expected(sentences)
     assert model.prefixes == []
+
+
+def _words(*spec):
+    return [TimedWord(start, start + 0.3, " " + text, 0.9, 0) for text, start in spec]
+
+
+def test_agreement_of_three_hypotheses_waits_for_the_third():
+    la = LocalAgreement(3)
+    assert la.insert(_words(("the", 0.0), ("cat", 0.4))) == []
+    assert la.insert(_words(("the", 0.0), ("cat", 0.4), ("sat", 0.8))) == []  # two agree: not enough
+    # The third agrees on "the" only; "cap" breaks the run, so nothing after it either.
+    assert [w.text for w in la.insert(_words(("the", 0.0), ("cap", 0.4), ("sat", 0.8)))] == [" the"]
+    # The last three (after "the") are "cat sat", "cap sat", "cat sat on": they disagree on the first word.
+    assert la.insert(_words(("cat", 0.4), ("sat", 0.8), ("on", 1.2))) == []
+    assert [w.text for w in la.insert(_words(("cat", 0.4), ("sat", 0.8), ("on", 1.2)))] == []
+    assert [w.text for w in la.insert(_words(("cat", 0.4), ("sat", 0.8), ("on", 1.2), ("it", 1.6)))] == \
+        [" cat", " sat", " on"]
+    assert [w.text for w in la.flush()] == [" it"]
+
+
+@pytest.mark.parametrize("n", [1, 6, 2.0, True])
+def test_bad_agreement_counts_raise(n):
+    with pytest.raises(WhisperError, match="agreement must be an integer in 2..5"):
+        Stream(None, DecodingOptions(), None, agreement=n)
+    if n in (1, 2.0):
+        with pytest.raises(ValueError, match="n >= 2"):
+            LocalAgreement(n if n == 1 else 2.0)
