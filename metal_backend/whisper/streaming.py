@@ -27,7 +27,14 @@ How (Whisper-Streaming's LocalAgreement-2, gated by a voice activity detector):
   again: LocalAgreement drops them), cut back at a sentence end when it is longer than
   trim_seconds; after a longer silence the buffer starts empty.
 - The committed words before the buffer are the prompt of each transcription (with
-  initial_prompt in front), as the long-form loop conditions on previous text.
+  initial_prompt in front), as the long-form loop conditions on previous text. The committed
+  words inside the buffer are its forced decoder prefix (forced_prefix=True): Whisper continues
+  after them, as timestamped sentences, instead of hearing them again, so every hypothesis of a
+  buffer shares that context and samples only the words after it (the prefix goes in as one
+  batch, a fraction of the cost of sampling it). They come back first and are taken off by
+  position, whatever times the alignment gives them; a hypothesis that strays off them (a token
+  glued onto the last one) is compared by time and n-gram instead.
+- agreement: how many consecutive hypotheses must agree on a word (2: LocalAgreement-2).
 - The buffer never exceeds max_buffer_seconds (at most 30 s, one Whisper window): past
   trim_seconds it is cut after a committed word that ends a sentence, halfway to the next word
   (never at a word's aligned edge, which clips it), keeping up to two thirds of trim_seconds as
