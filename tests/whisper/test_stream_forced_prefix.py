@@ -136,7 +136,7 @@ def test_the_stream_forces_its_committed_words_and_commits_every_word_once(tiny_
     # that the buffer holds committed words for several hypotheses.
     sentences = world([(0.5, 12), (6.0, 10), (10.6, 9), (17.0, 8)])
     model = PrefixModel(tiny_en, sentences, glue=glue)
-    committed = _run(model, sentences, 22.0)
+    committed = _run(model, sentences, 22.0, forced_prefix=True)
     assert committed == expected(sentences), committed
     assert len(model.prefixes) >= 10 and model.glued == len(glue)
     tb = tiny_en.special.timestamp_begin
@@ -152,7 +152,7 @@ def test_the_stream_forces_its_committed_words_and_commits_every_word_once(tiny_
 def test_without_the_forced_prefix_nothing_is_forced(tiny_en):
     sentences = world([(0.5, 12), (6.0, 10)])
     model = PrefixModel(tiny_en, sentences)
-    assert _run(model, sentences, 11.0, forced_prefix=False) == expected(sentences)
+    assert _run(model, sentences, 11.0) == expected(sentences)  # the default
     assert model.prefixes == []
 
 
