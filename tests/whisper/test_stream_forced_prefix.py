@@ -181,3 +181,16 @@ def test_bad_agreement_counts_raise(n):
     if n in (1, 2.0):
         with pytest.raises(ValueError, match="n >= 2"):
             LocalAgreement(n if n == 1 else 2.0)
+
+
+def test_whisper_stream_passes_forced_prefix_on(tiny_en):
+    from metal_backend.whisper import Whisper
+    sentences = world([(0.5, 12)])
+    model = PrefixModel(tiny_en, sentences)
+    s = Whisper.stream(model, vad=ScriptedVad(sentences), language="en", word_timestamps=True, forced_prefix=True)
+    model.stream = s
+    samples = (np.arange(int(6.0 * SR)) * SCALE).astype(np.float32)
+    for i in range(0, samples.size, SR // 2):
+        s.push(samples[i:i + SR // 2])
+    s.finish()
+    assert model.prefixes and [word_key(w.word) for seg in s.segments for w in seg.words] == expected(sentences)
