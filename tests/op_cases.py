@@ -791,12 +791,21 @@ def spatial_cases():
     for label, shape, op, kk, ss, pp in [("max", (2, 3, 9, 11), "max", (3, 3), (2, 2), (1, 1)),
                                          ("avg", (1, 2, 8, 8), "avg", (2, 2), (2, 2), (0, 0)),
                                          ("avg_pad", (1, 3, 7, 5), "avg", (3, 2), (1, 2), (1, 1)),
-                                         ("max_rect", (2, 1, 6, 10), "max", (4, 2), (3, 1), (0, 1))]:
+                                         ("max_rect", (2, 1, 6, 10), "max", (4, 2), (3, 1), (0, 1)),
+                                         # the CPU's row-at-a-time path: rows of several SIMD vectors and a
+                                         # tail, both paddings cut a window column's span of pixels
+                                         ("max_k2s2_rows", (1, 3, 6, 70), "max", (2, 2), (2, 2), (0, 0)),
+                                         ("avg_wide_pad", (1, 2, 5, 37), "avg", (3, 2), (2, 1), (1, 1)),
+                                         ("max_wide_pad", (2, 2, 4, 29), "max", (5, 3), (3, 2), (2, 1))]:
         case(f"pool_2d/f32/{label}", "POOL_2D", [In(shape)],
              lambda a, op=op, kk=kk, ss=ss, pp=pp: mb.ops.pool_2d(a, op, kk[0], kk[1], ss[0], ss[1], pp[0], pp[1]),
              lambda a, op=op, kk=kk, ss=ss, pp=pp: pool_2d_ref(a, op == "avg", kk[0], kk[1], ss[0], ss[1],
                                                                pp[0], pp[1]),
              ARITH if op == "avg" else EXACT)
+    # a strided input row (the CPU's pixel-at-a-time path)
+    case("pool_2d/f32/transposed", "POOL_2D", [In((1, 2, 9, 6))],
+         lambda a: mb.ops.pool_2d(a.permute(0, 1, 3, 2), "max", 3, 2, 2, 1, 1, 0),
+         lambda a: pool_2d_ref(a.transpose(0, 1, 3, 2), False, 3, 2, 2, 1, 1, 0), EXACT)
     for label, shape, sf in [("x2", (2, 3, 5, 7), 2), ("x3", (1, 4, 6), 3), ("2d", (3, 5), 2)]:
         case(f"upscale/f32/{label}", "UPSCALE", [In(shape)], lambda a, sf=sf: mb.ops.upscale(a, sf),
              lambda a, sf=sf: np.repeat(np.repeat(a, sf, axis=-1), sf, axis=-2), EXACT)
@@ -1459,7 +1468,12 @@ def spatial2_cases():
                                # (blocks of 128, the last 104), panels of 16 cut at the ends of 40-pixel rows
                                ("blocks", (7, 30, 3, 3), (1, 30, 9, 40), (1, 1, 1, 1, 1, 1)),
                                # runs of 16 pixels over both paddings of 37-wide rows (dilation 2, padding 2)
-                               ("padded_runs", (4, 2, 3, 3), (2, 2, 5, 37), (1, 1, 2, 2, 2, 2))]:
+                               ("padded_runs", (4, 2, 3, 3), (2, 2, 5, 37), (1, 1, 2, 2, 2, 2)),
+                               # runs of 16 over the padding of 32-wide rows, read whole from inside the
+                               # data and then zeroed (but at the data's first and last bytes), 5 columns of
+                               # padding (a run's first 5 entries zero)
+                               ("padded_panels", (3, 2, 3, 3), (2, 2, 4, 32), (1, 1, 1, 1, 1, 1)),
+                               ("padded_panels_wide", (2, 3, 2, 4), (1, 3, 3, 26), (1, 1, 5, 1, 2, 1))]:
         for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
             case(f"conv_2d_direct/{kn}xf32/{label}", "CONV_2D", [In(sk, kt), In(sd)],
                  lambda k, d, g=geo: mb.ops.conv_2d_direct(k, d, *g), lambda k, d, g=geo: conv_2d_ref(k, d, *g), ROWS)
@@ -1474,7 +1488,17 @@ def spatial2_cases():
                                # rows of several 8-pixel vectors and a tail (the AVX2 row), and a filter wider
                                # than its padded row, where no pixel has all its taps inside the input
                                ("wide", (5, 1, 3, 5), (1, 5, 6, 70), (1, 1, 2, 1, 1, 1)),
-                               ("filter_wider_than_row", (2, 1, 3, 7), (1, 2, 4, 5), (1, 1, 4, 1, 2, 1))]:
+                               ("filter_wider_than_row", (2, 1, 3, 7), (1, 2, 4, 5), (1, 1, 4, 1, 2, 1)),
+                               # the SIMD rows (vectors of 8 and 16 pixels): a row narrower than one vector, a
+                               # last vector overlapping the one before (25 wide), whole vectors of padding (11
+                               # columns) then a part-padded one, dilated taps over both paddings, rows of
+                               # exactly 2 and 4 vectors with every tap inside (1x1 filter, 64 wide)
+                               ("narrow", (3, 1, 3, 3), (1, 3, 5, 6), (1, 1, 1, 1, 1, 1)),
+                               ("overlapping_tail", (4, 1, 3, 3), (1, 4, 3, 25), (1, 1, 1, 1, 1, 1)),
+                               ("wide_padding", (2, 1, 2, 3), (1, 2, 4, 20), (1, 1, 11, 0, 1, 1)),
+                               ("dilated_edges", (3, 1, 3, 4), (2, 3, 7, 50), (1, 2, 3, 2, 3, 1)),
+                               ("exact_vectors", (2, 1, 3, 3), (1, 2, 4, 32), (1, 1, 1, 1, 1, 1)),
+                               ("all_inside", (2, 1, 1, 1), (1, 2, 2, 64), (1, 1, 0, 0, 1, 1))]:
         for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
             case(f"conv_2d_dw_direct/{kn}xf32/{label}", "CONV_2D_DW", [In(sk, kt), In(sd)],
                  lambda k, d, g=geo: mb.ops.conv_2d_dw_direct(k, d, *g),
@@ -1488,7 +1512,12 @@ def spatial2_cases():
                               # past one GEMM block: 110 positions (> 96), 19*15 = 285 columns (> 256, cut in a channel)
                               ("blocks", (3, 19, 3, 5), (1, 3, 11, 10), 2),
                               # 260 input channels: two GEMM k blocks (256 + 4)
-                              ("deep", (260, 2, 2, 2), (1, 260, 3, 4), 1)]:
+                              ("deep", (260, 2, 2, 2), (1, 260, 3, 4), 1),
+                              # the CPU's runs of one input row: 100-wide rows cut by the 96-position blocks
+                              ("wide_rows", (2, 3, 3, 4), (1, 2, 2, 100), 2),
+                              # 31 channels of 9 taps: two column blocks (28 channels, then 3: a part token
+                              # group), stride 2 over an odd filter width (a tap pair and a single tap)
+                              ("column_blocks", (3, 31, 3, 3), (1, 3, 5, 6), 2)]:
         for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
             case(f"conv_transpose_2d_p0/{kn}xf32/{label}", "CONV_TRANSPOSE_2D", [In(sk, kt), In(sd)],
                  lambda k, d, st=st: mb.ops.conv_transpose_2d_p0(k, d, st),

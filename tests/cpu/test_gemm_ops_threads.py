@@ -1,5 +1,6 @@
-"""The CPU's GEMM-based ops other than mul_mat (OUT_PROD, CONV_2D, CONV_TRANSPOSE_1D, CONV_TRANSPOSE_2D)
-at thread counts the conformance suite does not use: their threads pack shared operands between
+"""The CPU's GEMM-based ops other than mul_mat (OUT_PROD, CONV_2D, CONV_TRANSPOSE_1D, CONV_TRANSPOSE_2D),
+and CONV_2D_DW (rows split among threads, each row in SIMD vectors that overlap at its end), at thread
+counts the conformance suite does not use: their threads pack shared operands between
 barriers (out_prod per k block into two alternating buffers, conv_2d the kernel once) or split the
 output channels, so an uneven split (3, 7 threads; more threads than work) must give the same bits
 as one thread, and match the float64 reference. The shapes cross the GEMM's block edges (k blocks,
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import metal_backend as mb
-from op_cases import conv_2d_ref, conv_transpose_1d_ref, conv_transpose_2d_ref, out_prod_ref
+from op_cases import conv_2d_dw_ref, conv_2d_ref, conv_transpose_1d_ref, conv_transpose_2d_ref, out_prod_ref
 
 CPU = mb.device("CPU")
 
@@ -30,6 +31,16 @@ def _conv_2d(ctx, rng):
     return [tk, tx], [k, x], mb.ops.conv_2d_direct(tk, tx, 1, 1, 1, 1, 1, 1), ref
 
 
+def _conv_2d_dw(ctx, rng):
+    # 70-wide rows: edge vectors at both ends (padding 3, dilation 2 over a 5-wide filter), a last
+    # vector overlapping the one before; 2 x 8 x 20 rows of 15 taps give the op several threads
+    k = (rng.standard_normal((8, 1, 3, 5)) * 0.2).astype(np.float32)
+    x = rng.standard_normal((2, 8, 20, 70)).astype(np.float32)
+    tk, tx = ctx.tensor(mb.f32, k.shape), ctx.tensor(mb.f32, x.shape)
+    ref = conv_2d_dw_ref(k.astype(np.float64), x.astype(np.float64), 1, 1, 3, 1, 2, 1)
+    return [tk, tx], [k, x], mb.ops.conv_2d_dw_direct(tk, tx, 1, 1, 3, 1, 2, 1), ref
+
+
 def _conv_t_1d(ctx, rng):
     k = (rng.standard_normal((20, 7, 5)) * 0.2).astype(np.float32)
     x = rng.standard_normal((2, 20, 130)).astype(np.float32)
@@ -46,8 +57,8 @@ def _conv_t_2d(ctx, rng):
     return [tk, tx], [k, x], mb.ops.conv_transpose_2d_p0(tk, tx, 2), ref
 
 
-@pytest.mark.parametrize("build", [_out_prod, _conv_2d, _conv_t_1d, _conv_t_2d],
-                         ids=["out_prod", "conv_2d", "conv_transpose_1d", "conv_transpose_2d"])
+@pytest.mark.parametrize("build", [_out_prod, _conv_2d, _conv_2d_dw, _conv_t_1d, _conv_t_2d],
+                         ids=["out_prod", "conv_2d", "conv_2d_dw", "conv_transpose_1d", "conv_transpose_2d"])
 def test_same_bits_at_every_thread_count_and_close_to_float64(build):
     rng = np.random.default_rng(7)
     ctx = mb.Context()

@@ -11,14 +11,14 @@
 // are packed once per node by all threads together (a barrier), then a work item is (image, block of
 // pixels).
 //
-// CONV_2D_DW: each channel's plane convolved with its own KH x KW filter, an output row at a time:
-// for each tap, the row's valid span accumulates w * the input row at the tap's offset.
+// CONV_2D_DW: conv_2d_dw.cpp.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "cpu/kernels/conv_2d_dw.h"
 #include "cpu/kernels/gemm_f32.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/checked_scratch.h"
@@ -137,6 +137,8 @@ void pack_patches(const Tensor& x, const uint8_t* xn, const Geometry& g, int64_t
     const int64_t IW = x.ne[0], IH = x.ne[1];
     const bool unit = g.s0 == 1 && x.nb[0] == sizeof(float);
     const int64_t panel_stride = kc * kGemmNR;
+    // the bytes a copy may read (x's own), for a run over the padding read whole and then zeroed
+    const uintptr_t x_lo = reinterpret_cast<uintptr_t>(host_data(x)), x_hi = x_lo + x.nbytes();
     for (int64_t k = 0; k < kc;) {
         const int64_t kk = k0 + k, kx0 = kk % KW, ky = (kk / KW) % KH, ic = kk / (KW * KH);
         const int64_t run = std::min(KW - kx0, kc - k);  // k steps k .. k + run: taps kx0 .. kx0 + run
@@ -151,16 +153,36 @@ void pack_patches(const Tensor& x, const uint8_t* xn, const Geometry& g, int64_t
             }
             const uint8_t* row = plane + size_t(iy) * x.nb[1];
             const int64_t ixb = sg.ox * g.s0 - g.p0;  // input column of the run's first pixel at kx = 0
+            // A whole panel row for every tap of the run inside the input row: one fixed-size copy each.
+            const int64_t ix_first = ixb + kx0 * g.d0, ix_last = ixb + (kx0 + run - 1) * g.d0;
+            if (unit && sg.len == kGemmNR && ix_first >= 0 && ix_last + kGemmNR <= IW) {
+                const float* in = reinterpret_cast<const float*>(row) + ix_first;
+                for (int64_t t = 0; t < run; ++t) {
+                    std::memcpy(out + t * kGemmNR, in + t * g.d0, kGemmNR * sizeof(float));
+                }
+                continue;
+            }
             for (int64_t t = 0; t < run; ++t, out += kGemmNR) {
                 const int64_t ix0 = ixb + (kx0 + t) * g.d0;
                 if (unit) {
                     const float* in = reinterpret_cast<const float*>(row);
-                    if (sg.len == kGemmNR && ix0 >= 0 && ix0 + kGemmNR <= IW) {
-                        std::memcpy(out, in + ix0, kGemmNR * sizeof(float));
-                        continue;
-                    }
                     const int64_t lo = std::min(sg.len, std::max<int64_t>(0, -ix0));
                     const int64_t hi = std::max(lo, std::min(sg.len, IW - ix0));
+                    if (sg.len == kGemmNR) {
+                        if (lo == 0 && hi == kGemmNR) {
+                            std::memcpy(out, in + ix0, kGemmNR * sizeof(float));
+                            continue;
+                        }
+                        // A whole panel row hanging over the padding: one copy from inside the
+                        // tensor's bytes, then zeros over the lanes outside the row.
+                        const uintptr_t src = reinterpret_cast<uintptr_t>(row) + uintptr_t(ix0) * sizeof(float);
+                        if (src >= x_lo && src + kGemmNR * sizeof(float) <= x_hi) {
+                            std::memcpy(out, reinterpret_cast<const void*>(src), kGemmNR * sizeof(float));
+                            for (int64_t r = 0; r < lo; ++r) out[r] = 0.0f;
+                            for (int64_t r = hi; r < kGemmNR; ++r) out[r] = 0.0f;
+                            continue;
+                        }
+                    }
                     for (int64_t r = 0; r < lo; ++r) out[r] = 0.0f;
                     for (int64_t r = lo; r < hi; ++r) out[r] = in[ix0 + r];
                     for (int64_t r = hi; r < sg.len; ++r) out[r] = 0.0f;
@@ -218,53 +240,6 @@ void conv_2d_gemm(const ComputeParams& p, Tensor& dst) {
                 const int64_t m = std::min(kOcRows, OC - oc0);
                 gemm_f32_block(kc, panels, npx, tokens + (oc0 / kGemmMR) * kc * kGemmMR, m, c + oc0 * P + px0, P,
                                k0 > 0);
-            }
-        }
-    }
-}
-
-void conv_2d_dw(const ComputeParams& p, Tensor& dst) {
-    const Tensor& w = *dst.src[0];
-    const Tensor& x = *dst.src[1];
-    const Geometry g = geometry(dst);
-    const int64_t KW = w.ne[0], KH = w.ne[1], OW = dst.ne[0], OH = dst.ne[1], C = dst.ne[2];
-    const int64_t IW = x.ne[0], IH = x.ne[1];
-    std::vector<float> taps(size_t(KW * KH));
-    int64_t r0, r1;
-    split_range(OH * C * dst.ne[3], p.ith, p.nth, &r0, &r1);
-    int64_t loaded = -1;  // the channel whose taps are in `taps`
-    for (int64_t r = r0; r < r1; ++r) {
-        const int64_t oy = r % OH, ch = (r / OH) % C, n = r / (OH * C);
-        if (ch != loaded) {
-            for (int64_t ky = 0; ky < KH; ++ky) {
-                for (int64_t kx = 0; kx < KW; ++kx) taps[size_t(ky * KW + kx)] = kernel_at(w, kx, ky, 0, ch);
-            }
-            loaded = ch;
-        }
-        float* y = reinterpret_cast<float*>(host_data(dst) + size_t(oy) * dst.nb[1] + size_t(ch) * dst.nb[2] +
-                                            size_t(n) * dst.nb[3]);
-        std::fill(y, y + OW, 0.0f);
-        const uint8_t* plane = host_data(x) + size_t(ch) * x.nb[2] + size_t(n) * x.nb[3];
-        for (int64_t ky = 0; ky < KH; ++ky) {
-            const int64_t iy = oy * g.s1 - g.p1 + ky * g.d1;
-            if (iy < 0 || iy >= IH) continue;
-            const uint8_t* row = plane + size_t(iy) * x.nb[1];
-            for (int64_t kx = 0; kx < KW; ++kx) {
-                const float t = taps[size_t(ky * KW + kx)];
-                const int64_t off = kx * g.d0 - g.p0;  // ix = ox * s0 + off
-                // ox with 0 <= ox * s0 + off < IW
-                const int64_t lo = off >= 0 ? 0 : (-off + g.s0 - 1) / g.s0;
-                const int64_t hi = IW - 1 - off < 0 ? -1 : std::min<int64_t>(OW - 1, (IW - 1 - off) / g.s0);
-                if (x.nb[0] == sizeof(float) && g.s0 == 1) {
-                    const float* xr = reinterpret_cast<const float*>(row);
-                    for (int64_t ox = lo; ox <= hi; ++ox) y[ox] += t * xr[ox + off];
-                } else {
-                    for (int64_t ox = lo; ox <= hi; ++ox) {
-                        float v;
-                        std::memcpy(&v, row + size_t(ox * g.s0 + off) * x.nb[0], sizeof v);
-                        y[ox] += t * v;
-                    }
-                }
             }
         }
     }

@@ -3,8 +3,10 @@
 // dst[n][oc][iy*s + ky][ix*s + kx] += kernel[ic][oc][ky][kx] * data[n][ic][iy][ix]. params i[0] = s.
 //
 // The GEMM of conv_transpose_gemm.h over the input positions p = iy*W + ix, with the KH*KW taps
-// t = ky*KW + kx of a channel as its columns; the scatter adds cols[p][(oc, ky, kx)] at
-// dst[n][oc][iy*s + ky][ix*s + kx], one (oc, ky) row's KW taps on consecutive outputs.
+// t = ky*KW + kx of a channel as its columns, by tap (a tap's positions consecutive); the scatter adds
+// cols[(oc, ky, kx)][p] at dst[n][oc][iy*s + ky][ix*s + kx], a tap's run of positions on one input
+// row at a time (consecutive outputs at stride 1, two taps interleaved into consecutive ones at 2).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -13,6 +15,34 @@
 #include "cpu/kernels/kernels.h"
 
 namespace mb {
+
+namespace {
+
+// One (channel, ky) row of a run of len input positions: out[i*s + kx] += c[kx*ld + i] for every tap
+// kx, a tap at a time (stride 1: one contiguous run; stride 2: taps kx, kx + 1 interleaved into one
+// contiguous run).
+void add_row_taps(float* out, const float* c, int64_t ld, int64_t KW, int64_t s, int64_t len) {
+    for (int64_t kx = 0; kx < KW;) {
+        const float* c0 = c + kx * ld;
+        float* o = out + kx;
+        if (s == 1) {
+            for (int64_t i = 0; i < len; ++i) o[i] += c0[i];
+            kx += 1;
+        } else if (s == 2 && kx + 1 < KW) {
+            const float* c1 = c0 + ld;
+            for (int64_t i = 0; i < len; ++i) {
+                o[2 * i] += c0[i];
+                o[2 * i + 1] += c1[i];
+            }
+            kx += 2;
+        } else {
+            for (int64_t i = 0; i < len; ++i) o[i * s] += c0[i];
+            kx += 1;
+        }
+    }
+}
+
+}  // namespace
 
 bool conv_transpose_2d_supported(const Tensor& dst) {
     const Tensor* w = dst.src[0];
@@ -59,22 +89,18 @@ void compute_conv_transpose_2d(const ComputeParams& p, Tensor& dst) {
         float* out_n = reinterpret_cast<float*>(at(dst, 0, 0, 0, n));
         std::memset(out_n + size_t(o0) * plane, 0, size_t(o1 - o0) * plane * sizeof(float));
     };
+    g.by_tap = true;
     g.scatter = [&](const ConvTransposeBlock& b) {
         float* out_n = reinterpret_cast<float*>(at(dst, 0, 0, 0, b.n));
-        const float* c = b.cols;
-        int64_t iy = b.p0 / IW, ix = b.p0 % IW;
-        for (int64_t l = 0; l < b.m; ++l) {
-            float* row = out_n + size_t(b.oc0) * plane + size_t(iy * s) * size_t(orow) + size_t(ix * s);
-            for (int64_t q = 0; q < b.nch; ++q, row += plane) {
-                float* r = row;
-                for (int64_t ky = 0; ky < KH; ++ky, r += orow, c += KW) {
-                    for (int64_t kx = 0; kx < KW; ++kx) r[kx] += c[kx];
-                }
+        // runs of the block's positions on one input row
+        for (int64_t l0 = 0; l0 < b.m;) {
+            const int64_t pos = b.p0 + l0, iy = pos / IW, ix0 = pos % IW, len = std::min(IW - ix0, b.m - l0);
+            for (int64_t q = 0; q < b.nch; ++q) {
+                float* row = out_n + size_t(b.oc0 + q) * plane + size_t(iy * s) * size_t(orow) + size_t(ix0 * s);
+                const float* c = b.cols + q * KH * KW * b.ld + l0;
+                for (int64_t ky = 0; ky < KH; ++ky, row += orow, c += KW * b.ld) add_row_taps(row, c, b.ld, KW, s, len);
             }
-            if (++ix == IW) {
-                ix = 0;
-                ++iy;
-            }
+            l0 += len;
         }
     };
     conv_transpose_gemm(p, g);

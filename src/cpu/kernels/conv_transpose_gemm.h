@@ -5,10 +5,10 @@
 // and how a position or a tap is addressed differ between the 1-D and 2-D ops.
 //
 // Threads take whole output channels, so the scatters of two threads never meet; each packs its own
-// channels' kernel columns once (f16 converted there), and the data tokens (every input channel) per
-// block of positions. The columns go a block of whole channels at a time (up to kColumns columns),
-// so a block's cols stay in L2 and every output element receives its terms in one order (by
-// position, then tap) whatever the thread count.
+// channels' kernel columns once (f16 converted there), and the data (every input channel) per block
+// of positions, as tokens or (by_tap) as panels. The columns go a block of whole channels at a time
+// (up to kColumns columns), so a block's cols stay in L2 and every output element receives its terms
+// in one order whatever the thread count.
 #pragma once
 
 #include <cstddef>
@@ -20,10 +20,11 @@
 
 namespace mb {
 
-// One block of the GEMM's result, for the scatter: for l < m and q < nch, t < taps,
-// cols[l * nch * taps + q * taps + t] = sum_ic data[n][ic][p0 + l] * kernel[ic][oc0 + q][t].
+// One block of the GEMM's result, for the scatter: for l < m and q < nch, t < taps, the value
+// sum_ic data[n][ic][p0 + l] * kernel[ic][oc0 + q][t] is at cols[l * nch * taps + q * taps + t], or with
+// ConvTransposeGemm::by_tap at cols[(q * taps + t) * ld + l] (a tap's positions consecutive).
 struct ConvTransposeBlock {
-    int64_t n, p0, m, oc0, nch;
+    int64_t n, p0, m, oc0, nch, ld;
     const float* cols;
 };
 
@@ -38,6 +39,10 @@ struct ConvTransposeGemm {
     std::function<size_t(int64_t)> position_bytes;  // byte offset of input position p in one (ic, n) plane
     std::function<void(int64_t n, int64_t o0, int64_t o1)> zero;  // clears channels o0 .. o1 of image n
     std::function<void(const ConvTransposeBlock&)> scatter;      // adds a block into the output
+    // The GEMM's roles: false, the positions are its tokens and the kernel columns its panels (cols by
+    // position); true, the kernel columns are its tokens and 16 positions a panel (cols by tap, for a
+    // scatter that adds a tap's consecutive positions as a run).
+    bool by_tap = false;
 };
 
 // Scratch bytes (CpuFamily::work_size) for taps, OC, IC at nth threads.
