@@ -2,7 +2,7 @@
 
     python benchmarks/streaming.py [--models tiny.en base] [--threads 2] [--repeats 1 5]
         [--clocks sim real] [--chunk 0.5] [--whisper-online PATH] [--peer-beams 5 1] [--work DIR]
-        [--json OUT]
+        [--json OUT] [--unit-costs FILE] [--stream-args JSON]
 
 As Whisper-Streaming measures (Machacek et al. 2023): the espeak-ng passage of
 scripts/make_passage.py (25 sentences, about 132 s; --repeats 5: the passage five times over,
@@ -15,17 +15,19 @@ are matched to it by their normalised spelling (difflib).
 
 Three clocks (--clocks):
 - sim: a simulated clock, deterministic: each call is charged the compute of the work it did by a
-  cost model, (model calls) x c_call + (tokens decoded) x c_token + (seconds of audio pushed) x
-  c_audio, so which chunks each call gets (the schedule) and hence the transcript are the same on
-  every run with the same unit costs. The unit costs are measured per engine before its replays:
-  the engine's own model call on 3 s and on 20 s of the passage (best of 3 each; the two points
-  fix c_call and c_token) and ours' VAD on 10 s (c_audio), charged as `measured` charges; they are
-  printed, stored in --json and can be pinned with --unit-costs FILE (that JSON's "unit_costs"),
-  which makes a run on another machine or under other load replay the same schedule. The model
-  fits ours within about 10 % (RTF charged 0.97, measured 1.07, tiny.en, 2 threads) but charges
-  whisper_online about half its measured compute (1.00 against 1.95), probably because the
-  calibration calls carry no prompt and no temperature fallback and its stream calls do. Compare with the peer on
-  `measured`, or fit the unit costs to a measured replay (not done yet).
+  cost model, (model calls) x c_call + (tokens sampled) x c_token + (forced prefix tokens) x
+  c_forced + (prompt tokens) x c_prompt + (seconds of audio the model calls transcribed) x
+  c_buffer + (seconds of audio pushed) x c_audio, so which chunks each call gets (the schedule)
+  and hence the transcript are the same on every run with the same unit costs. The unit costs are
+  fitted per engine before its replays, to measured calls: the engine streams the first 45 s of
+  the passage on the measured clock and each model call's measured compute is fitted to its
+  counters (non-negative least squares; the fit's calls, measured and fitted seconds and mean
+  error are printed); c_audio is ours' VAD on 10 s. They are stored in --json and can be pinned
+  with --unit-costs FILE (that JSON's "unit_costs"), which makes a run on another machine or under
+  other load replay the same schedule. The sim row's RTF shows the measured compute in brackets:
+  the two agree when the fit holds (it was fitted under the load of its own moment; a two-point
+  fit on unprompted 3 s and 20 s calls charged ours 0.72 against 1.06 measured and
+  whisper_online half its compute).
 - measured: as sim, but each call is charged its measured compute,
   max(CPU time of the calling thread, CPU time of the whole process / threads): the wall time the
   call takes on an idle machine with `threads` cores (both engines' thread pools keep their
@@ -122,31 +124,31 @@ class OurEngine:
 
     label = "metal_backend"
 
-    def __init__(self, model: Whisper, vad: SileroVad):
+    def __init__(self, model: Whisper, vad: SileroVad, threads: int, stream_args: dict | None = None):
         self.model, self.vad = model, vad
-        self.work = Work()
+        self.stream_args = dict(stream_args or {})
+        decoding = self.stream_args.get("decoding")
+        if decoding:  # other decoding, other unit costs (they are keyed by the label)
+            self.label = "metal_backend " + json.dumps(decoding, sort_keys=True)
+        self.work = Work(threads)
         window = model.transcribe_window
 
-        def counted(audio, options=None, previous=()):
-            result = window(audio, options, previous)
-            self.work.calls += 1
-            self.work.tokens += sum(len(seg.tokens) for seg in result.segments)
-            return result
+        def counted(audio, options=None, previous=(), prefix=()):
+            return self.work.call(lambda: window(audio, options, previous, prefix),
+                                  lambda r: sum(len(seg.tokens) for seg in r.segments) - int(r.timings["forced"]),
+                                  lambda r: int(r.timings["forced"]), len(previous), audio.size / SR)
 
         model.transcribe_window = counted
-
-    def call(self, audio: np.ndarray) -> None:
-        """One model call as the stream makes it (for the unit costs)."""
-        from metal_backend.whisper.options import DecodingOptions
-        self.model.transcribe_window(audio, DecodingOptions(beam_size=None, temperature=0.0, language="en",
-                                                            word_timestamps=True))
 
     def vad_call(self, audio: np.ndarray) -> None:
         self.vad.reset()
         self.vad.push(audio)
 
     def start(self) -> None:
-        self.stream = self.model.stream(vad=self.vad, language="en", word_timestamps=True)
+        from metal_backend.whisper.streaming import Stream, stream_options
+        args = dict(self.stream_args)
+        options = stream_options(None, {"language": "en", "word_timestamps": True, **args.pop("decoding", {})})
+        self.stream = Stream(self.model, options, self.vad, **args)
 
     def feed(self, samples: np.ndarray) -> list[str]:
         self.work.audio += samples.size / SR
@@ -168,15 +170,46 @@ def load_whisper_online(path: Path) -> types.ModuleType:
 
 
 class Work:
-    """What an engine did: model calls, tokens decoded, seconds of audio pushed (the sim clock's counters)."""
+    """What an engine did, the sim clock's counters: model calls, tokens sampled, forced prefix
+    tokens (fed in one batch and aligned, not sampled), prompt tokens, seconds of audio the calls
+    transcribed (the buffer, summed over calls) and seconds of audio pushed. With `record` set,
+    each model call's measured compute and its counters are kept too (for the unit-cost fit)."""
 
-    def __init__(self) -> None:
+    FEATURES = ("c_call", "c_token", "c_forced", "c_prompt", "c_buffer")
+
+    def __init__(self, threads: int = 1) -> None:
         self.calls = 0
         self.tokens = 0
+        self.forced = 0
+        self.prompt = 0
+        self.buffer = 0.0
         self.audio = 0.0
+        self.record: list[tuple[float, tuple[float, ...]]] | None = None
+        self._cost = charged(threads)
 
-    def snapshot(self) -> tuple[int, int, float]:
-        return self.calls, self.tokens, self.audio
+    def call(self, run, tokens_of, forced_of=lambda r: 0, prompt: int = 0, buffer: float = 0.0):
+        """Runs one model call and counts it."""
+        self._cost()
+        result = run()
+        spent = self._cost()
+        tokens, forced = tokens_of(result), forced_of(result)
+        self.calls += 1
+        self.tokens += tokens
+        self.forced += forced
+        self.prompt += prompt
+        self.buffer += buffer
+        if self.record is not None:
+            self.record.append((spent, (1.0, tokens, forced, prompt, buffer)))
+        return result
+
+    def snapshot(self) -> tuple[float, ...]:
+        return self.calls, self.tokens, self.forced, self.prompt, self.buffer, self.audio
+
+    @staticmethod
+    def charge(delta: tuple[float, ...], costs: dict[str, float]) -> float:
+        """The cost model: the counters' differences times the unit costs."""
+        names = Work.FEATURES + ("c_audio",)
+        return sum(d * costs.get(n, 0.0) for d, n in zip(delta, names))
 
 
 class PeerEngine:
@@ -185,24 +218,24 @@ class PeerEngine:
     def __init__(self, online: types.ModuleType, directory: Path, threads: int, beam: int):
         from faster_whisper import WhisperModel
 
-        work = self.work = Work()
+        work = self.work = Work(threads)
 
         class CpuFasterWhisperASR(online.FasterWhisperASR):
             def load_model(self, modelsize=None, cache_dir=None, model_dir=None):
                 return WhisperModel(str(model_dir), device="cpu", compute_type="int8", cpu_threads=threads)
 
             def transcribe(self, audio, init_prompt=""):
-                if beam == 5:  # as published
-                    segments = super().transcribe(audio, init_prompt)
-                else:
+                def run():
+                    if beam == 5:  # as published
+                        return super(CpuFasterWhisperASR, self).transcribe(audio, init_prompt)
                     segments, _ = self.model.transcribe(audio, language=self.original_language,
                                                         initial_prompt=init_prompt, beam_size=beam,
                                                         word_timestamps=True, condition_on_previous_text=True,
                                                         **self.transcribe_kargs)
-                    segments = list(segments)
-                work.calls += 1
-                work.tokens += sum(len(seg.tokens) for seg in segments)
-                return segments
+                    return list(segments)
+
+                return work.call(run, lambda r: sum(len(seg.tokens) for seg in r),
+                                 prompt=len(init_prompt.split()), buffer=audio.size / SR)
 
         self.online = online
         self.asr = CpuFasterWhisperASR("en", model_dir=str(directory), logfile=open(os.devnull, "w"))
@@ -212,9 +245,6 @@ class PeerEngine:
 
     def start(self) -> None:
         self.processor = self.online.OnlineASRProcessor(self.asr, logfile=open(os.devnull, "w"))
-
-    def call(self, audio: np.ndarray) -> None:
-        self.asr.transcribe(audio)
 
     def vad_call(self, audio: np.ndarray) -> None:
         pass  # no VAD: whisper_online transcribes whatever arrives
@@ -250,26 +280,44 @@ def charged(threads: int):
     return since
 
 
-def unit_costs(engine, samples: np.ndarray, threads: int) -> dict[str, float]:
-    """c_call, c_token, c_audio of the sim clock's cost model, measured (see the module docstring)."""
+def unit_costs(engine, samples: np.ndarray, threads: int, seconds: float = 45.0) -> dict[str, float]:
+    """The unit costs of the sim clock's cost model, fitted to measured calls (see the module
+    docstring): the engine streams the first `seconds` of the passage on the measured clock, and
+    each model call's measured compute is fitted to its counters by non-negative least squares;
+    c_audio is the VAD's compute per second of audio (best of 3 over 10 s)."""
+    engine.work.record = []
+    replay(engine, samples[:int(seconds * SR)], 0.5, "measured", threads)
+    rows, engine.work.record = engine.work.record, None
+    spent = np.array([r[0] for r in rows])
+    counters = np.array([r[1] for r in rows], dtype=np.float64)
+    coefficients = nonnegative_least_squares(counters, spent)
+    out = {name: round(float(c), 6) for name, c in zip(Work.FEATURES, coefficients)}
     cost = charged(threads)
+    times = []
+    for _ in range(3):
+        cost()
+        engine.vad_call(samples[:10 * SR])
+        times.append(cost())
+    out["c_audio"] = round(min(times) / 10, 6)
+    fitted = counters @ coefficients
+    out["fit"] = {"calls": len(rows), "measured_s": round(float(spent.sum()), 3),
+                  "fitted_s": round(float(fitted.sum()), 3),
+                  "mean_abs_error": round(float(np.mean(np.abs(fitted - spent) / np.maximum(spent, 1e-9))), 3)}
+    return out
 
-    def best(run, audio) -> tuple[float, int]:
-        times = []
-        for _ in range(3):
-            before = engine.work.tokens
-            cost()
-            run(audio)
-            times.append(cost())
-            tokens = engine.work.tokens - before
-        return min(times), tokens
 
-    short, short_tokens = best(engine.call, samples[:3 * SR])
-    long, long_tokens = best(engine.call, samples[:20 * SR])
-    token = max(long - short, 0.0) / max(long_tokens - short_tokens, 1)
-    call = max(short - token * short_tokens, 0.0)
-    vad, _ = best(engine.vad_call, samples[:10 * SR])
-    return {"c_call": round(call, 5), "c_token": round(token, 6), "c_audio": round(vad / 10, 6)}
+def nonnegative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x >= 0 minimising |a x - b| (columns whose unconstrained coefficient goes negative are
+    dropped one at a time, most negative first; all-zero columns get 0)."""
+    active = [j for j in range(a.shape[1]) if np.any(a[:, j])]
+    x = np.zeros(a.shape[1])
+    while active:
+        solution, *_ = np.linalg.lstsq(a[:, active], b, rcond=None)
+        if solution.min() >= 0:
+            x[active] = solution
+            break
+        del active[int(np.argmin(solution))]
+    return x
 
 
 def replay(engine, samples: np.ndarray, chunk: float, clock: str, threads: int,
@@ -291,9 +339,8 @@ def replay(engine, samples: np.ndarray, chunk: float, clock: str, threads: int,
             cost()
             words = run()
             spent = cost()
-            calls, tokens, audio = (b - a for a, b in zip(before, engine.work.snapshot()))
-            modeled = calls * costs["c_call"] + tokens * costs["c_token"] + audio * costs["c_audio"] \
-                if clock == "sim" else spent
+            delta = tuple(b - a for a, b in zip(before, engine.work.snapshot()))
+            modeled = Work.charge(delta, costs) if clock == "sim" else spent
             busy += modeled
             measured_busy += spent
             return words, modeled
@@ -391,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", type=Path)
     p.add_argument("--json", type=Path)
     p.add_argument("--unit-costs", type=Path, help="a --json output whose sim unit costs to use (see the docstring)")
+    p.add_argument("--stream-args", type=json.loads, default={},
+                   help='Stream keyword arguments as JSON, decoding options under "decoding" '
+                        '(e.g. \'{"forced_prefix": false, "decoding": {"beam_size": 5}}\')')
     args = p.parse_args(argv)
     pinned = json.loads(args.unit_costs.read_text())["unit_costs"] if args.unit_costs else {}
     all_costs: dict[str, dict[str, float]] = {}
@@ -404,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models:
         directory = model_dir(name, work)
         model = Whisper.load(directory, device="CPU", threads=args.threads)
-        engines = [OurEngine(model, vad)]
+        engines = [OurEngine(model, vad, args.threads, args.stream_args)]
         if online is not None:
             engines += [PeerEngine(online, directory, args.threads, beam) for beam in args.peer_beams]
         for repeat in args.repeats:
@@ -456,8 +506,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average at the end: {load_average()} (the real clock's latencies grow with load; the sim clock "
           f"charges compute only)")
     if all_costs:
-        print("sim unit costs (s per call, per token, per second of audio): "
-              + "; ".join(f"{k}: {v['c_call']}, {v['c_token']}, {v['c_audio']}" for k, v in all_costs.items()))
+        print("sim unit costs: " + "; ".join(f"{k}: " + ", ".join(f"{n} {v.get(n, 0.0)}" for n in Work.FEATURES
+                                                                   + ("c_audio",)) for k, v in all_costs.items()))
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "unit_costs": all_costs}, indent=1) + "\n")
     return 0

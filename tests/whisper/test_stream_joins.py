@@ -57,7 +57,7 @@ class ScriptedModel:
         self.sentences = sentences
         self.calls = []
 
-    def transcribe_window(self, audio, options=None, previous=()):
+    def transcribe_window(self, audio, options=None, previous=(), prefix=()):
         start = int(round(float(audio[0]) / SCALE)) / SR
         end = start + audio.size / SR
         self.calls.append((start, end))
@@ -140,8 +140,8 @@ class EdgeMishearingModel(ScriptedModel):
         super().__init__(data, sentences)
         self.hard = hard
 
-    def transcribe_window(self, audio, options=None, previous=()):
-        result = super().transcribe_window(audio, options, previous)
+    def transcribe_window(self, audio, options=None, previous=(), prefix=()):
+        result = super().transcribe_window(audio, options, previous, prefix)
         start = int(round(float(audio[0]) / SCALE)) / SR
         end = start + audio.size / SR
         ends = {text.strip(): b for sentence in self.sentences for _, b, text in sentence}

@@ -222,10 +222,10 @@ def test_a_push_during_a_transcription_is_queued_not_dropped(model, vad, passage
     class Gated:
         data = model.data
 
-        def transcribe_window(self, audio, options=None, previous=()):
+        def transcribe_window(self, audio, options=None, previous=(), prefix=()):
             started.set()
             release.wait(60)
-            return model.transcribe_window(audio, options, previous)
+            return model.transcribe_window(audio, options, previous, prefix)
 
     from metal_backend.whisper.streaming import Stream, stream_options
     s = Stream(Gated(), stream_options(None, {"language": "en"}), vad)
