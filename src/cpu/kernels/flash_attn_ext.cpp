@@ -148,51 +148,37 @@ MB_AVX2 float exp_sum_avx2(float* s, float m, int64_t n) {
     return vec::hsum8(acc);
 }
 
-MB_AVX2 float dot_avx2(const float* a, const float* b, int64_t n) {
+// A key or value row's elements as floats, 8 at a time or one: f32 rows as stored, f16 rows converted.
+MB_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+MB_AVX2 inline __m256 load8(const uint16_t* p) { return load_f16x8(p); }
+inline float element(float x) { return x; }
+inline float element(uint16_t x) { return fp16_to_fp32(x); }
+
+// dot(a, b) over n elements of an f32 or f16 row b, in two accumulator chains.
+template <typename T>
+MB_AVX2 float dot_avx2(const float* a, const T* b, int64_t n) {
     __m256 acc0 = _mm256_setzero_ps();
     __m256 acc1 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(b + i), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), load8(b + i + 8), acc1);
     }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load8(b + i), acc0);
     float sum = vec::hsum8(_mm256_add_ps(acc0, acc1));
-    for (; i < n; ++i) sum += a[i] * b[i];
+    for (; i < n; ++i) sum += a[i] * element(b[i]);
     return sum;
 }
 
-MB_AVX2 void axpy_avx2(float f, const float* x, float* y, int64_t n) {
+// y += f * x over n elements of an f32 or f16 row x.
+template <typename T>
+MB_AVX2 void axpy_avx2(float f, const T* x, float* y, int64_t n) {
     const __m256 fv = _mm256_set1_ps(f);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(fv, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(fv, load8(x + i), _mm256_loadu_ps(y + i)));
     }
-    for (; i < n; ++i) y[i] += f * x[i];
-}
-
-// The same two over f16 rows (x and b as stored), converted 8 elements at a time.
-MB_AVX2 float dot_f16_avx2(const float* a, const uint16_t* b, int64_t n) {
-    __m256 acc0 = _mm256_setzero_ps();
-    __m256 acc1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load_f16x8(b + i), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), load_f16x8(b + i + 8), acc1);
-    }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), load_f16x8(b + i), acc0);
-    float sum = vec::hsum8(_mm256_add_ps(acc0, acc1));
-    for (; i < n; ++i) sum += a[i] * fp16_to_fp32(b[i]);
-    return sum;
-}
-
-MB_AVX2 void axpy_f16_avx2(float f, const uint16_t* x, float* y, int64_t n) {
-    const __m256 fv = _mm256_set1_ps(f);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(fv, load_f16x8(x + i), _mm256_loadu_ps(y + i)));
-    }
-    for (; i < n; ++i) y[i] += f * fp16_to_fp32(x[i]);
+    for (; i < n; ++i) y[i] += f * element(x[i]);
 }
 
 MB_AVX2 void softcap_avx2(float* s, float cap, int64_t n) {
@@ -278,7 +264,7 @@ const float* row_f32(const Tensor& t, const uint8_t* p, int64_t n, float* buf) {
 float dot_row(const float* a, const Tensor& t, const uint8_t* p, int64_t n, float* buf) {
 #if defined(MB_VEC_AVX2)
     if (t.type == Type::F16 && t.nb[0] == 2 && vec::use_avx2()) {
-        return dot_f16_avx2(a, reinterpret_cast<const uint16_t*>(p), n);
+        return dot_avx2(a, reinterpret_cast<const uint16_t*>(p), n);
     }
 #endif
     return dot(a, row_f32(t, p, n, buf), n);
@@ -287,7 +273,7 @@ float dot_row(const float* a, const Tensor& t, const uint8_t* p, int64_t n, floa
 void axpy_row(float f, const Tensor& t, const uint8_t* p, float* y, int64_t n, float* buf) {
 #if defined(MB_VEC_AVX2)
     if (t.type == Type::F16 && t.nb[0] == 2 && vec::use_avx2()) {
-        return axpy_f16_avx2(f, reinterpret_cast<const uint16_t*>(p), y, n);
+        return axpy_avx2(f, reinterpret_cast<const uint16_t*>(p), y, n);
     }
 #endif
     axpy(f, row_f32(t, p, n, buf), y, n);
