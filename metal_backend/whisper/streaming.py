@@ -100,12 +100,14 @@ class VoiceActivityDetector(Protocol):
 
 class Transcriber(Protocol):
     """What the stream needs of a model (metal_backend.whisper.Whisper has it): transcribe_window
-    decodes at most 30 s as one window, prompted with `previous` text tokens."""
+    decodes at most 30 s as one window, prompted with `previous` text tokens, its text starting
+    with the forced `prefix` tokens."""
 
     data: object
 
     def transcribe_window(self, audio: np.ndarray, options: DecodingOptions | None = None,
-                          previous: list[int] | tuple[int, ...] = ()) -> Transcript: ...
+                          previous: list[int] | tuple[int, ...] = (),
+                          prefix: list[int] | tuple[int, ...] = ()) -> Transcript: ...
 
 
 CommitCallback = Callable[[list[Segment]], None]
@@ -455,10 +457,7 @@ class Stream:
         if self.options.max_new_tokens is not None:
             max_tokens = min(max_tokens, self.options.max_new_tokens)
         options = replace(self._hyp_options, language=self._language, max_new_tokens=max_tokens)
-        if prefix:
-            result = self.model.transcribe_window(audio, options, prompt, prefix=prefix)
-        else:
-            result = self.model.transcribe_window(audio, options, prompt)
+        result = self.model.transcribe_window(audio, options, prompt, prefix=prefix)
         if self._language is None and result.language is not None:
             self._language = result.language
         self._last_hypothesis = end
