@@ -69,6 +69,7 @@ import numpy as np
 from .audio import SAMPLE_RATE, check_samples
 from .errors import WhisperError
 from .local_agreement import LocalAgreement, TimedWord, word_key
+from .logit_filters import TIME_PRECISION
 from .mel import HOP_LENGTH
 from .options import DecodingOptions
 from .speech_gate import WINDOW, SpeechGate, VadParameters
@@ -80,8 +81,7 @@ MAX_WINDOW_SECONDS = 30.0
 # one temperature (no fallback re-decodes). Any DecodingOptions field may be given instead.
 STREAM_DEFAULTS = {"beam_size": None, "temperature": 0.0}
 _PROMPT_WORDS = 200
-_TIME_PRECISION = 0.02  # seconds per timestamp token
-_LAST_TIMESTAMP = 1500  # <|30.00|>
+_LAST_TIMESTAMP = round(MAX_WINDOW_SECONDS / TIME_PRECISION)  # <|30.00|>, the window's last timestamp
 _TOKENS_PER_SECOND = 8
 
 
@@ -502,7 +502,7 @@ class Stream:
         tb = self._timestamp_begin
 
         def stamp(t: float, floor: int) -> int:
-            return max(tb + min(max(int(round((t - offset) / _TIME_PRECISION)), 0), _LAST_TIMESTAMP), floor)
+            return max(tb + min(max(int(round((t - offset) / TIME_PRECISION)), 0), _LAST_TIMESTAMP), floor)
 
         tokens: list[int] = []
         floor = tb
