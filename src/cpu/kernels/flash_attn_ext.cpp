@@ -382,14 +382,8 @@ void attend_block(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h
             float* srow = sc.s + i * kKB;
             if (cap > 0.0f) softcap(srow, cap, kbp);
             if (mask) {
-                const uint8_t* mp = at(*mask, j0, iq0 + i, h % mask->ne[2], b % mask->ne[3]);
-                if (mask->nb[0] == type_traits(mask->type).type_size) {
-                    dequantize_row(mask->type, mp, sc.row, kb);
-                } else {
-                    for (int64_t j = 0; j < kb; ++j)
-                        dequantize_row(mask->type, mp + size_t(j) * mask->nb[0], &sc.row[j], 1);
-                }
-                for (int64_t j = 0; j < kb; ++j) srow[j] += slope * sc.row[j];
+                const float* m = row_f32(*mask, at(*mask, j0, iq0 + i, h % mask->ne[2], b % mask->ne[3]), kb, sc.row);
+                for (int64_t j = 0; j < kb; ++j) srow[j] += slope * m[j];
             }
             for (int64_t j = kb; j < kbp; ++j) srow[j] = kNegInf;
             const float mx = row_max(srow, kbp);
