@@ -31,6 +31,15 @@ def _conv_2d(ctx, rng):
     return [tk, tx], [k, x], mb.ops.conv_2d_direct(tk, tx, 1, 1, 1, 1, 1, 1), ref
 
 
+def _conv_2d_s1_2(ctx, rng):
+    # s1 = 2: the packed-panel GEMM (the unit-stride node above takes the implicit GEMM on AVX2 / AVX-512)
+    k = (rng.standard_normal((7, 30, 3, 3)) * 0.2).astype(np.float32)
+    x = rng.standard_normal((2, 30, 9, 40)).astype(np.float32)
+    tk, tx = ctx.tensor(mb.f32, k.shape), ctx.tensor(mb.f32, x.shape)
+    ref = conv_2d_ref(k.astype(np.float64), x.astype(np.float64), 1, 2, 1, 1, 1, 1)
+    return [tk, tx], [k, x], mb.ops.conv_2d_direct(tk, tx, 1, 2, 1, 1, 1, 1), ref
+
+
 def _conv_2d_dw(ctx, rng):
     # 70-wide rows: edge vectors at both ends (padding 3, dilation 2 over a 5-wide filter), a last
     # vector overlapping the one before; 2 x 8 x 20 rows of 15 taps give the op several threads
@@ -57,8 +66,9 @@ def _conv_t_2d(ctx, rng):
     return [tk, tx], [k, x], mb.ops.conv_transpose_2d_p0(tk, tx, 2), ref
 
 
-@pytest.mark.parametrize("build", [_out_prod, _conv_2d, _conv_2d_dw, _conv_t_1d, _conv_t_2d],
-                         ids=["out_prod", "conv_2d", "conv_2d_dw", "conv_transpose_1d", "conv_transpose_2d"])
+@pytest.mark.parametrize("build", [_out_prod, _conv_2d, _conv_2d_s1_2, _conv_2d_dw, _conv_t_1d, _conv_t_2d],
+                         ids=["out_prod", "conv_2d", "conv_2d_s1_2", "conv_2d_dw", "conv_transpose_1d",
+                              "conv_transpose_2d"])
 def test_same_bits_at_every_thread_count_and_close_to_float64(build):
     rng = np.random.default_rng(7)
     ctx = mb.Context()
