@@ -198,7 +198,9 @@ void pad_planes(const Tensor& x, const uint8_t* xn, const Shape& s, int64_t ic0,
             if (x.nb[0] == sizeof(float)) {
                 std::memcpy(row + s.p0, src, size_t(s.IW) * sizeof(float));
             } else {
-                for (int64_t ix = 0; ix < s.IW; ++ix) std::memcpy(row + s.p0 + ix, src + size_t(ix) * x.nb[0], sizeof(float));
+                for (int64_t ix = 0; ix < s.IW; ++ix) {
+                    std::memcpy(row + s.p0 + ix, src + size_t(ix) * x.nb[0], sizeof(float));
+                }
             }
             std::fill(row + s.p0 + s.IW, row + s.IWp, 0.0f);
         }

@@ -47,7 +47,9 @@ void pack_strips(const Tensor& x, const uint8_t* base, int64_t k0, int64_t kc, i
     for (int64_t k = r0; k < r1; ++k) {
         const uint8_t* row = base + size_t(k0 + k) * x.nb[1];
         int64_t s = 0;
-        for (; s < full; ++s) std::memcpy(out + (s * kc + k) * R, row + size_t(s * R) * sizeof(float), R * sizeof(float));
+        for (; s < full; ++s) {
+            std::memcpy(out + (s * kc + k) * R, row + size_t(s * R) * sizeof(float), R * sizeof(float));
+        }
         for (; s < strips; ++s) {
             float* o = out + (s * kc + k) * R;
             const int64_t w = std::min<int64_t>(R, n - s * R);
