@@ -257,7 +257,7 @@ bool conv_2d_supported(const Tensor& dst) {
 // instruction-set cap then in force.
 size_t conv_2d_work_size(const Tensor& dst, int nth) {
     if (dst.op != Op::CONV_2D) return 0;
-    const size_t implicit = conv_2d_implicit_fits(dst) ? conv_2d_implicit_scratch_bytes(dst) : 0;
+    const size_t implicit = conv_2d_implicit_fits(dst) ? conv_2d_implicit_scratch_bytes(dst, nth) : 0;
     return scratch_bytes_aligned(std::max(gemm_scratch_bytes(dst, nth), implicit));
 }
 

@@ -7,12 +7,14 @@
 // C[oc][q] = sum_k W[oc][k] * padded[q + off[k]], a GEMM whose vector operand is read in place.
 //
 // A register tile is R output channels x TW padded pixels (AVX-512: R <= 12, TW = 32 in two zmm;
-// AVX2: R <= 6, TW = 16 in two ymm) summed over all K taps in registers (k in order, from zero), so
-// each result is written once and its bits do not depend on how the tiles are split among threads.
+// AVX2: R <= 6, TW = 16 in two ymm) summed over a block of kb taps in registers (k in order, from
+// zero) and added to the sum of the blocks before. For each tile of pixels the k blocks go in turn and,
+// within one, every channel chunk, so the block's input under the tile (kb x TW floats) stays in L1
+// while all chunks read it. A result's bits do not depend on how the tiles are split among threads.
 // The output channels are cut into nearly equal chunks of at most R_max (64 = 11+11+11+11+10+10), the
 // kernel rows of a chunk packed k-major (W[oc][k] at k * R + r) once per node. A tile whose pixels lie
-// in one output row goes straight to dst; any other (across a row end, or over dropped columns) goes
-// through a local tile and is copied out a run of one row at a time.
+// in one output row goes straight to dst; any other (across a row end, or over dropped columns) is
+// summed in the thread's local tile (every channel) and copied out a run of one row at a time.
 //
 // Threads: the kernel rows, the tap offsets and each image's padded copy are made by all threads
 // together (split by output channel, tap and input channel), a barrier, then the tiles of the image
@@ -32,8 +34,10 @@ namespace mb {
 
 namespace {
 
-constexpr int64_t kMaxK = 4608;                       // taps per result (512 channels x 3 x 3)
-constexpr int64_t kMaxImageBytes = int64_t(32) << 20;  // one image's padded copy
+constexpr int64_t kMaxK = 4608;                          // taps per result (512 channels x 3 x 3)
+constexpr int64_t kMaxKernelBytes = int64_t(1) << 20;     // the packed kernel rows, read for every tile
+constexpr int64_t kMaxImageBytes = int64_t(32) << 20;     // one image's padded copy
+constexpr int64_t kKb = 128;                              // k block (at most)
 constexpr int64_t kMaxTile = 32;                       // the widest tile (AVX-512): zeros after the copy
 constexpr int kMaxRows = 12;                           // the most output channels of a tile
 
@@ -55,20 +59,29 @@ Shape shape_of(const Tensor& dst) {
 }
 
 // Scratch, each part from a 64-byte boundary: the packed kernel rows (OC * K floats), the tap offsets
-// (K int64), the padded image (IC planes and kMaxTile zeros).
+// (K int64), the padded image (IC planes and kMaxTile zeros), then per thread a local tile of OC rows of
+// kMaxTile floats.
 struct Layout {
-    size_t packed, offsets, padded, total;
+    size_t packed, offsets, padded, tiles, tile_bytes, total;
 };
 
 size_t up64(size_t b) { return (b + 63) / 64 * 64; }
 
-Layout layout_of(const Shape& s) {
+Layout layout_of(const Shape& s, int nth) {
     Layout l{};
     l.packed = 0;
     l.offsets = up64(size_t(s.OC * s.K) * sizeof(float));
     l.padded = l.offsets + up64(size_t(s.K) * sizeof(int64_t));
-    l.total = l.padded + size_t(s.IC * s.plane + kMaxTile) * sizeof(float);
+    l.tiles = l.padded + up64(size_t(s.IC * s.plane + kMaxTile) * sizeof(float));
+    l.tile_bytes = size_t(s.OC * kMaxTile) * sizeof(float);
+    l.total = l.tiles + size_t(nth) * l.tile_bytes;
     return l;
+}
+
+// The k block for K: at most kKb, the blocks of one size (a multiple of 8) but the last.
+int64_t k_block(int64_t K) {
+    const int64_t n = (K + kKb - 1) / kKb;
+    return std::min(kKb, round_up((K + n - 1) / n, 8));
 }
 
 // The output channels in n nearly equal chunks of at most max_rows: chunk c starts at first(c).
@@ -83,8 +96,10 @@ struct Chunks {
     }
 };
 
-// out[r * ldo + j] = sum_k wk[k * R + r] * in[off[k] + j] for r < R, j < TW.
-using TileFn = void (*)(int64_t K, const float* in, const int64_t* off, const float* wk, float* out, int64_t ldo);
+// out[r * ldo + j] = (accumulate ? out[r * ldo + j] : 0) + sum_{k<K} wk[k * R + r] * in[off[k] + j] for
+// r < R, j < TW (the sum from zero, then added).
+using TileFn = void (*)(int64_t K, const float* in, const int64_t* off, const float* wk, float* out, int64_t ldo,
+                        bool accumulate);
 
 struct Kernels {
     int tile;      // TW
@@ -96,7 +111,7 @@ struct Kernels {
 
 template <int R>
 MB_TARGET_AVX2 void tile_avx2(int64_t K, const float* in, const int64_t* off, const float* wk, float* out,
-                              int64_t ldo) {
+                              int64_t ldo, bool accumulate) {
     __m256 acc[R][2];
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
@@ -113,14 +128,19 @@ MB_TARGET_AVX2 void tile_avx2(int64_t K, const float* in, const int64_t* off, co
     }
 #pragma GCC unroll 6
     for (int r = 0; r < R; ++r) {
-        _mm256_storeu_ps(out + r * ldo, acc[r][0]);
-        _mm256_storeu_ps(out + r * ldo + 8, acc[r][1]);
+        float* o = out + r * ldo;
+        if (accumulate) {
+            acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_loadu_ps(o));
+            acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_loadu_ps(o + 8));
+        }
+        _mm256_storeu_ps(o, acc[r][0]);
+        _mm256_storeu_ps(o + 8, acc[r][1]);
     }
 }
 
 template <int R>
 MB_TARGET_AVX512 void tile_avx512(int64_t K, const float* in, const int64_t* off, const float* wk, float* out,
-                                  int64_t ldo) {
+                                  int64_t ldo, bool accumulate) {
     __m512 acc[R][2];
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
@@ -137,8 +157,13 @@ MB_TARGET_AVX512 void tile_avx512(int64_t K, const float* in, const int64_t* off
     }
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r) {
-        _mm512_storeu_ps(out + r * ldo, acc[r][0]);
-        _mm512_storeu_ps(out + r * ldo + 16, acc[r][1]);
+        float* o = out + r * ldo;
+        if (accumulate) {
+            acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_loadu_ps(o));
+            acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_loadu_ps(o + 16));
+        }
+        _mm512_storeu_ps(o, acc[r][0]);
+        _mm512_storeu_ps(o + 16, acc[r][1]);
     }
 }
 
@@ -231,12 +256,12 @@ void scatter_tile(const float* tile, int tw, int64_t R, int64_t q0, int64_t Q, c
 bool conv_2d_implicit_fits(const Tensor& dst) {
     if (dst.op != Op::CONV_2D || dst.op_params[0] != 1 || dst.op_params[1] != 1) return false;
     const Shape s = shape_of(dst);
-    if (s.K <= 0 || s.K > kMaxK || s.OC <= 0) return false;
+    if (s.K <= 0 || s.K > kMaxK || s.OC <= 0 || s.OC * s.K * int64_t(sizeof(float)) > kMaxKernelBytes) return false;
     if (s.IC * s.plane * int64_t(sizeof(float)) > kMaxImageBytes) return false;
     return 2 * s.OW >= s.IWp;
 }
 
-size_t conv_2d_implicit_scratch_bytes(const Tensor& dst) { return layout_of(shape_of(dst)).total; }
+size_t conv_2d_implicit_scratch_bytes(const Tensor& dst, int nth) { return layout_of(shape_of(dst), nth).total; }
 
 bool conv_2d_implicit_available() { return kernels_in_use().by_rows != nullptr; }
 
@@ -245,7 +270,7 @@ void conv_2d_implicit(const ComputeParams& p, Tensor& dst) {
     const Tensor& x = *dst.src[1];
     const Shape s = shape_of(dst);
     const Kernels kern = kernels_in_use();
-    const Layout l = layout_of(s);
+    const Layout l = layout_of(s, p.nth);
     uint8_t* base = reinterpret_cast<uint8_t*>(checked_scratch(p, l.total, "CONV_2D"));
     float* packed = reinterpret_cast<float*>(base + l.packed);
     int64_t* off = reinterpret_cast<int64_t*>(base + l.offsets);
@@ -262,7 +287,8 @@ void conv_2d_implicit(const ComputeParams& p, Tensor& dst) {
     if (p.ith == 0) std::fill(padded + s.IC * s.plane, padded + s.IC * s.plane + kMaxTile, 0.0f);
     const int tw = kern.tile;
     const int64_t P = s.OW * s.OH, Q = (s.OH - 1) * s.IWp + s.OW, tiles = (Q + tw - 1) / tw;
-    alignas(64) float tile[kMaxRows * kMaxTile];
+    float* tile = reinterpret_cast<float*>(base + l.tiles + size_t(p.ith) * l.tile_bytes);  // OC rows of tw
+    const int64_t kb = k_block(s.K);
     for (int64_t n = 0; n < s.N; ++n) {
         if (n > 0) p.barrier();  // every thread is done with the previous image's copy
         split_range(s.IC, p.ith, p.nth, &a0, &a1);
@@ -273,16 +299,17 @@ void conv_2d_implicit(const ComputeParams& p, Tensor& dst) {
         for (int64_t t = a0; t < a1; ++t) {
             const int64_t q0 = t * tw, oy = q0 / s.IWp, ox = q0 % s.IWp;
             const bool direct = ox + tw <= s.OW;  // all TW pixels in output row oy
-            for (int64_t c = 0; c < ch.n; ++c) {
-                const int64_t oc0 = ch.first(c), R = ch.rows(c);
-                const TileFn fn = kern.by_rows[R - 1];
-                if (direct) {
-                    fn(s.K, padded + q0, off, packed + oc0 * s.K, dn + oc0 * P + oy * s.OW + ox, P);
-                    continue;
+            float* out = direct ? dn + oy * s.OW + ox : tile;  // channel oc at out + oc * ldo
+            const int64_t ldo = direct ? P : tw;
+            for (int64_t k0 = 0; k0 < s.K; k0 += kb) {
+                const int64_t kc = std::min(kb, s.K - k0);
+                for (int64_t c = 0; c < ch.n; ++c) {
+                    const int64_t oc0 = ch.first(c), R = ch.rows(c);
+                    kern.by_rows[R - 1](kc, padded + q0, off + k0, packed + oc0 * s.K + k0 * R, out + oc0 * ldo, ldo,
+                                        k0 > 0);
                 }
-                fn(s.K, padded + q0, off, packed + oc0 * s.K, tile, tw);
-                scatter_tile(tile, tw, R, q0, Q, s, dn, oc0);
             }
+            if (!direct) scatter_tile(tile, tw, s.OC, q0, Q, s, dn, 0);
         }
     }
 }

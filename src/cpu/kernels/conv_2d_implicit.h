@@ -11,13 +11,13 @@
 namespace mb {
 
 // Whether the node (conv_2d_supported has checked its shapes) suits this path: s0 = s1 = 1, at most
-// kConvImplicitMaxK products per result, one image's zero-padded copy within kConvImplicitMaxImage
-// bytes, and at least half of each padded row's columns output pixels. It does not depend on the
-// instruction set in use.
+// 4608 taps per result, the packed kernel rows within 1 MiB (read again for every tile of pixels), one
+// image's zero-padded copy within 32 MiB, and at least half of each padded row's columns output
+// pixels. It does not depend on the instruction set in use.
 bool conv_2d_implicit_fits(const Tensor& dst);
 
-// The scratch bytes conv_2d_implicit uses from the aligned start (for a node that fits).
-size_t conv_2d_implicit_scratch_bytes(const Tensor& dst);
+// The scratch bytes conv_2d_implicit uses from the aligned start at nth threads (for a node that fits).
+size_t conv_2d_implicit_scratch_bytes(const Tensor& dst, int nth);
 
 // Whether the instruction set in use has this path's kernels (AVX2 with FMA, or AVX-512).
 bool conv_2d_implicit_available();
