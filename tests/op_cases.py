@@ -1473,8 +1473,9 @@ def spatial2_cases():
                                ("dilated", (3, 4, 2, 3), (2, 4, 8, 12), (1, 2, 2, 1, 2, 3)),
                                ("1x1", (6, 5, 1, 1), (1, 5, 4, 7), (1, 1, 0, 0, 1, 1)),
                                ("many_oc", (100, 3, 3, 3), (1, 3, 6, 40), (1, 1, 1, 1, 1, 1)),
-                               # CPU GEMM edges: K = 30*3*3 = 270 (two k blocks of 136 + 134), 9*40 = 360 pixels
-                               # (blocks of 128, the last 104), panels of 16 cut at the ends of 40-pixel rows
+                               # CPU GEMM edges: K = 30*3*3 = 270 (panel path: two k blocks of 136 + 134, 9*40 =
+                               # 360 pixels in blocks of 128, the last 104, panels of 16 cut at the ends of 40-pixel
+                               # rows; implicit GEMM on AVX2 / AVX-512: k blocks of 96 + 96 + 78)
                                ("blocks", (7, 30, 3, 3), (1, 30, 9, 40), (1, 1, 1, 1, 1, 1)),
                                # runs of 16 pixels over both paddings of 37-wide rows (dilation 2, padding 2)
                                ("padded_runs", (4, 2, 3, 3), (2, 2, 5, 37), (1, 1, 2, 2, 2, 2)),
@@ -1482,7 +1483,26 @@ def spatial2_cases():
                                # data and then zeroed (but at the data's first and last bytes), 5 columns of
                                # padding (a run's first 5 entries zero)
                                ("padded_panels", (3, 2, 3, 3), (2, 2, 4, 32), (1, 1, 1, 1, 1, 1)),
-                               ("padded_panels_wide", (2, 3, 2, 4), (1, 3, 3, 26), (1, 1, 5, 1, 2, 1))]:
+                               ("padded_panels_wide", (2, 3, 2, 4), (1, 3, 3, 26), (1, 1, 5, 1, 2, 1)),
+                               # the same packed-panel edges at s1 = 2 (the implicit GEMM takes unit
+                               # strides only, so these keep the panel path covered on AVX2 / AVX-512)
+                               ("blocks_s1_2", (7, 30, 3, 3), (1, 30, 9, 40), (1, 2, 1, 1, 1, 1)),
+                               ("padded_runs_s1_2", (4, 2, 3, 3), (2, 2, 5, 37), (1, 2, 2, 2, 2, 2)),
+                               ("padded_panels_s1_2", (3, 2, 3, 3), (2, 2, 4, 32), (1, 2, 1, 1, 1, 1)),
+                               # unit strides but output rows under half the padded row (panel path)
+                               ("narrow_rows", (3, 2, 3, 5), (1, 2, 6, 4), (1, 1, 3, 1, 2, 1)),
+                               # unit strides, K = 513 * 9 past the implicit GEMM's 4608 (panel path)
+                               ("k_past_implicit", (2, 513, 3, 3), (1, 513, 3, 4), (1, 1, 1, 1, 1, 1)),
+                               # unit strides, 57 x 4608 kernel floats past the implicit GEMM's 1 MiB (panel path)
+                               ("kernel_past_implicit", (57, 512, 3, 3), (1, 512, 2, 3), (1, 1, 1, 1, 1, 1)),
+                               # the implicit GEMM: 25 channels (chunks of 9 + 8 + 8 on AVX-512, 5 x 5 on
+                               # AVX2), tiles across the ends of 72-column padded rows, two images (the
+                               # padded copy rewritten between barriers), K = 27 in one k block
+                               ("implicit_chunks", (25, 3, 3, 3), (2, 3, 5, 70), (1, 1, 1, 1, 1, 1)),
+                               # the implicit GEMM without column padding (padded row = input row),
+                               # row padding 2 and dilation 2 along y: the last tile reads the zeros
+                               # after the copy
+                               ("implicit_unpadded_x", (6, 4, 3, 2), (1, 4, 7, 33), (1, 1, 0, 2, 1, 2))]:
         for kt, kn in ((mb.f32, "f32"), (mb.f16, "f16")):
             case(f"conv_2d_direct/{kn}xf32/{label}", "CONV_2D", [In(sk, kt), In(sd)],
                  lambda k, d, g=geo: mb.ops.conv_2d_direct(k, d, *g), lambda k, d, g=geo: conv_2d_ref(k, d, *g), ROWS)

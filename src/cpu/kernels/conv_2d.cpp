@@ -11,7 +11,8 @@
 // are packed once per node by all threads together (a barrier), then a work item is (image, block of
 // pixels).
 //
-// CONV_2D_DW: conv_2d_dw.cpp.
+// Unit strides on AVX2 / AVX-512 (conv_2d_implicit_fits): conv_2d_implicit.cpp, an implicit GEMM over
+// a zero-padded copy of each image, no panels. CONV_2D_DW: conv_2d_dw.cpp.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "cpu/kernels/conv_2d_dw.h"
+#include "cpu/kernels/conv_2d_implicit.h"
 #include "cpu/kernels/gemm_f32.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/checked_scratch.h"
@@ -251,13 +253,19 @@ bool conv_2d_supported(const Tensor& dst) {
     return (dst.op == Op::CONV_2D || dst.op == Op::CONV_2D_DW) && shapes_ok(dst);
 }
 
+// The larger of the two paths' needs: which one runs is chosen at compute time, under the
+// instruction-set cap then in force.
 size_t conv_2d_work_size(const Tensor& dst, int nth) {
-    return dst.op == Op::CONV_2D ? scratch_bytes_aligned(gemm_scratch_bytes(dst, nth)) : 0;
+    if (dst.op != Op::CONV_2D) return 0;
+    const size_t implicit = conv_2d_implicit_fits(dst) ? conv_2d_implicit_scratch_bytes(dst, nth) : 0;
+    return scratch_bytes_aligned(std::max(gemm_scratch_bytes(dst, nth), implicit));
 }
 
 void compute_conv_2d(const ComputeParams& p, Tensor& dst) {
     if (dst.is_empty()) return;
-    if (dst.op == Op::CONV_2D) {
+    if (dst.op == Op::CONV_2D && conv_2d_implicit_fits(dst) && conv_2d_implicit_available()) {
+        conv_2d_implicit(p, dst);
+    } else if (dst.op == Op::CONV_2D) {
         conv_2d_gemm(p, dst);
     } else {
         conv_2d_dw(p, dst);

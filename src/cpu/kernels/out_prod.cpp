@@ -7,7 +7,9 @@
 // group's kGemmMR of one row of b: with unit column strides packing is a fixed-size copy per row.
 // Per matrix and k block of kKc rows, the threads pack every panel of a and every token group of b
 // once, into one of two shared buffers (so the next block's packing never waits for this block's
-// GEMM: one barrier per block), then split the output into tiles of kRows x kCols.
+// GEMM: one barrier per block), then split the output into tiles of kRows x kCols. Each thread packs a
+// range of the block's rows of every strip, so all copy the same number of floats before the barrier
+// (split by strips, the thread with a's 16-wide panels copied twice what the others did).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -33,21 +35,27 @@ size_t block_floats(const Tensor& dst) {
 // Two k blocks' buffers.
 size_t scratch_bytes(const Tensor& dst) { return 2 * block_floats(dst) * sizeof(float); }
 
-// One strip of R columns [c0, c0 + R) of rows k0 .. k0 + kc of x (a or b at base):
-// out[k * R + r] = x[k0 + k][c0 + r], zeros for columns at or past n. This is both the panel (R =
-// kGemmNR) and the token group (R = kGemmMR) layout of gemm_f32.h.
+// Rows r0 .. r1 (of kc from k0) of every strip of R columns of x (a or b at base; strip s: columns
+// [s * R, s * R + R)), strip s at out + s * kc * R holding out[k * R + r] = x[k0 + k][s * R + r], zeros
+// for columns at or past n. This is both the panel (R = kGemmNR) and the token group (R = kGemmMR)
+// layout of gemm_f32.h. Row by row: each row's span is read once, in order.
 template <int R>
-void pack_strip(const Tensor& x, const uint8_t* base, int64_t k0, int64_t kc, int64_t c0, int64_t n, float* out) {
-    const uint8_t* row = base + size_t(k0) * x.nb[1] + size_t(c0) * x.nb[0];
-    if (c0 + R <= n && x.nb[0] == sizeof(float)) {
-        for (int64_t k = 0; k < kc; ++k, row += x.nb[1]) std::memcpy(out + k * R, row, R * sizeof(float));
-        return;
-    }
-    const int64_t w = std::min<int64_t>(R, n - c0);
-    for (int64_t k = 0; k < kc; ++k, row += x.nb[1]) {
-        float* o = out + k * R;
-        for (int64_t r = 0; r < w; ++r) std::memcpy(o + r, row + size_t(r) * x.nb[0], sizeof(float));
-        for (int64_t r = w; r < R; ++r) o[r] = 0.0f;
+void pack_strips(const Tensor& x, const uint8_t* base, int64_t k0, int64_t kc, int64_t r0, int64_t r1, int64_t n,
+                 float* out) {
+    const int64_t strips = (n + R - 1) / R;
+    const int64_t full = x.nb[0] == sizeof(float) ? n / R : 0;  // strips before this one are whole
+    for (int64_t k = r0; k < r1; ++k) {
+        const uint8_t* row = base + size_t(k0 + k) * x.nb[1];
+        int64_t s = 0;
+        for (; s < full; ++s) {
+            std::memcpy(out + (s * kc + k) * R, row + size_t(s * R) * sizeof(float), R * sizeof(float));
+        }
+        for (; s < strips; ++s) {
+            float* o = out + (s * kc + k) * R;
+            const int64_t w = std::min<int64_t>(R, n - s * R);
+            for (int64_t r = 0; r < w; ++r) std::memcpy(o + r, row + size_t(s * R + r) * x.nb[0], sizeof(float));
+            for (int64_t r = w; r < R; ++r) o[r] = 0.0f;
+        }
     }
 }
 
@@ -101,17 +109,11 @@ void compute_out_prod(const ComputeParams& p, Tensor& dst) {
             const int64_t kc = std::min(kKc, K - k0);
             float* panels = scratch + size_t(block % 2) * per_block;
             float* tokens = panels + n_panels * kc * kGemmNR;
-            // Packing, shared: strips u < n_panels are a's panels, the rest b's token groups.
-            int64_t u0, u1;
-            split_range(n_panels + n_groups, p.ith, p.nth, &u0, &u1);
-            for (int64_t u = u0; u < u1; ++u) {
-                if (u < n_panels) {
-                    pack_strip<kGemmNR>(a, abase, k0, kc, u * kGemmNR, M, panels + u * kc * kGemmNR);
-                } else {
-                    const int64_t g = u - n_panels;
-                    pack_strip<kGemmMR>(b, bbase, k0, kc, g * kGemmMR, N, tokens + g * kc * kGemmMR);
-                }
-            }
+            // Packing, shared: each thread packs its range of the block's rows, of every strip of both.
+            int64_t r0, r1;
+            split_range(kc, p.ith, p.nth, &r0, &r1);
+            pack_strips<kGemmNR>(a, abase, k0, kc, r0, r1, M, panels);
+            pack_strips<kGemmMR>(b, bbase, k0, kc, r0, r1, N, tokens);
             // Every strip of this block is packed; every thread is done with the GEMM of the block
             // before last, whose buffer the next block packs into.
             p.barrier();
