@@ -3,6 +3,7 @@
     python benchmarks/whisper_vad_batched.py [--threads 2] [--model tiny.en] [--repeats 1 5]
         [--batch-sizes 1 4 8] [--settings greedy beam5] [--parts probabilities vad batched]
         [--vad-minutes 10] [--vad-repeat 3] [--work DIR] [--engines ours ours-int8 fw-float32 fw-int8]
+        [--runs 1]
 
 By default the three parts run, in this order, each printing its table:
 
@@ -25,11 +26,21 @@ By default the three parts run, in this order, each printing its table:
     faster-whisper's two rows. Engines run one after the other for each setting and batch size
     (ours, ours int8, fw float32, fw int8), so each line's peers share the machine's load. WER
     and wall time; the last columns are each of our rows' time over faster-whisper float32's and
-    int8's at the same batch size and beam (below 1 is faster).
+    int8's at the same batch size and beam (below 1 is faster); our rows end with where their time
+    went (result.timings: encoder, decoder, VAD, mel; the profiler's parts,
+    benchmarks/profile_whisper_longform.py), so the two scripts can be checked against each other.
     Our sequential run (no VAD, no batching) of the same audio is the WER reference row, and the
     load average is printed before each block.
 
-One run each, no warm-up, model loading excluded; on a shared machine times are noisy.
+Each time is the best of --runs runs (default 1: no warm-up; the engines' first runs at a batch
+size then build their graphs, which costs ours little: measured 0.3 s of thread time of a 30 s
+batch-8 run), model loading excluded; on a shared machine times are noisy. The issue's three
+tables in one run of about 10 minutes at 2 threads on a 16-core Xeon (tiny.en):
+
+    python benchmarks/whisper_vad_batched.py --threads 2 --repeats 5 --vad-repeat 1
+
+faster-whisper (`pip install faster-whisper`, 1.2.1 measured) is not in the project's extras: its
+rows are left out, with a line saying so, when it is not importable.
 """
 
 from __future__ import annotations
@@ -158,10 +169,13 @@ def part_batched(args, ct2: Path, work: Path) -> None:
         model.transcribe(np.zeros(SR, np.float32) + 0.01, batch_size=1, language="en")
 
         def run_ours(audio, beam, n, model=model):
-            return model.transcribe(audio, language="en", batch_size=n, beam_size=None if beam == 1 else beam).text
+            r = model.transcribe(audio, language="en", batch_size=n, beam_size=None if beam == 1 else beam)
+            return r.text, r.timings
 
         engines.append((name, run_ours))
-    if importlib.util.find_spec("faster_whisper") is not None:
+    if importlib.util.find_spec("faster_whisper") is None:
+        print("faster-whisper is not importable (pip install faster-whisper): its rows are left out", flush=True)
+    else:
         from faster_whisper import BatchedInferencePipeline, WhisperModel
 
         for compute_type in ("float32", "int8"):
@@ -172,7 +186,7 @@ def part_batched(args, ct2: Path, work: Path) -> None:
 
             def run(audio, beam, n, pipeline=pipeline):
                 segments = pipeline.transcribe(audio, language="en", beam_size=beam, batch_size=n)[0]
-                return "".join(s.text for s in segments)
+                return "".join(s.text for s in segments), {}
 
             engines.append((f"faster-whisper {compute_type}", run))
     for repeat in args.repeats:
@@ -181,29 +195,50 @@ def part_batched(args, ct2: Path, work: Path) -> None:
         print(f"\n(b) batched: {args.model}, passage x{repeat} = {samples.size / SR:.1f} s, {args.threads} threads",
               flush=True)
         print(f"{'engine':28s} {'setting':7s} {'batch':>5s} {'WER %':>6s} {'time s':>7s} {'ours/fw-f32':>11s} "
-              f"{'ours/fw-int8':>12s}", flush=True)
+              f"{'ours/fw-int8':>12s}  ours: encoder / decoder / VAD / mel s", flush=True)
         for setting in args.settings:
             beam = SETTINGS[setting]
             print(f"  ({load_average()})", flush=True)
-            t = time.perf_counter()
-            text = ours.transcribe(samples, language="en", beam_size=None if beam == 1 else beam).text
+
+            def sequential(audio, beam, n):
+                r = ours.transcribe(audio, language="en", beam_size=None if beam == 1 else beam)
+                return r.text, r.timings
+
+            text, seconds, timings = best_of(args.runs, sequential, samples, beam, None)
             print(f"{'ours sequential (reference)':28s} {setting:7s} {'-':>5s} {100 * wer(ref, text):6.2f} "
-                  f"{time.perf_counter() - t:7.1f}", flush=True)
+                  f"{seconds:7.1f} {'-':>11s} {'-':>12s}  {parts(timings)}", flush=True)
             for n in args.batch_sizes:
                 times = {}
                 lines = []
                 for name, run in engines:
-                    t = time.perf_counter()
-                    text = run(samples, beam, n)
-                    times[name] = time.perf_counter() - t
-                    lines.append((name, 100 * wer(ref, text)))
-                for name, w in lines:
+                    text, times[name], timings = best_of(args.runs, run, samples, beam, n)
+                    lines.append((name, 100 * wer(ref, text), timings))
+                for name, w, timings in lines:
                     ratios = ""
                     if name.startswith("ours"):
-                        for peer in ("faster-whisper float32", "faster-whisper int8"):
-                            ratios += f" {times[name] / times[peer]:11.2f}" if peer in times else f" {'-':>11s}"
+                        for peer, width in (("faster-whisper float32", 11), ("faster-whisper int8", 12)):
+                            ratio = f"{times[name] / times[peer]:.2f}" if peer in times else "-"
+                            ratios += f" {ratio:>{width}s}"
+                        ratios += f"  {parts(timings)}"
                     print(f"{name:28s} {setting:7s} {n:5d} {w:6.2f} {times[name]:7.1f}{ratios}", flush=True)
             print(f"  ({load_average()})", flush=True)
+
+
+def best_of(runs: int, run, audio: np.ndarray, beam: int, n: int | None) -> tuple[str, float, dict]:
+    """The text, the shortest wall time of runs runs of run(audio, beam, n), and that run's timings."""
+    best = None
+    for _ in range(runs):
+        t = time.perf_counter()
+        text, timings = run(audio, beam, n)
+        seconds = time.perf_counter() - t
+        if best is None or seconds < best[1]:
+            best = (text, seconds, timings)
+    return best
+
+
+def parts(timings: dict) -> str:
+    """Our run's encoder / decoder / VAD / mel seconds (result.timings)."""
+    return " / ".join(f"{timings.get(k, 0.0):.1f}" for k in ("encode", "decode", "vad", "mel"))
 
 
 def main() -> None:
@@ -220,6 +255,7 @@ def main() -> None:
     parser.add_argument("--vad-minutes", type=float, default=10.0, help="audio of part (p)")
     parser.add_argument("--vad-repeat", type=int, default=3, help="best of this many runs in part (p)")
     parser.add_argument("--work", type=Path, help="directory for the passages (default: temp)")
+    parser.add_argument("--runs", type=int, default=1, help="(b): each time the best of this many runs")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work or Path(tmp)

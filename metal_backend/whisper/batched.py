@@ -3,8 +3,9 @@
 The speech of the recording (a SpeechMap: the voice activity detector's spans, or the whole
 recording) is joined and packed into chunks of at most 30 s: whole spans, in order, while they fit
 (a span longer than 30 s, only possible without the detector, is cut every 30 s). The chunks are
-split into min(batch_size, chunks) regions of consecutive chunks, and each region is transcribed
-as its own sequential loop; the loops run in lockstep, one window of every region per batch,
+split into min(batch_size, chunks) regions of consecutive chunks, the longest region as short as
+can be (split_regions), and each region is transcribed as its own sequential loop; the loops run
+in lockstep, one window of every region per batch,
 encoded as one encoder graph (WhisperCompute.encode_batch) and decoded as one decoder batch
 (batch_decoding.BatchDecoder), at the first temperature only (no fallback):
 
@@ -172,11 +173,44 @@ class _Region:
 
 
 def split_regions(chunks: list[tuple[int, int]], batch_size: int) -> list[tuple[int, int]]:
-    """The chunks (pack_chunks) split into min(batch_size, len(chunks)) runs of consecutive chunks,
-    as equal in count as can be: [(start, stop)] in samples of the joined speech."""
+    """The chunks (pack_chunks) split into min(batch_size, len(chunks)) runs of consecutive chunks
+    whose longest is as short as can be (in audio, not in chunks: a region's windows, and so the
+    batches of the run, follow its length): [(start, stop)] in samples of the joined speech.
+    The regions are filled front to back up to that length."""
     if not chunks:
         return []
-    groups = np.array_split(np.arange(len(chunks)), min(batch_size, len(chunks)))
+    count = min(batch_size, len(chunks))
+    lengths = [end - start for start, end in chunks]
+
+    def fill(limit: int) -> list[list[int]]:
+        """Chunk indices packed front to back into runs of at most limit samples."""
+        groups: list[list[int]] = [[]]
+        total = 0
+        for i, length in enumerate(lengths):
+            if groups[-1] and total + length > limit:
+                groups.append([])
+                total = 0
+            groups[-1].append(i)
+            total += length
+        return groups
+
+    low, high = max(lengths), sum(lengths)
+    while low < high:  # the shortest limit that needs at most count runs
+        middle = (low + high) // 2
+        if len(fill(middle)) <= count:
+            high = middle
+        else:
+            low = middle + 1
+    groups = fill(low)
+    while len(groups) < count:
+        # Fewer runs than regions (a long chunk set the limit): the longest run of several chunks
+        # is cut where its longer half is shortest; no run grows.
+        index = max((g for g in range(len(groups)) if len(groups[g]) > 1),
+                    key=lambda g: sum(lengths[i] for i in groups[g]))
+        group = groups[index]
+        cut = min(range(1, len(group)), key=lambda c: max(sum(lengths[i] for i in group[:c]),
+                                                          sum(lengths[i] for i in group[c:])))
+        groups[index:index + 1] = [group[:cut], group[cut:]]
     return [(chunks[g[0]][0], chunks[g[-1]][1]) for g in groups]
 
 

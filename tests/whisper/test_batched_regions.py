@@ -4,7 +4,10 @@ length."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
+import pytest
 
 from metal_backend.whisper.batched import pack_chunks, snap_to_boundary, split_regions, window_end, window_prompts
 from metal_backend.whisper.speech_map import SpeechMap
@@ -28,6 +31,43 @@ def test_regions_are_runs_of_whole_chunks():
     assert split_regions(chunks, 8) == chunks  # more rows than chunks: one chunk per region
     assert split_regions(chunks, 1) == [(0, chunks[-1][1])]
     assert split_regions([], 4) == []
+
+
+def _shortest_longest_region(lengths: list[int], count: int) -> int:
+    """Brute force: the longest region of the best split of lengths into count consecutive runs."""
+    best = None
+    for cuts in itertools.combinations(range(1, len(lengths)), count - 1):
+        edges = [0, *cuts, len(lengths)]
+        longest = max(sum(lengths[a:b]) for a, b in zip(edges, edges[1:]))
+        best = longest if best is None else min(best, longest)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_regions_balance_audio_not_chunk_counts(seed):
+    rng = np.random.default_rng(seed)
+    lengths = [int(x) for x in rng.integers(2 * SR, 30 * SR, size=int(rng.integers(1, 11)))]
+    edges = np.cumsum([0, *lengths])
+    chunks = [(int(a), int(b)) for a, b in zip(edges, edges[1:])]
+    batch_size = int(rng.integers(1, 6))
+    regions = split_regions(chunks, batch_size)
+    count = min(batch_size, len(chunks))
+    assert len(regions) == count
+    # Runs of whole chunks tiling the speech, in order.
+    assert regions[0][0] == 0 and regions[-1][1] == edges[-1]
+    assert all(a[1] == b[0] for a, b in zip(regions, regions[1:]))
+    assert all(start in edges and stop in edges and start < stop for start, stop in regions)
+    assert max(stop - start for start, stop in regions) == _shortest_longest_region(lengths, count)
+
+
+def test_the_region_of_four_chunks_holds_the_short_one():
+    # The passage x5's layout: 24 chunks of about 27 s and a last one of 16 s in 8 regions. By
+    # count (4, 3, 3, ...) the first region would hold 108 s; by length the fourth chunk goes with
+    # the short one: at most 27 + 27 + 27 + 16 = 97 s.
+    lengths = [27 * SR] * 24 + [16 * SR]
+    edges = np.cumsum([0, *lengths])
+    regions = split_regions([(int(a), int(b)) for a, b in zip(edges, edges[1:])], 8)
+    assert [round((b - a) / SR) for a, b in regions] == [81] * 7 + [97]
 
 
 def test_windows_end_at_the_last_boundary_within_30_s():
