@@ -216,9 +216,10 @@ def main() -> int:
             ggml_cols = f"{'-':>9} {'-':>9}" if ggml_s is None else f"{ggml_s * 1e3:9.2f} {ggml_s / ours:9.2f}"
             roof_s = nbytes / (roof * 1e9)
             print(f"{wtype:6} {f'{rows}x{K}':>13} {nbytes / 2**20:6.0f} {threads:4d} {ours * 1e3:9.2f} "
-                  f"{nbytes / ours * 1e-9:7.1f} {roof:9.1f} {roof_s * 1e3:9.2f} {ours / roof_s:9.2f} {ggml_cols}  {who}")
+                  f"{nbytes / ours * 1e-9:7.1f} {roof:9.1f} {roof_s * 1e3:9.2f} {ours / roof_s:9.2f} {ggml_cols}  "
+                  f"{who}")
         peers = ", ".join(f"{k} {v:.1f}" for k, v in reads.items() if not k.startswith(("ours", "ggml")))
-        print(f"{'':6} peers' plain reads at {threads} threads, GB/s: {peers}", flush=True)
+        print(f"{'':6} peers' plain reads, {threads} thread(s), GB/s: {peers}", flush=True)
     return 0
 
 

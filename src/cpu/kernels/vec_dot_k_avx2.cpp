@@ -467,9 +467,10 @@ MB_K_INLINE __m128 tile_block_add(__m128 acc, const typename K::Block* const* bl
 }
 
 // kVecDotRows (4) rows against nt tokens, a super-block at a time (tile_block_add). The first token's
-// pass prefetches (tile_prefetch.h). Each row reads the activation codes from memory (an empty asm
-// hides that the four rows read the same ones), so the compiler does not keep 8 activation vectors in
-// registers across the rows and spill them. Lanes(block, y, isum, msum) gives a row's lanes.
+// pass prefetches (tile_prefetch.h's prefetch_tile_ahead). Each row reads the activation codes from
+// memory (an empty asm hides that the four rows read the same ones), so the compiler does not keep 8
+// activation vectors in registers across the rows and spill them. LANES(block, y, isum, msum) gives a
+// row's lanes.
 #define MB_K_TILE_BODY(LANES)                                                                             \
     using Block = typename K::Block;                                                                      \
     const int64_t nb = k / kQK;                                                                           \
@@ -482,7 +483,7 @@ MB_K_INLINE __m128 tile_block_add(__m128 acc, const typename K::Block* const* bl
         for (int64_t i = 0; i < nb; ++i) {                                                                \
             const Block* blk[4];                                                                          \
             for (int r = 0; r < 4; ++r) blk[r] = reinterpret_cast<const Block*>(rows[r] + i * bs);        \
-            if (t == 0) prefetch_tile_rows(rows, size_t(i * bs), size_t(bs), size_t(nb * bs), a_stride);  \
+            if (t == 0) prefetch_tile_ahead(rows, size_t(i * bs), size_t(bs), size_t(nb * bs), a_stride); \
             __m256i is[4], ms[4];                                                                         \
             _Pragma("GCC unroll 4") for (int r = 0; r < 4; ++r) {                                         \
                 const block_q8_K* yi = y + i;                                                             \
