@@ -34,7 +34,8 @@
 // `vpdpbusd` assembles to EVEX (the AVX512-VNNI form, with AVX512VL for ymm registers); with the {vex}
 // pseudo-prefix (written %{vex%} in inline assembly, where braces are special) it assembles to the
 // AVX-VNNI form. Callers use DotVnni only where cpu_has_avx512_vnni() holds and DotAvxVnni only where
-// cpu_has_avx_vnni() does.
+// cpu_has_avx_vnni() does. DotVnni's operands may be any of the 32 vector registers ("v") where its
+// caller is compiled for AVX-512 (vec_dot_k_avx2.cpp's AVX512-VNNI tiles are), else xmm0..15 as "x".
 #pragma once
 
 #include <cstdint>
@@ -61,11 +62,11 @@ struct DotAvx2 {
 struct DotVnni {
     MB_TARGET_AVX2 static __m256i lanes(__m256i init, __m256i u, __m256i s) {
         // AT&T order: vpdpbusd signed, unsigned, accumulator.
-        __asm__("vpdpbusd %2, %1, %0" : "+x"(init) : "x"(u), "x"(s));
+        __asm__("vpdpbusd %2, %1, %0" : "+v"(init) : "v"(u), "v"(s));
         return init;
     }
     MB_TARGET_AVX2 static __m256i pairs(__m256i acc, __m256i a, __m256i b) {
-        __asm__("vpdpwssd %2, %1, %0" : "+x"(acc) : "x"(a), "x"(b));
+        __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
         return acc;
     }
 };
