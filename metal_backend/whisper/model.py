@@ -161,7 +161,7 @@ class Whisper:
                 self._owner = None
 
     def stream(self, options: DecodingOptions | None = None, *, vad=None, vad_parameters=None, on_commit=None,
-               on_tentative=None, forced_prefix: bool = False, **overrides):
+               on_tentative=None, forced_prefix: bool = False, agreement: int = 2, **overrides):
         """Live transcription: a Stream that takes audio as it arrives (see streaming.py).
 
         overrides are DecodingOptions fields as for transcribe(); without options the stream
@@ -173,7 +173,8 @@ class Whisper:
         on_commit(segments) and on_tentative(text) are called as the stream commits and revises.
         forced_prefix: the committed words inside the buffer are the forced decoder prefix of each
         hypothesis (streaming.py); with beam_size=5 it streamed tiny.en's 132 s passage at 5.1 %
-        WER against 5.4 % offline (greedy, one temperature, no prefix: 7.0 %).
+        WER against 5.4 % offline (greedy, one temperature, no prefix: 7.0 %). agreement: how many
+        consecutive hypotheses must agree on a word before it is committed (2..5; 2: LocalAgreement-2).
         """
         from .speech_gate import VadParameters
         from .streaming import Stream, stream_options
@@ -190,7 +191,7 @@ class Whisper:
         if vad is None:
             vad = _silero_vad()
         return Stream(self, options, vad, vad_parameters, on_commit=on_commit, on_tentative=on_tentative,
-                      forced_prefix=forced_prefix)
+                      forced_prefix=forced_prefix, agreement=agreement)
 
 
     @staticmethod
