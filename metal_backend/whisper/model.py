@@ -161,7 +161,8 @@ class Whisper:
                 self._owner = None
 
     def stream(self, options: DecodingOptions | None = None, *, vad=None, vad_parameters=None, on_commit=None,
-               on_tentative=None, forced_prefix: bool = False, **overrides):
+               on_tentative=None, forced_prefix: bool = False, agreement: int = 2,
+               commit_probability: float | None = None, **overrides):
         """Live transcription: a Stream that takes audio as it arrives (see streaming.py).
 
         overrides are DecodingOptions fields as for transcribe(); without options the stream
@@ -173,10 +174,13 @@ class Whisper:
         on_commit(segments) and on_tentative(text) are called as the stream commits and revises.
         forced_prefix: the committed words inside the buffer are the forced decoder prefix of each
         hypothesis (streaming.py); with beam_size=5 it streamed tiny.en's 132 s passage at 5.1 %
-        WER against 5.4 % offline (greedy, one temperature, no prefix: 7.0 %).
+        WER against 5.4 % offline (greedy, one temperature, no prefix: 7.0 %). agreement: how many
+        consecutive hypotheses must agree on a word before it is committed (2..5; 2: LocalAgreement-2).
+        commit_probability: the least probability (in the newer hypothesis) of a word committed by
+        agreement (None: streaming.COMMIT_PROBABILITY); a final pass commits what it hears.
         """
         from .speech_gate import VadParameters
-        from .streaming import Stream, stream_options
+        from .streaming import COMMIT_PROBABILITY, Stream, stream_options
 
         options = stream_options(options, overrides)
         if isinstance(vad_parameters, dict):
@@ -190,7 +194,8 @@ class Whisper:
         if vad is None:
             vad = _silero_vad()
         return Stream(self, options, vad, vad_parameters, on_commit=on_commit, on_tentative=on_tentative,
-                      forced_prefix=forced_prefix)
+                      forced_prefix=forced_prefix, agreement=agreement,
+                      commit_probability=COMMIT_PROBABILITY if commit_probability is None else commit_probability)
 
 
     @staticmethod

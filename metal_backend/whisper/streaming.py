@@ -19,8 +19,10 @@ How (Whisper-Streaming's LocalAgreement-2, gated by a voice activity detector):
   encoding; never the long-form loop's second window after the last word). A
   word is committed once two consecutive transcriptions agree on it (LocalAgreement) and it ends
   at least edge_hold_seconds before the end of the newer one's audio (a word at the buffer's edge
-  is often misheard by both and revised once more audio follows it); the words after the
-  committed prefix are the tentative text.
+  is often misheard by both and revised once more audio follows it) and the newer one gives it a
+  probability of at least commit_probability (0.5: a word Whisper guesses at the edge, 'sells
+  fruit' as 'sailed through' at 0.14 and 0.19, can be guessed the same way by two hypotheses; a
+  final pass heard it right); the words after the committed prefix are the tentative text.
 - The end of a stretch (the VAD heard min_silence_duration_ms of silence) closes it with a final
   pass whose words are all committed. A stretch that follows within context_gap_seconds keeps
   the closed one's audio in its buffer as left context (its committed words are not committed
@@ -83,6 +85,7 @@ STREAM_DEFAULTS = {"beam_size": None, "temperature": 0.0}
 _PROMPT_WORDS = 200
 _LAST_TIMESTAMP = round(MAX_WINDOW_SECONDS / TIME_PRECISION)  # <|30.00|>, the window's last timestamp
 _TOKENS_PER_SECOND = 8
+COMMIT_PROBABILITY = 0.5  # the least probability of a word committed by agreement (a final pass commits any)
 
 
 class StreamFinishedError(WhisperError):
@@ -144,7 +147,7 @@ class Stream:
                  on_tentative: TentativeCallback | None = None, min_step_seconds: float = 0.5,
                  max_step_seconds: float = 5.0, trim_seconds: float = 15.0, max_buffer_seconds: float = 25.0,
                  context_gap_seconds: float = 2.0, edge_hold_seconds: float = 0.3, forced_prefix: bool = False,
-                 agreement: int = 2):
+                 agreement: int = 2, commit_probability: float = COMMIT_PROBABILITY):
         if not 0.0 < min_step_seconds <= max_step_seconds:
             raise WhisperError(f"min_step_seconds must be in (0, max_step_seconds] (got {min_step_seconds!r})")
         if not (0.0 < trim_seconds <= max_buffer_seconds
@@ -154,6 +157,9 @@ class Stream:
                                f"{max_buffer_seconds!r}, max step {max_step_seconds!r})")
         if not isinstance(agreement, int) or isinstance(agreement, bool) or not 2 <= agreement <= 5:
             raise WhisperError(f"agreement must be an integer in 2..5 hypotheses (got {agreement!r})")
+        if not isinstance(commit_probability, (int, float)) or isinstance(commit_probability, bool) \
+                or not 0.0 <= commit_probability <= 1.0:
+            raise WhisperError(f"commit_probability must be a number in [0, 1] (got {commit_probability!r})")
         if not 0.0 <= edge_hold_seconds <= max_step_seconds:
             raise WhisperError(f"edge_hold_seconds must be in [0, max_step_seconds] (got {edge_hold_seconds!r})")
         self.model = model
@@ -174,6 +180,7 @@ class Stream:
         self._max_buffer = int(max_buffer_seconds * SAMPLE_RATE)
         self._context_gap = int(context_gap_seconds * SAMPLE_RATE)
         self._edge_hold = float(edge_hold_seconds)
+        self._commit_probability = float(commit_probability)
         self._pad = int(self.vad_parameters.speech_pad_ms * SAMPLE_RATE / 1000)
         self._min_speech = int(self.vad_parameters.min_speech_duration_ms * SAMPLE_RATE / 1000)
 
@@ -341,7 +348,8 @@ class Stream:
         if end - start < self._min_speech:
             return []
         words, fresh = self._hypothesis(start, end, self._gate.voiced_end)
-        committed = self._segments_of(self._agreement.insert(words, end / SAMPLE_RATE, self._edge_hold, fresh))
+        committed = self._segments_of(self._agreement.insert(words, end / SAMPLE_RATE, self._edge_hold, fresh,
+                                                                   self._commit_probability))
         self._set_tentative("".join(w.text for w in self._agreement.tentative).strip())
         if end - start > self._trim:
             committed += self._limit(end)

@@ -133,3 +133,49 @@ def test_stream_file_realtime_takes_real_time(tiny_en_dir, asset, tmp_path):
     assert time.monotonic() - start >= seconds
     text = " ".join(LINE.match(line)[7] for line in proc.stdout.splitlines())
     assert word_error_rate("Please open the door and turn on the light.", text) == 0.0, proc.stdout
+
+
+def test_forced_prefix_and_agreement_flags_reach_the_stream(tiny_en_dir, asset, monkeypatch, capsys):
+    """--forced_prefix and --agreement N build the Stream with forced_prefix=True and agreement=N
+    (the Stream's own state says so), and the stream still prints the sentence it hears."""
+    import io
+
+    from metal_backend.whisper import streaming
+    from metal_backend.whisper.__main__ import main
+
+    built = []
+    init = streaming.Stream.__init__
+
+    def recording_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        built.append(self)
+
+    monkeypatch.setattr(streaming.Stream, "__init__", recording_init)
+    pcm = pcm_of(asset("door_light.wav"), 10.0) + b"\0\0" * 8000
+    monkeypatch.setattr(sys, "stdin", type("Stdin", (), {"buffer": io.BytesIO(pcm)})())
+    code = main(["--stream", "-", "--model", str(tiny_en_dir), "--threads", "2", "--language", "en",
+                 "--forced_prefix", "--agreement", "3"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert len(built) == 1 and built[0]._forced_prefix is True and built[0]._agreement.n == 3
+    text = " ".join(LINE.match(line)[7] for line in out.splitlines())
+    assert word_error_rate("Please open the door and turn on the light.", text) == 0.0, out
+
+
+def test_commit_rule_flag_errors():
+    """The commit-rule flags need --stream (usage error, 2); an agreement outside 2..5 is an error
+    naming the value (1)."""
+    base = [sys.executable, "-m", "metal_backend.whisper"]
+    proc = subprocess.run(base + ["x.wav", "--forced_prefix"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "use them with --stream" in proc.stderr, proc.stderr
+    proc = subprocess.run(base + ["x.wav", "--agreement", "3"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "use them with --stream" in proc.stderr, proc.stderr
+    proc = subprocess.run(base + ["--stream", "-", "--agreement", "x"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--agreement" in proc.stderr, proc.stderr
+
+
+def test_agreement_out_of_range_names_the_value(tiny_en_dir):
+    proc = subprocess.run([sys.executable, "-m", "metal_backend.whisper", "--stream", "-", "--model",
+                           str(tiny_en_dir), "--agreement", "7"], input=b"", capture_output=True, timeout=300)
+    assert proc.returncode == 1 and b"agreement must be an integer in 2..5" in proc.stderr and b"7" in proc.stderr, \
+        proc.stderr

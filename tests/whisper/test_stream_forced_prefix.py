@@ -194,3 +194,14 @@ def test_whisper_stream_passes_forced_prefix_on(tiny_en):
         s.push(samples[i:i + SR // 2])
     s.finish()
     assert model.prefixes and [word_key(w.word) for seg in s.segments for w in seg.words] == expected(sentences)
+
+
+def test_whisper_stream_passes_agreement_and_commit_probability_on(tiny_en):
+    from metal_backend.whisper import Whisper
+    from metal_backend.whisper.streaming import COMMIT_PROBABILITY
+    sentences = world([(0.5, 4)])
+    s = Whisper.stream(PrefixModel(tiny_en, sentences), vad=ScriptedVad(sentences), agreement=3,
+                       commit_probability=0.25)
+    assert s._agreement.n == 3 and s._commit_probability == 0.25
+    s = Whisper.stream(PrefixModel(tiny_en, sentences), vad=ScriptedVad(sentences))
+    assert s._agreement.n == 2 and s._commit_probability == COMMIT_PROBABILITY

@@ -68,6 +68,33 @@ def test_agreement_holds_agreed_words_that_end_near_the_audio_end():
                                                                                                        " on"]
 
 
+def test_agreement_holds_agreed_words_heard_with_low_probability():
+    def guessed(*spec, p=0.9):
+        return [TimedWord(start, start + 0.3, " " + text, p if text == guess else 0.9, 0) for text, start in spec]
+
+    guess = "sailed"
+    la = LocalAgreement()
+    la.insert(guessed(("the", 0.0), ("corner", 0.4), ("sailed", 0.8), ("through", 1.2), p=0.14), min_probability=0.5)
+    # Both agree on four words, but this one hears "sailed" at 0.19: it and what follows wait.
+    committed = la.insert(guessed(("the", 0.0), ("corner", 0.4), ("sailed", 0.8), ("through", 1.2), p=0.19),
+                          min_probability=0.5)
+    assert [w.text for w in committed] == [" the", " corner"]
+    assert [w.text for w in la.tentative] == [" sailed", " through"]
+    # The final pass commits what it hears, whatever its probability.
+    assert [w.text for w in la.flush(guessed(("sells", 0.8), ("fruit", 1.2)))] == [" sells", " fruit"]
+    # Without the bound (0: the rule before) the two guesses commit.
+    la = LocalAgreement()
+    la.insert(guessed(("the", 0.0), ("sailed", 0.4), p=0.14))
+    assert [w.text for w in la.insert(guessed(("the", 0.0), ("sailed", 0.4), p=0.19))] == [" the", " sailed"]
+
+
+@pytest.mark.parametrize("p", [-0.1, 1.5, float("nan"), "0.5", True])
+def test_bad_commit_probability_raises_before_anything_is_built(p):
+    from metal_backend.whisper.streaming import Stream
+    with pytest.raises(WhisperError, match="commit_probability"):
+        Stream(None, DecodingOptions(), None, commit_probability=p)
+
+
 @pytest.mark.parametrize("hold", [-0.1, 6.0, float("nan")])
 def test_bad_edge_hold_raises_before_anything_is_built(hold):
     from metal_backend.whisper.streaming import Stream
