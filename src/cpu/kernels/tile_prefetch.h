@@ -41,9 +41,9 @@ inline void prefetch_tile_rows(const uint8_t* const* rows, size_t pos, size_t sp
 // whole next tile is in L1 as this one ends and memory sees one sequential stream. Measured on Zen 4
 // with weights far larger than the caches (benchmarks/kquant_kernels.cpp, 4096 x 32768, ggml/ours of
 // the AVX512-VNNI tiles, two paired runs at load 5-6): q6_K 0.59-0.60 -> 0.76-0.77, q2_K .. q5_K
-// 0.82-0.90 -> 0.99-1.21 against prefetch_tile_rows. Longer or strided rows take prefetch_tile_rows. Always inlined: called
-// (not inlined) from the AVX-512 tiles, gcc 12 -O3 found the function free of side effects and
-// dropped the calls (objdump: no prefetcht0 left).
+// 0.82-0.90 -> 0.99-1.21 against prefetch_tile_rows. Longer or strided rows take prefetch_tile_rows.
+// Always inlined: called (not inlined) from the AVX-512 tiles, gcc 12 -O3 found the function free of
+// side effects and dropped the calls (objdump: no prefetcht0 left).
 inline __attribute__((always_inline)) void prefetch_tile_ahead(const uint8_t* const* rows, size_t pos, size_t span,
                                                                size_t row_bytes, size_t stride) {
     if (stride != row_bytes || row_bytes > kTilePrefetchBytes) {
