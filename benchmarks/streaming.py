@@ -15,9 +15,10 @@ are matched to it by their normalised spelling (difflib).
 
 Three clocks (--clocks):
 - sim: a simulated clock, deterministic: each call is charged the compute of the work it did by a
-  cost model, (model calls) x c_call + (tokens sampled) x c_token + (forced prefix tokens) x
-  c_forced + (prompt tokens) x c_prompt + (seconds of audio the model calls transcribed) x
-  c_buffer + (seconds of audio pushed) x c_audio, so which chunks each call gets (the schedule)
+  cost model, (model calls) x c_call + (tokens sampled; beam_size x those of the best beam for a
+  beam call) x c_token + (forced prefix tokens) x c_forced + (prompt tokens) x c_prompt +
+  (seconds of audio the model calls transcribed) x c_buffer + (seconds of audio pushed) x
+  c_audio, so which chunks each call gets (the schedule)
   and hence the transcript are the same on every run with the same unit costs. The unit costs are
   fitted per engine before its replays, to measured calls: the engine streams the first 45 s of
   the passage on the measured clock and each model call's measured compute is fitted to its
@@ -134,8 +135,12 @@ class OurEngine:
         window = model.transcribe_window
 
         def counted(audio, options=None, previous=(), prefix=()):
+            # A beam call is charged beam_size x the best beam's sampled tokens: every beam runs
+            # a decoder step per token (in one batch, so this charges at least the work done).
+            beams = (options.beam_size if options is not None else None) or 1
             return self.work.call(lambda: window(audio, options, previous, prefix),
-                                  lambda r: sum(len(seg.tokens) for seg in r.segments) - int(r.timings["forced"]),
+                                  lambda r: beams * (sum(len(seg.tokens) for seg in r.segments)
+                                                     - int(r.timings["forced"])),
                                   lambda r: int(r.timings["forced"]), len(previous), audio.size / SR)
 
         model.transcribe_window = counted
