@@ -24,11 +24,11 @@ How (Whisper-Streaming's LocalAgreement-2, gated by a voice activity detector):
   fruit' as 'sailed through' at 0.14 and 0.19, can be guessed the same way by two hypotheses; a
   final pass heard it right); the words after the committed prefix are the tentative text.
 - The end of a stretch (the VAD heard min_silence_duration_ms of silence) closes it with a final
-  pass whose words are all committed (final_beam_size: that pass decodes with a beam of that
-  many, the hypotheses as the options say; one beam decoding per stretch). A stretch that follows within context_gap_seconds keeps
-  the closed one's audio in its buffer as left context (its committed words are not committed
-  again: LocalAgreement drops them), cut back at a sentence end when it is longer than
-  trim_seconds; after a longer silence the buffer starts empty.
+  pass whose words are all committed (final_beam_size: that pass decodes with a beam of that many,
+  the hypotheses as the options say; one beam decoding per stretch). A stretch that follows within
+  context_gap_seconds keeps the closed one's audio in its buffer as left context (its committed
+  words are not committed again: LocalAgreement drops them), cut back at a sentence end when it is
+  longer than trim_seconds; after a longer silence the buffer starts empty.
 - The committed words before the buffer are the prompt of each transcription (with
   initial_prompt in front), as the long-form loop conditions on previous text. The committed
   words inside the buffer can be its forced decoder prefix (forced_prefix=True; off by default:
@@ -444,10 +444,10 @@ class Stream:
             self._audio_start += drop
 
     def _hypothesis(self, start: int, end: int, voiced_end: int, final: bool = False) -> tuple[list[TimedWord], bool]:
-        """The words Whisper hears in the buffer [start, end) (absolute samples; with the final
-        pass's options when `final`), less those that start after voiced_end and those of segments
-        whose no-speech probability is above the threshold: Whisper fills the silence after an abrupt end with text ("Thank you."), in a
-        segment of its own placed at the very end, where the VAD heard nothing."""
+        """The words Whisper hears in the buffer [start, end) (absolute samples; with the final pass's options
+        when `final`), less those that start after voiced_end and those of segments whose no-speech
+        probability is above the threshold: Whisper fills the silence after an abrupt end with text
+        ("Thank you."), in a segment of its own placed at the very end, where the VAD heard nothing."""
         offset = start / SAMPLE_RATE
         limit = end / SAMPLE_RATE
         voiced = voiced_end / SAMPLE_RATE
