@@ -24,8 +24,8 @@ How (Whisper-Streaming's LocalAgreement-2, gated by a voice activity detector):
   fruit' as 'sailed through' at 0.14 and 0.19, can be guessed the same way by two hypotheses; a
   final pass heard it right); the words after the committed prefix are the tentative text.
 - The end of a stretch (the VAD heard min_silence_duration_ms of silence) closes it with a final
-  pass whose words are all committed (final_beam_size: that pass decodes with a beam of that many,
-  the hypotheses as the options say; one beam decoding per stretch). A stretch that follows within
+  pass whose words are all committed (final_beam_size, 5 by default: that pass decodes with a beam
+  of that many, the hypotheses as the options say, one beam decoding per stretch; None: as they). A stretch that follows within
   context_gap_seconds keeps the closed one's audio in its buffer as left context (its committed
   words are not committed again: LocalAgreement drops them), cut back at a sentence end when it is
   longer than trim_seconds; after a longer silence the buffer starts empty.
@@ -87,6 +87,9 @@ _PROMPT_WORDS = 200
 _LAST_TIMESTAMP = round(MAX_WINDOW_SECONDS / TIME_PRECISION)  # <|30.00|>, the window's last timestamp
 _TOKENS_PER_SECOND = 8
 COMMIT_PROBABILITY = 0.5  # the least probability of a word committed by agreement (a final pass commits any)
+# The final pass's beam: on tiny.en's passage x5 (sim clock, pinned costs) it took the stream's WER
+# from 6.84 % to 6.20 % against 5.24 % offline (x1: 5.75 % -> 6.07 % against 5.43 %).
+FINAL_BEAM_SIZE = 5
 
 
 class StreamFinishedError(WhisperError):
@@ -149,7 +152,7 @@ class Stream:
                  max_step_seconds: float = 5.0, trim_seconds: float = 15.0, max_buffer_seconds: float = 25.0,
                  context_gap_seconds: float = 2.0, edge_hold_seconds: float = 0.3, forced_prefix: bool = False,
                  agreement: int = 2, commit_probability: float = COMMIT_PROBABILITY,
-                 final_beam_size: int | None = None):
+                 final_beam_size: int | None = FINAL_BEAM_SIZE):
         if not 0.0 < min_step_seconds <= max_step_seconds:
             raise WhisperError(f"min_step_seconds must be in (0, max_step_seconds] (got {min_step_seconds!r})")
         if not (0.0 < trim_seconds <= max_buffer_seconds

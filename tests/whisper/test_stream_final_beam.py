@@ -64,7 +64,8 @@ def test_final_beam_reaches_the_final_pass_of_each_stretch_only(tiny_en, hypothe
 
 def test_without_final_beam_the_final_pass_decodes_as_the_hypotheses(tiny_en):
     fake = BeamRecordingModel(tiny_en, SENTENCES)
-    s = Stream(fake, stream_options(None, {"language": "en", "word_timestamps": True}), ScriptedVad(SENTENCES))
+    s = Stream(fake, stream_options(None, {"language": "en", "word_timestamps": True}), ScriptedVad(SENTENCES),
+               final_beam_size=None)
     calls = stream_calls(s, fake)
     assert len(stretches(calls)) == 3 and {beam for _, beam in calls} == {None}, calls
 
@@ -74,9 +75,14 @@ def test_whisper_stream_passes_final_beam_size_on(tiny_en):
     s = Whisper.stream(fake, vad=ScriptedVad(SENTENCES), language="en", final_beam_size=3)
     groups = stretches(stream_calls(s, fake))
     assert [beams[-1] for beams in groups] == [3, 3, 3] and all(b is None for g in groups for b in g[:-1]), groups
+    # By default the final pass decodes with FINAL_BEAM_SIZE (5); None turns it off.
+    for given, final in (({}, 5), ({"final_beam_size": None}, None)):
+        fake = BeamRecordingModel(tiny_en, SENTENCES)
+        s = Whisper.stream(fake, vad=ScriptedVad(SENTENCES), language="en", **given)
+        assert [beams[-1] for beams in stretches(stream_calls(s, fake))] == [final] * 3
 
 
-@pytest.mark.parametrize("beam", [0, -1, 2.5, "5", True, float("nan")])
+@pytest.mark.parametrize("beam", [0, -1, 2.5, "5", "default", True, float("nan")])
 def test_bad_final_beam_size_raises_naming_it(beam):
     with pytest.raises(WhisperError, match=re.escape(f"final_beam_size must be a positive integer or None "
                                                      f"(got {beam!r})")):
