@@ -25,10 +25,11 @@ How (Whisper-Streaming's LocalAgreement-2, gated by a voice activity detector):
   final pass heard it right); the words after the committed prefix are the tentative text.
 - The end of a stretch (the VAD heard min_silence_duration_ms of silence) closes it with a final
   pass whose words are all committed (final_beam_size, 5 by default: that pass decodes with a beam
-  of that many, the hypotheses as the options say, one beam decoding per stretch; None: as they). A stretch that follows within
-  context_gap_seconds keeps the closed one's audio in its buffer as left context (its committed
-  words are not committed again: LocalAgreement drops them), cut back at a sentence end when it is
-  longer than trim_seconds; after a longer silence the buffer starts empty.
+  of that many, the hypotheses as the options say, one beam decoding per stretch; None: as they).
+  A stretch that follows within context_gap_seconds keeps the closed one's audio in its buffer as
+  left context (its committed words are not committed again: LocalAgreement drops them), cut back
+  at a sentence end when it is longer than trim_seconds; after a longer silence the buffer starts
+  empty.
 - The committed words before the buffer are the prompt of each transcription (with
   initial_prompt in front), as the long-form loop conditions on previous text. The committed
   words inside the buffer can be its forced decoder prefix (forced_prefix=True; off by default:
