@@ -15,9 +15,10 @@ are matched to it by their normalised spelling (difflib).
 
 Three clocks (--clocks):
 - sim: a simulated clock, deterministic: each call is charged the compute of the work it did by a
-  cost model, (model calls) x c_call + (tokens sampled) x c_token + (forced prefix tokens) x
-  c_forced + (prompt tokens) x c_prompt + (seconds of audio the model calls transcribed) x
-  c_buffer + (seconds of audio pushed) x c_audio, so which chunks each call gets (the schedule)
+  cost model, (model calls) x c_call + (tokens sampled; for a beam call, the decoder rows of all
+  its beams' steps) x c_token + (forced prefix tokens) x c_forced + (prompt tokens) x c_prompt +
+  (seconds of audio the model calls transcribed) x c_buffer + (seconds of audio pushed) x
+  c_audio, so which chunks each call gets (the schedule)
   and hence the transcript are the same on every run with the same unit costs. The unit costs are
   fitted per engine before its replays, to measured calls: the engine streams the first 45 s of
   the passage on the measured clock and each model call's measured compute is fitted to its
@@ -40,7 +41,7 @@ Three clocks (--clocks):
 
 Engines, same audio, same chunks, same clock:
 - metal_backend: Whisper.stream (LocalAgreement-2 over a VAD-gated buffer, one encoding per
-  hypothesis), greedy, word timestamps.
+  hypothesis), greedy hypotheses, beam-5 final passes (final_beam_size), word timestamps.
 - whisper_online: Whisper-Streaming's own OnlineASRProcessor (LocalAgreement-2, buffer trimmed at
   segments past 15 s: its default), run as-is from ufal/whisper_streaming's whisper_online.py
   (the PyPI package `whisper-streaming` 0.1.0 is a reworked fork needing ALSA and librosa), over
@@ -132,11 +133,33 @@ class OurEngine:
             self.label = "metal_backend " + json.dumps(decoding, sort_keys=True)
         self.work = Work(threads)
         window = model.transcribe_window
+        compute = model.compute
+        step = compute.decode_batch
+        rows = [0]
+
+        def stepped(features, tokens, offset, skip=None):
+            if all(len(row) == 1 for row in tokens):  # one sampling step of len(tokens) sequences
+                rows[0] += len(tokens)
+            return step(features, tokens, offset, skip)
+
+        def sampled(result, beam: bool) -> int:
+            # A beam call is charged every beam's steps (the decoder rows it ran; in one batch a
+            # row costs less than a greedy step, so this charges at least the work done), a
+            # greedy one its sampled tokens.
+            if beam:
+                return rows[0]
+            return sum(len(seg.tokens) for seg in result.segments) - int(result.timings["forced"])
 
         def counted(audio, options=None, previous=(), prefix=()):
-            return self.work.call(lambda: window(audio, options, previous, prefix),
-                                  lambda r: sum(len(seg.tokens) for seg in r.segments) - int(r.timings["forced"]),
-                                  lambda r: int(r.timings["forced"]), len(previous), audio.size / SR)
+            beam = options is not None and (options.beam_size or 1) > 1
+            rows[0] = 0
+            compute.decode_batch = stepped
+            try:
+                return self.work.call(lambda: window(audio, options, previous, prefix),
+                                      lambda r: sampled(r, beam),
+                                      lambda r: int(r.timings["forced"]), len(previous), audio.size / SR)
+            finally:
+                del compute.decode_batch
 
         model.transcribe_window = counted
 

@@ -162,7 +162,8 @@ class Whisper:
 
     def stream(self, options: DecodingOptions | None = None, *, vad=None, vad_parameters=None, on_commit=None,
                on_tentative=None, forced_prefix: bool = False, agreement: int = 2,
-               commit_probability: float | None = None, **overrides):
+               commit_probability: float | None = None, final_beam_size: int | None | str = "default",
+               **overrides):
         """Live transcription: a Stream that takes audio as it arrives (see streaming.py).
 
         overrides are DecodingOptions fields as for transcribe(); without options the stream
@@ -178,9 +179,12 @@ class Whisper:
         consecutive hypotheses must agree on a word before it is committed (2..5; 2: LocalAgreement-2).
         commit_probability: the least probability (in the newer hypothesis) of a word committed by
         agreement (None: streaming.COMMIT_PROBABILITY); a final pass commits what it hears.
+        final_beam_size: the final pass of a stretch (end of speech) decodes with a beam of this
+        many ("default": streaming.FINAL_BEAM_SIZE, 5; None: as the hypotheses); its words are
+        committed unchecked by agreement.
         """
         from .speech_gate import VadParameters
-        from .streaming import COMMIT_PROBABILITY, Stream, stream_options
+        from .streaming import COMMIT_PROBABILITY, FINAL_BEAM_SIZE, Stream, stream_options
 
         options = stream_options(options, overrides)
         if isinstance(vad_parameters, dict):
@@ -195,6 +199,7 @@ class Whisper:
             vad = _silero_vad()
         return Stream(self, options, vad, vad_parameters, on_commit=on_commit, on_tentative=on_tentative,
                       forced_prefix=forced_prefix, agreement=agreement,
+                      final_beam_size=FINAL_BEAM_SIZE if final_beam_size == "default" else final_beam_size,
                       commit_probability=COMMIT_PROBABILITY if commit_probability is None else commit_probability)
 
 

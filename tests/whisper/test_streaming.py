@@ -316,7 +316,8 @@ def test_a_stream_on_metalsim_commits_what_the_cpu_commits(tiny_en_dir, vad, ass
     """The same stream on MetalSim (every Metal kernel Whisper uses, run on the CPU), at the cost
     of one transcription: a sentence in one push, cut before the VAD hears it end, is one
     hypothesis (all of it tentative: one hypothesis agrees with nothing), and finish() commits it
-    from that same hypothesis (same audio, same prompt: not transcribed again). Tentative text,
+    from that same hypothesis (same audio, same prompt, a greedy final pass: final_beam_size=None;
+    a beam final pass decodes it again, see test_stream_final_beam.py). Tentative text,
     committed segments and their word texts equal the CPU device's."""
     audio = load_audio(asset("door_light.wav"))[:int(2.7 * SR)]  # speech ends at 2.62 s
     results = []
@@ -325,7 +326,7 @@ def test_a_stream_on_metalsim_commits_what_the_cpu_commits(tiny_en_dir, vad, ass
         calls = []
         original = m.transcribe_window
         m.transcribe_window = lambda *a, **k: calls.append(1) or original(*a, **k)
-        s = m.stream(vad=vad, language="en", word_timestamps=True)
+        s = m.stream(vad=vad, language="en", word_timestamps=True, final_beam_size=None)
         assert s.push(audio) == []
         tentative = s.tentative
         committed = s.finish()
