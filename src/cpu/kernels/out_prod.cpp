@@ -81,7 +81,7 @@ void compute_out_prod(const ComputeParams& p, Tensor& dst) {
     const int64_t M = dst.ne[0], N = dst.ne[1], K = a.ne[1];
     const int64_t r2 = b.ne[2] / a.ne[2], r3 = b.ne[3] / a.ne[3];
     const int64_t ldc = int64_t(dst.nb[1] / sizeof(float));
-    const int64_t n_panels = (M + kGemmNR - 1) / kGemmNR, n_groups = (N + kGemmMR - 1) / kGemmMR;
+    const int64_t n_panels = (M + kGemmNR - 1) / kGemmNR;
     const int64_t tiles_n = (N + kRows - 1) / kRows, tiles = tiles_n * ((M + kCols - 1) / kCols);
     int64_t t0, t1;
     split_range(tiles, p.ith, p.nth, &t0, &t1);
