@@ -25,10 +25,13 @@ By default the three parts run, in this order, each printing its table:
     float32 weights and with compute_type="int8" (q8_0 weights, 8-bit activations), as
     faster-whisper's two rows. Engines run one after the other for each setting and batch size
     (ours, ours int8, fw float32, fw int8), so each line's peers share the machine's load. WER
-    and wall time; the last columns are each of our rows' time over faster-whisper float32's and
-    int8's at the same batch size and beam (below 1 is faster); our rows end with where their time
-    went (result.timings: encoder, decoder, VAD, mel; the profiler's parts,
-    benchmarks/profile_whisper_longform.py), so the two scripts can be checked against each other.
+    and wall time, and the process's CPU time of that run (all threads; on a loaded machine the
+    steadier of the two); the last columns are each of our rows' time over faster-whisper
+    float32's and int8's at the same batch size and beam (below 1 is faster); our rows end with
+    where their time went (result.timings: encoder, decoder, VAD, mel; the profiler's parts,
+    benchmarks/profile_whisper_longform.py, so the two scripts can be checked against each other:
+    give it --audio PASSAGE_X1.wav --repeat 5, the same audio) and the windows encoded (batched:
+    one per chunk).
     Our sequential run (no VAD, no batching) of the same audio is the WER reference row, and the
     load average is printed before each block.
 
@@ -194,8 +197,9 @@ def part_batched(args, ct2: Path, work: Path) -> None:
         ref = " ".join(s["text"] for s in info["sentences"])
         print(f"\n(b) batched: {args.model}, passage x{repeat} = {samples.size / SR:.1f} s, {args.threads} threads",
               flush=True)
-        print(f"{'engine':28s} {'setting':7s} {'batch':>5s} {'WER %':>6s} {'time s':>7s} {'ours/fw-f32':>11s} "
-              f"{'ours/fw-int8':>12s}  ours: encoder / decoder / VAD / mel s", flush=True)
+        print(f"{'engine':28s} {'setting':7s} {'batch':>5s} {'WER %':>6s} {'time s':>7s} {'cpu s':>6s} "
+              f"{'ours/fw-f32':>11s} {'ours/fw-int8':>12s}  ours: encoder / decoder / VAD / mel s, windows",
+              flush=True)
         for setting in args.settings:
             beam = SETTINGS[setting]
             print(f"  ({load_average()})", flush=True)
@@ -204,41 +208,43 @@ def part_batched(args, ct2: Path, work: Path) -> None:
                 r = ours.transcribe(audio, language="en", beam_size=None if beam == 1 else beam)
                 return r.text, r.timings
 
-            text, seconds, timings = best_of(args.runs, sequential, samples, beam, None)
+            text, seconds, cpu, timings = best_of(args.runs, sequential, samples, beam, None)
             print(f"{'ours sequential (reference)':28s} {setting:7s} {'-':>5s} {100 * wer(ref, text):6.2f} "
-                  f"{seconds:7.1f} {'-':>11s} {'-':>12s}  {parts(timings)}", flush=True)
+                  f"{seconds:7.1f} {cpu:6.1f} {'-':>11s} {'-':>12s}  {parts(timings)}", flush=True)
             for n in args.batch_sizes:
                 times = {}
                 lines = []
                 for name, run in engines:
-                    text, times[name], timings = best_of(args.runs, run, samples, beam, n)
-                    lines.append((name, 100 * wer(ref, text), timings))
-                for name, w, timings in lines:
+                    text, times[name], cpu, timings = best_of(args.runs, run, samples, beam, n)
+                    lines.append((name, 100 * wer(ref, text), cpu, timings))
+                for name, w, cpu, timings in lines:
                     ratios = ""
                     if name.startswith("ours"):
                         for peer, width in (("faster-whisper float32", 11), ("faster-whisper int8", 12)):
                             ratio = f"{times[name] / times[peer]:.2f}" if peer in times else "-"
                             ratios += f" {ratio:>{width}s}"
                         ratios += f"  {parts(timings)}"
-                    print(f"{name:28s} {setting:7s} {n:5d} {w:6.2f} {times[name]:7.1f}{ratios}", flush=True)
+                    print(f"{name:28s} {setting:7s} {n:5d} {w:6.2f} {times[name]:7.1f} {cpu:6.1f}{ratios}", flush=True)
             print(f"  ({load_average()})", flush=True)
 
 
-def best_of(runs: int, run, audio: np.ndarray, beam: int, n: int | None) -> tuple[str, float, dict]:
-    """The text, the shortest wall time of runs runs of run(audio, beam, n), and that run's timings."""
+def best_of(runs: int, run, audio: np.ndarray, beam: int, n: int | None) -> tuple[str, float, float, dict]:
+    """The text, the shortest wall time of runs runs of run(audio, beam, n), that run's CPU time
+    (the process's, all threads: on a loaded machine less noisy than the wall time) and timings."""
     best = None
     for _ in range(runs):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         text, timings = run(audio, beam, n)
-        seconds = time.perf_counter() - t
+        seconds, cpu = time.perf_counter() - t, time.process_time() - c
         if best is None or seconds < best[1]:
-            best = (text, seconds, timings)
+            best = (text, seconds, cpu, timings)
     return best
 
 
 def parts(timings: dict) -> str:
-    """Our run's encoder / decoder / VAD / mel seconds (result.timings)."""
-    return " / ".join(f"{timings.get(k, 0.0):.1f}" for k in ("encode", "decode", "vad", "mel"))
+    """Our run's encoder / decoder / VAD / mel seconds and, batched, the windows encoded (result.timings)."""
+    seconds = " / ".join(f"{timings.get(k, 0.0):.1f}" for k in ("encode", "decode", "vad", "mel"))
+    return seconds + (f", {timings['windows']:.0f}" if "windows" in timings else "")
 
 
 def main() -> None:

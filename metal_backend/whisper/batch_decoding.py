@@ -35,11 +35,15 @@ class BatchDecoder(WindowDecoder):
     def decode_windows(self, compute: WhisperCompute, features: Any, count: int, previous: Sequence[int] = (),
                        temperature: float = 0.0, rng: np.random.Generator | None = None,
                        languages: Sequence[str] | None = None,
-                       previous_windows: Sequence[Sequence[int]] | None = None) -> list[DecodingResult]:
+                       previous_windows: Sequence[Sequence[int]] | None = None,
+                       open_until: Sequence[int] | None = None) -> list[DecodingResult]:
         """One DecodingResult per window. previous: prompt text tokens given to every window;
         previous_windows: instead, each window's own prompt text tokens (of any lengths: each
         window decodes at its own text positions, as it would alone); languages: each window's language
-        (multilingual models; default self.language)."""
+        (multilingual models; default self.language); open_until: each window's timestamp token
+        below which its text may not end right after a timestamp pair (LogitRules.apply)."""
+        if open_until is not None and len(open_until) != count:
+            raise WhisperError(f"open_until holds {len(open_until)} timestamps for {count} windows")
         skip = None
         if previous_windows is not None:
             if len(previous_windows) != count:
@@ -71,11 +75,11 @@ class BatchDecoder(WindowDecoder):
             logits = self._logits(compute.decode_batch(features, [p[sot_index + 1:] for p in prompts],
                                                        sot_index + 1), count)
         if temperature == 0.0 and self.options.beam_size is not None:
-            found = self._beam_windows(compute, features, logits, len(prompt), count)
+            found = self._beam_windows(compute, features, logits, len(prompt), count, open_until)
         else:
             n = (self.options.best_of or 1) if temperature > 0.0 else 1
             found = self._sample_windows(compute, features, logits, len(prompt), count, n, temperature,
-                                         rng if rng is not None else np.random.default_rng(0))
+                                         rng if rng is not None else np.random.default_rng(0), open_until)
         results = []
         for (tokens, sum_logprob), p_no_speech in zip(found, no_speech):
             text = self.tokenizer.decode(tokens)
@@ -86,7 +90,8 @@ class BatchDecoder(WindowDecoder):
         return results
 
     def _sample_windows(self, compute: WhisperCompute, features: Any, logits: np.ndarray, offset: int, count: int,
-                        n: int, temperature: float, rng: np.random.Generator) -> list[tuple[list[int], float]]:
+                        n: int, temperature: float, rng: np.random.Generator,
+                        open_until: Sequence[int] | None = None) -> list[tuple[list[int], float]]:
         eot = self.special.eot
         if n > 1:
             compute.reorder([w for w in range(count) for _ in range(n)])
@@ -98,7 +103,8 @@ class BatchDecoder(WindowDecoder):
         live = list(range(count))
         for _ in range(self.max_new_tokens):
             rows = [w * n + j for w in live for j in range(n)]
-            self.rules.apply(logits, [sequences[r] for r in rows])
+            self.rules.apply(logits, [sequences[r] for r in rows],
+                             None if open_until is None else [open_until[w] for w in live for _ in range(n)])
             if temperature == 0.0:
                 picks = np.argmax(logits, axis=-1)
             else:
@@ -133,7 +139,7 @@ class BatchDecoder(WindowDecoder):
         return found
 
     def _beam_windows(self, compute: WhisperCompute, features: Any, logits: np.ndarray, offset: int,
-                      count: int) -> list[tuple[list[int], float]]:
+                      count: int, open_until: Sequence[int] | None = None) -> list[tuple[list[int], float]]:
         beam_size = self.options.beam_size
         max_candidates = max(1, round(beam_size * (self.options.patience or 1.0)))
         eot = self.special.eot
@@ -144,7 +150,8 @@ class BatchDecoder(WindowDecoder):
         live = list(range(count))  # the windows still searching, in batch order (beam_size rows each)
         for _ in range(self.max_new_tokens):
             sampled = [beams[w][j][0] if j < len(beams[w]) else [] for w in live for j in range(beam_size)]
-            self.rules.apply(logits, sampled)
+            self.rules.apply(logits, sampled,
+                             None if open_until is None else [open_until[w] for w in live for _ in range(beam_size)])
             # Every row's beam_size + 1 best tokens and the log-softmax at those only, for all rows at
             # once (as WindowDecoder._beam_search: log_normalizers gives log_softmax's bits).
             top, log_total = log_normalizers(logits)

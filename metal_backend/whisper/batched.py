@@ -2,28 +2,30 @@
 
 The speech of the recording (a SpeechMap: the voice activity detector's spans, or the whole
 recording) is joined and packed into chunks of at most 30 s: whole spans, in order, while they fit
-(a span longer than 30 s, only possible without the detector, is cut every 30 s). The chunks are
-split into min(batch_size, chunks) regions of consecutive chunks, the longest region as short as
-can be (split_regions), and each region is transcribed as its own sequential loop; the loops run
-in lockstep, one window of every region per batch,
-encoded as one encoder graph (WhisperCompute.encode_batch) and decoded as one decoder batch
-(batch_decoding.BatchDecoder), at the first temperature only (no fallback):
+(a span longer than 30 s, only possible without the detector, is cut every 30 s). Each chunk is one
+encoder window, encoded once and decoded once, as faster-whisper's pipeline does. The chunks are
+split into min(batch_size, chunks) regions of consecutive chunks (split_regions: counts as even as
+can be) and each region is transcribed as its own sequential loop; the loops run in lockstep, one
+chunk of every region per batch, encoded as one encoder graph (WhisperCompute.encode_batch) and
+decoded as one decoder batch (batch_decoding.BatchDecoder), at the first temperature only (no
+fallback):
 
-- a region's next window starts where its last one stopped and ends at the last span boundary
-  (a cut in silence) within 30 s, so no word is cut by the window's end;
-- a window's tokens are cut into segments at consecutive timestamp pairs; when they do not end on
-  a single timestamp (the last sentence was not decoded, or not closed), the region goes on from
-  the last closing timestamp, moved to the span boundary within a second of it (small models'
-  timestamps run early or late; a boundary is silence), as the sequential loop seeks there;
-- each window's prompt is its region's earlier text (condition_on_previous_text; timestamps
-  included, as sequentially), its last max_prompt tokens, whatever the other windows' prompts:
-  shorter prompts are left-padded and the padding masked (decode_batch's skip), so each window
-  decodes at its own text positions, as it would alone. A region's first window has only the
+- a chunk's tokens are cut into segments at consecutive timestamp pairs; text after the last pair
+  that no timestamp closes is a segment to the chunk's end (the chunk ends in silence, at a span's
+  end, so no word is cut there);
+- the sequential loop decodes the audio after an unfinished last segment again, in a new window;
+  here the chunk is not re-windowed: its text may not end right after a timestamp pair more than
+  UNFINISHED_SECONDS before its end (open_until: tiny.en often opens a segment and ends, leaving the
+  chunk's last sentence undecoded), so the decoder goes on in the same window;
+- each chunk's prompt is its region's earlier text (condition_on_previous_text; timestamps
+  included, as sequentially), its last max_prompt tokens, whatever the other chunks' prompts:
+  shorter prompts are left-padded and the padding masked (decode_batch's skip), so each chunk
+  decodes at its own text positions, as it would alone. A region's first chunk has only the
   initial prompt, so the first batch decodes without previous text (faster-whisper's batched
   pipeline decodes every chunk so); a file of k chunks at batch size N has k - min(N, k)
-  windows with their text before them. batch_size=1 is one region: one loop.
+  chunks with their text before them. batch_size=1 is one region: one loop.
 
-Windows skipped as silence follow transcribe.is_silence. Segment and word times are mapped back to
+Chunks skipped as silence follow transcribe.is_silence. Segment and word times are mapped back to
 the original recording by the SpeechMap. Word timestamps reuse the batch's encoder output
 (BackendWhisper.select_window copies one window's cross-attention keys and values out of it).
 """
@@ -43,15 +45,19 @@ from .decoding import DecodingResult, resolve_language
 from .errors import WhisperError
 from .language import language_probabilities
 from .logit_filters import TIME_PRECISION
-from .mel import CHUNK_SECONDS, HOP_LENGTH, N_FRAMES, N_SAMPLES, window_log_mel
+from .mel import CHUNK_SECONDS, HOP_LENGTH, N_FRAMES, window_log_mel
 from .model_data import WhisperModelData
 from .options import DecodingOptions
-from .speech_map import EDGE_SLACK, SpeechMap
+from .speech_map import SpeechMap
 from .tokenizer import Tokenizer
 from .transcribe import FRAMES_PER_SECOND, PROMPT_RESET_TEMPERATURE, is_silence
 from .transcript import Segment, Transcript
 
 Progress = Callable[[float, float], None]
+# Seconds: a chunk's text may not end right after a timestamp pair earlier than this before the
+# chunk's end (open_until). The chunk ends where the VAD's speech does (its pad, 400 ms, included);
+# small models' timestamps run up to a second early or late (EDGE_SLACK).
+UNFINISHED_SECONDS = 2.0
 
 
 def pack_chunks(speech: SpeechMap, max_seconds: float = CHUNK_SECONDS) -> list[tuple[int, int]]:
@@ -80,11 +86,11 @@ def transcribe_batched(compute: WhisperCompute, model: WhisperModelData, samples
                        options: DecodingOptions, batch_size: int, progress: Progress | None = None) -> Transcript:
     """Transcribes the speech of samples (16 kHz mono float32; speech is its map) in up to
     batch_size regions decoded in lockstep (see the module docstring). The result's timings hold
-    mel, encode, decode, total and tokens."""
+    mel, encode, decode, total, tokens and windows (windows encoded: one per chunk)."""
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
         raise WhisperError(f"batch_size must be a positive integer (got {batch_size!r})")
     t0 = time.perf_counter()
-    timings = {"mel": 0.0, "encode": 0.0, "decode": 0.0}
+    timings = {"mel": 0.0, "encode": 0.0, "decode": 0.0, "windows": 0.0}
     joined = speech.join(samples)
     tokenizer = Tokenizer(model.vocab, model.special)
     language = resolve_language(model, options.language)
@@ -92,17 +98,15 @@ def transcribe_batched(compute: WhisperCompute, model: WhisperModelData, samples
     initial = tokenizer.encode(" " + options.initial_prompt.strip()) if options.initial_prompt else []
     temperature = options.temperatures[0]
     conditioned = options.condition_on_previous_text and temperature <= PROMPT_RESET_TEMPERATURE
-    boundaries = speech.joined_ends.astype(np.int64)
-    regions = [_Region(start, stop, list(initial)) for start, stop in split_regions(pack_chunks(speech), batch_size)]
+    regions = [_Region(run, list(initial)) for run in split_regions(pack_chunks(speech), batch_size)]
     rng = np.random.default_rng(0)
     decoder: BatchDecoder | None = None
     segments: list[Segment] = []
     total = speech.speech_seconds
-    while True:
-        live = [r for r in regions if r.cursor < r.stop]
-        if not live:
-            break
-        windows = [(r.cursor, window_end(boundaries, r.cursor, r.stop)) for r in live]
+    done = 0
+    for step in range(max((len(r.chunks) for r in regions), default=0)):
+        live = [r for r in regions if step < len(r.chunks)]
+        windows = [r.chunks[step] for r in live]
         t = time.perf_counter()
         mels = np.stack([_window(model, joined[s:e]) for s, e in windows])
         t_enc = time.perf_counter()
@@ -110,27 +114,23 @@ def transcribe_batched(compute: WhisperCompute, model: WhisperModelData, samples
         t_dec = time.perf_counter()
         timings["mel"] += t_enc - t
         timings["encode"] += t_dec - t_enc
+        timings["windows"] += len(windows)
         if language is None:
             language, language_probability = _detect(compute, model, features, len(live))
         if decoder is None:
             decoder = BatchDecoder(model, options, language)
         previous = window_prompts([r.history for r in live], decoder.max_prompt)
         results = decoder.decode_windows(compute, features, len(live), temperature=temperature, rng=rng,
-                                         previous_windows=previous)
+                                         previous_windows=previous,
+                                         open_until=[open_until(model, e - s) for s, e in windows])
         timings["decode"] += time.perf_counter() - t_dec
         decoded = []
         for index, (region, (s, e), result) in enumerate(zip(live, windows, results)):
-            region.cursor = e
+            done += e - s
             if is_silence(result, options):
                 continue
-            window_segments, rest, kept = _segments(model, tokenizer, result, s, e, speech)
-            if rest is not None:
-                rest = snap_to_boundary(boundaries, rest, s, e)
-                for segment in window_segments:
-                    segment.end = min(segment.end, round(rest / SAMPLE_RATE, 3))
-                    segment.start = min(segment.start, segment.end)
-                region.cursor = rest
-            region.history = region.history + kept if conditioned else list(initial)
+            window_segments = _segments(model, tokenizer, result, s, e, speech)
+            region.history = region.history + result.tokens if conditioned else list(initial)
             if window_segments:
                 decoded.append((index, region, s, e, window_segments))
             segments += window_segments
@@ -144,8 +144,7 @@ def transcribe_batched(compute: WhisperCompute, model: WhisperModelData, samples
                 timings["decode"] += time.perf_counter() - t
             region.last_end = window_segments[-1].end
         if progress is not None:
-            done = sum(min(r.cursor, r.stop) - r.start for r in regions) / SAMPLE_RATE
-            progress(min(done, total), total)
+            progress(min(done / SAMPLE_RATE, total), total)
     segments.sort(key=lambda segment: segment.start)
     speech.restore(segments)
     for i, segment in enumerate(segments):
@@ -158,82 +157,39 @@ def transcribe_batched(compute: WhisperCompute, model: WhisperModelData, samples
 
 @dataclass
 class _Region:
-    """A stretch of the joined speech [start, stop) (samples) transcribed as its own sequential
-    loop: the next window starts at cursor; history holds the tokens kept so far (the prompt);
-    last_end is the end of its latest segment (seconds, joined)."""
+    """A run of consecutive chunks (samples of the joined speech, [(start, end)]) transcribed as
+    its own sequential loop: history holds the tokens kept so far (the prompt); last_end is the
+    end of its latest segment (seconds, joined)."""
 
-    start: int
-    stop: int
+    chunks: list[tuple[int, int]]
     history: list[int]
-    cursor: int = -1
     last_end: float | None = None
 
-    def __post_init__(self) -> None:
-        self.cursor = self.start
 
-
-def split_regions(chunks: list[tuple[int, int]], batch_size: int) -> list[tuple[int, int]]:
-    """The chunks (pack_chunks) split into min(batch_size, len(chunks)) runs of consecutive chunks
-    whose longest is as short as can be (in audio, not in chunks: a region's windows, and so the
-    batches of the run, follow its length): [(start, stop)] in samples of the joined speech.
-    The regions are filled front to back up to that length."""
-    if not chunks:
-        return []
+def split_regions(chunks: list[tuple[int, int]], batch_size: int) -> list[list[tuple[int, int]]]:
+    """The chunks (pack_chunks) split into min(batch_size, len(chunks)) runs of consecutive chunks,
+    their counts as even as can be (each chunk is one window, so the batches of the run follow
+    the longest run's count); the longer runs come first."""
     count = min(batch_size, len(chunks))
-    lengths = [end - start for start, end in chunks]
-
-    def fill(limit: int) -> list[list[int]]:
-        """Chunk indices packed front to back into runs of at most limit samples."""
-        groups: list[list[int]] = [[]]
-        total = 0
-        for i, length in enumerate(lengths):
-            if groups[-1] and total + length > limit:
-                groups.append([])
-                total = 0
-            groups[-1].append(i)
-            total += length
-        return groups
-
-    low, high = max(lengths), sum(lengths)
-    while low < high:  # the shortest limit that needs at most count runs
-        middle = (low + high) // 2
-        if len(fill(middle)) <= count:
-            high = middle
-        else:
-            low = middle + 1
-    groups = fill(low)
-    while len(groups) < count:
-        # Fewer runs than regions (a long chunk set the limit): the longest run of several chunks
-        # is cut where its longer half is shortest; no run grows.
-        index = max((g for g in range(len(groups)) if len(groups[g]) > 1),
-                    key=lambda g: sum(lengths[i] for i in groups[g]))
-        group = groups[index]
-        cut = min(range(1, len(group)), key=lambda c: max(sum(lengths[i] for i in group[:c]),
-                                                          sum(lengths[i] for i in group[c:])))
-        groups[index:index + 1] = [group[:cut], group[cut:]]
-    return [(chunks[g[0]][0], chunks[g[-1]][1]) for g in groups]
+    if count == 0:
+        return []
+    size, extra = divmod(len(chunks), count)
+    runs, first = [], 0
+    for i in range(count):
+        last = first + size + (1 if i < extra else 0)
+        runs.append(chunks[first:last])
+        first = last
+    return runs
 
 
-def window_end(boundaries: np.ndarray, start: int, stop: int) -> int:
-    """Where a window starting at start (joined samples) ends: at the last span boundary (a cut in
-    silence: boundaries are the joined spans' ends) within 30 s and at most stop; without one,
-    30 s on (or stop)."""
-    limit = min(start + N_SAMPLES, stop)
-    inside = boundaries[(boundaries > start) & (boundaries <= limit)]
-    return int(inside.max()) if inside.size else limit
-
-
-def snap_to_boundary(boundaries: np.ndarray, rest: int, start: int, end: int) -> int:
-    """Where a window's unfinished rest is decoded again from: the span boundary inside the window
-    (start, end) nearest the closing timestamp rest, when it lies within EDGE_SLACK of it (small
-    models' timestamps run up to a second early or late; a boundary is silence, so no word is cut
-    or decoded twice), else rest itself."""
-    inside = boundaries[(boundaries > start) & (boundaries < end)]
-    if inside.size:
-        nearest = int(inside[np.argmin(np.abs(inside - rest))])
-        if abs(nearest - rest) <= EDGE_SLACK * SAMPLE_RATE:
-            return nearest
-    return rest
+def open_until(model: WhisperModelData, length: int) -> int:
+    """The timestamp token below which a chunk of length samples may not end its text right after a
+    timestamp pair (BatchDecoder.decode_windows' open_until): UNFINISHED_SECONDS before its end.
+    A chunk ends at a speech span's end, so a pair earlier than that leaves speech undecoded
+    (tiny.en often opens a segment and ends, the chunk's last sentence left out); the sequential
+    loop decodes such a rest again in a new window, a chunk goes on in the same one."""
+    steps = int((length / SAMPLE_RATE - UNFINISHED_SECONDS) / TIME_PRECISION)
+    return model.special.timestamp_begin + max(steps, 0)
 
 
 def window_prompts(histories: list[list[int]], max_prompt: int) -> list[list[int]]:
@@ -261,32 +217,20 @@ def _detect(compute: WhisperCompute, model: WhisperModelData, features: Any, cou
 
 
 def _segments(model: WhisperModelData, tokenizer: Tokenizer, result: DecodingResult, start: int, end: int,
-              speech: SpeechMap) -> tuple[list[Segment], int | None, list[int]]:
-    """A chunk's segments in joined time, and where the rest of the chunk starts when it is to be
-    decoded again (None: the chunk is done). Segments are cut at consecutive timestamp pairs. When
-    the tokens do not end on a single timestamp (a segment closed, none opened), what follows the
-    last pair is dropped and the audio from its closing timestamp on is decoded again, as the
-    sequential loop seeks there (tiny.en often opens a timestamp and ends, leaving the last
-    sentence of a chunk undecoded); without a pair, or with the pair at 0, the rest is a segment
-    to the chunk's end."""
+              speech: SpeechMap) -> list[Segment]:
+    """A chunk's segments in joined time, cut at consecutive timestamp pairs; the text after the
+    last pair (not closed by a timestamp) is a segment to the chunk's end, as is a chunk's text
+    without any pair."""
     tb = model.special.timestamp_begin
     tokens = result.tokens
     offset = start / SAMPLE_RATE
     duration = (end - start) / SAMPLE_RATE
     pairs = [i + 1 for i in range(len(tokens) - 1) if tokens[i] >= tb and tokens[i + 1] >= tb]
-    single_timestamp_ending = len(tokens) >= 2 and tokens[-1] >= tb and tokens[-2] < tb
-    rest = None
-    if pairs and not single_timestamp_ending:
-        seek = int(round((tokens[pairs[-1] - 1] - tb) * TIME_PRECISION * SAMPLE_RATE))
-        if 0 < seek < end - start:
-            rest = start + seek
-            tokens = tokens[:pairs[-1]]
-    cuts = pairs + [len(tokens)]
     seek = int(round(speech.original_time(offset) * FRAMES_PER_SECOND)) if speech.spans else 0
     segments = []
     last = 0
     previous_end = 0.0
-    for cut in cuts:
+    for cut in pairs + [len(tokens)]:
         piece = tokens[last:cut]
         last = cut
         text_tokens = [t for t in piece if t < model.special.eot]
@@ -304,7 +248,7 @@ def _segments(model: WhisperModelData, tokenizer: Tokenizer, result: DecodingRes
                                 text=text, tokens=text_tokens, temperature=result.temperature,
                                 avg_logprob=result.avg_logprob, compression_ratio=result.compression_ratio,
                                 no_speech_prob=result.no_speech_prob))
-    return segments, rest, tokens
+    return segments
 
 
 def _add_words(compute: WhisperCompute, model: WhisperModelData, tokenizer: Tokenizer, features: Any,

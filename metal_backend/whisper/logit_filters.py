@@ -112,9 +112,12 @@ class LogitRules:
             steps = int(round(options.max_initial_timestamp / TIME_PRECISION))
             self.last_initial_timestamp = self.timestamp_begin + steps
 
-    def apply(self, logits: np.ndarray, sampled: Sequence[Sequence[int]]) -> None:
+    def apply(self, logits: np.ndarray, sampled: Sequence[Sequence[int]],
+              open_until: Sequence[int] | None = None) -> None:
         """Masks (sets to -inf) what may not come next. logits is (n, n_vocab) float, row i for the
-        sequence whose sampled tokens so far (prompt excluded) are sampled[i]."""
+        sequence whose sampled tokens so far (prompt excluded) are sampled[i]. open_until[i]: a
+        timestamp token; a pair of timestamps below it may not be followed by the end of the text
+        (the window holds speech after it: batched.py)."""
         if logits.ndim != 2 or logits.shape != (len(sampled), self.n_vocab):
             raise WhisperError(f"logits of shape {logits.shape} do not fit {len(sampled)} sequences of "
                                f"{self.n_vocab} tokens")
@@ -136,6 +139,8 @@ class LogitRules:
             if last_was_timestamp:
                 if penultimate_was_timestamp:
                     logits[i, tb:] = -np.inf  # a pair is complete: text (or end) follows
+                    if open_until is not None and len(seq) >= 2 and seq[-1] < open_until[i]:
+                        logits[i, eot] = -np.inf
                 else:
                     logits[i, :eot] = -np.inf  # a closing timestamp: another timestamp or end
             last_timestamp = next((t for t in reversed(seq) if t >= tb), None)

@@ -108,9 +108,10 @@ class Whisper:
         model's device), joined, and maps segment and word times back to the audio (SpeechMap);
         vad_parameters is a dict of VadOptions fields (faster-whisper's defaults otherwise).
         batch_size=N transcribes batched (batched.py): speech in chunks of at most 30 s (pauses
-        under KEPT_GAP_SECONDS between the VAD's pieces kept), split into N regions transcribed in
-        lockstep, one window of each encoded and decoded together, each region prompted by its
-        own earlier text, the first temperature only; the VAD is on unless vad_filter=False (then
+        under KEPT_GAP_SECONDS between the VAD's pieces kept), each one window encoded once,
+        split into N regions transcribed in lockstep, one chunk of each encoded and decoded
+        together, each region prompted by its own earlier text, the first temperature only; the
+        result's timings add windows (chunks encoded); the VAD is on unless vad_filter=False (then
         the audio is cut every 30 s), with vad_options.BATCHED_DEFAULTS under vad_parameters.
 
         The result's timings (seconds) hold load (this model's load time), load_audio, vad (with

@@ -72,7 +72,7 @@ class SpeechMap:
     def keep_short_gaps(self, max_gap: float, max_span: float) -> "SpeechMap":
         """The map with every gap between spans shorter than max_gap seconds kept in the audio
         (the span before it extended to the next one's start), where the extended span stays at
-        most max_span seconds long; the spans stay separate (a window may still end between
+        most max_span seconds long; the spans stay separate (a chunk may still end between
         them). Batched transcription keeps the short pauses between sentences: tiny.en heard
         "The weather report" as "But when the report" once the 0.2 s left between two padded
         sentences was cut out."""

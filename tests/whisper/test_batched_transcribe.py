@@ -165,3 +165,23 @@ def test_batched_word_timestamps_and_no_vad(model, passage):
     # Without the VAD the audio is cut every 30 s.
     assert word_error_rate(reference, model.transcribe(samples, beam_size=None, batch_size=4,
                                                        vad_filter=False).text) <= 0.2
+
+
+@pytest.mark.parametrize("vad_filter", [True, False])
+def test_batched_encodes_each_chunk_once(model, passage, monkeypatch, vad_filter):
+    # As faster-whisper's pipeline: every chunk is one encoder window, encoded once (no window of
+    # its own for an unfinished end); batches hold one chunk of each region.
+    from metal_backend.whisper import batched
+
+    samples, reference = passage
+    chunks, windows = [], []
+    pack = batched.pack_chunks
+    monkeypatch.setattr(batched, "pack_chunks", lambda speech: chunks.extend(pack(speech)) or list(chunks))
+    encode_batch = model.compute.encode_batch
+    monkeypatch.setattr(model.compute, "encode_batch", lambda mels: windows.append(len(mels)) or encode_batch(mels))
+    result = model.transcribe(samples, beam_size=None, batch_size=2, vad_filter=vad_filter)
+    assert sum(windows) == len(chunks) == result.timings["windows"]
+    assert windows == [2] * (len(chunks) // 2) + [1] * (len(chunks) % 2)
+    if not vad_filter:
+        assert len(chunks) == -(-samples.size // (30 * 16000))  # cut every 30 s
+    assert word_error_rate(reference, result.text) <= 0.2
