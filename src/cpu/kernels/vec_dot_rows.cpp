@@ -10,6 +10,7 @@
 
 #include "cpu/kernels/vec_dot.h"
 #include "cpu/kernels/vec_dot_k_avx2.h"
+#include "cpu/kernels/vec_dot_table_simd.h"
 
 #include "core/fp16.h"
 #include "cpu/kernels/int8_dot_x86.h"
@@ -297,11 +298,12 @@ VecDotRowsFn vec_dot_rows_fn(Type a, VecType vt) {
             default: return nullptr;
         }
     }
-    if (vt == VecType::Q8K) return vec_dot_k_rows_avx2_fn(a);  // nullptr for iq4_xs and the grid types
+    if (vt == VecType::Q8K) return vec_dot_k_rows_avx2_fn(a);  // nullptr for the grid types
     if (vt == VecType::F16) {
         if (a != Type::F16) return nullptr;
         return wide ? rows_float_avx512<uint16_t, uint16_t> : rows_float<uint16_t, uint16_t>;
     }
+    if (VecDotRowsFn table = vec_dot_table_rows_fn(a)) return table;  // iq4_nl, mxfp4
     return by_byte_dot(rows_for_quant<DotAvx2>(a), rows_for_quant<DotAvxVnni>(a), rows_for_quant<DotVnni>(a));
 #else
     (void)a;
