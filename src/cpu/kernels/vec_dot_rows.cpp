@@ -72,7 +72,11 @@ MB_TARGET_AVX512 inline __m256 halves16(__m512 v) {
 // 4 KiB; K = 384 rows in L3 0.76-0.78x (rows that short are one tile's worth of stream each); 1 MiB
 // in L3 at K = 2048 1.0x with 512 B or 1 KiB, 1.17x with 4 KiB. 1 KiB for the longer memory latency
 // of many threads on one memory controller.
+#if defined(MB_FLOAT_PREFETCH_BYTES)  // other distances, for benchmarks/matvec_threads.cpp's builds
+constexpr size_t kFloatPrefetchBytes = MB_FLOAT_PREFETCH_BYTES;
+#else
 constexpr size_t kFloatPrefetchBytes = 1024;
+#endif
 
 // Float weights (TA: float, f16 as uint16_t, Bf16) times float or f16 activations (TB), NT tokens.
 // Each weight vector is loaded (and converted) once for all tokens. Eight independent FMA chains:
