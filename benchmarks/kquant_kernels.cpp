@@ -9,7 +9,8 @@
 // prefetch). Build and run from the repo:
 //
 //   g++ -O3 -std=c++17 -mf16c -Isrc -Ishaders benchmarks/kquant_kernels.cpp
-//       src/cpu/kernels/vec_dot_k_avx2.cpp src/cpu/kernels/vec_dot_rows.cpp -ldl -o /tmp/kquant_kernels
+//       src/cpu/kernels/vec_dot_k_avx2.cpp src/cpu/kernels/vec_dot_rows.cpp
+//       src/cpu/kernels/vec_dot_table_simd.cpp -ldl -o /tmp/kquant_kernels
 //   /tmp/kquant_kernels [path/to/libggml-cpu.so]                                          (one line each)
 //
 // (the library defaults to ggml-python's, found with
@@ -30,17 +31,13 @@
 #include "cpu/kernels/simd.h"
 #include "cpu/kernels/vec_dot.h"
 #include "cpu/kernels/vec_dot_k_avx2.h"
+#include "ggml_cpu_lib.h"
 #include "quant_blocks.h"
 
 namespace {
 
 using GgmlDot = void (*)(int n, float* s, size_t bs, const void* vx, size_t bx, const void* vy, size_t by, int nrc);
 using GgmlFromFloat = void (*)(const float* x, uint16_t* y, int64_t n);
-
-struct Form {
-    const char* name;
-    mb::ByteDot dot;
-};
 
 struct Kind {
     const char* name;
@@ -56,28 +53,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string lib = argc > 1 ? argv[1] : "";
-    if (lib.empty()) {
-        FILE* p = popen("python3 -c \"import ggml, os; print(os.path.dirname(ggml.__file__))\"", "r");
-        char buf[4096] = {};
-        if (p == nullptr || fgets(buf, sizeof buf, p) == nullptr) {
-            std::fprintf(stderr, "ggml-python not found; pass the path of libggml-cpu.so\n");
-            return 1;
-        }
-        pclose(p);
-        lib = std::string(buf, strcspn(buf, "\n")) + "/lib/libggml-cpu.so";
-    }
-    void* h = dlopen(lib.c_str(), RTLD_NOW);
-    if (h == nullptr) {
-        std::fprintf(stderr, "%s\n", dlerror());
-        return 1;
-    }
-    if (auto init = reinterpret_cast<void (*)()>(dlsym(h, "ggml_cpu_init"))) init();  // its fp16 tables
-    std::vector<Form> forms = {{"avx2", mb::ByteDot::Avx2}};
-    if (__builtin_cpu_supports("avxvnni")) forms.push_back({"avx-vnni", mb::ByteDot::AvxVnni});
-    if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl")) {
-        forms.push_back({"avx512-vnni", mb::ByteDot::Avx512Vnni});
-    }
+    void* h = mb_bench::open_ggml_cpu(argc > 1 ? argv[1] : "");
+    if (h == nullptr) return 1;
+    const std::vector<mb_bench::Form> forms = mb_bench::byte_dot_forms();
     const Kind kinds[] = {{"q2_K", mb::Type::Q2_K, sizeof(mb::block_q2_K), {80, 82}},
                           {"q3_K", mb::Type::Q3_K, sizeof(mb::block_q3_K), {108}},
                           {"q4_K", mb::Type::Q4_K, sizeof(mb::block_q4_K), {0, 2}},
@@ -89,7 +67,9 @@ int main(int argc, char** argv) {
     };
     const Shape shapes[] = {{512, 2048, 2000}, {2048, 512, 2000}, {4096, 32768, 15}};
     std::printf("%-5s %5s %6s %7s %10s", "type", "K", "rows", "MiB", "ggml ns");
-    for (const Form& f : forms) std::printf(" %12s %9s", (std::string(f.name) + " ns").c_str(), "ggml/ours");
+    for (const mb_bench::Form& f : forms) {
+        std::printf(" %12s %9s", (std::string(f.name) + " ns").c_str(), "ggml/ours");
+    }
     std::printf("\n");
     auto ggml_from_f32 = reinterpret_cast<GgmlFromFloat>(dlsym(h, "ggml_cpu_fp32_to_fp16"));
     for (const Shape& s : shapes) {
@@ -145,7 +125,7 @@ int main(int argc, char** argv) {
             double best_ggml = 1e30;
             std::vector<double> best_ours;
             std::string differ;
-            for (const Form& f : forms) {
+            for (const mb_bench::Form& f : forms) {
                 // f16: the float tile (the same for every form), once.
                 const bool first = f.dot == mb::ByteDot::Avx2;
                 mb::VecDotRowsFn ours = !f16 ? mb::vec_dot_k_rows_avx2_fn(kd.type, f.dot)

@@ -18,7 +18,11 @@ namespace mb {
 
 #if defined(MB_SIMD_X86)
 
+#if defined(MB_TILE_PREFETCH_BYTES)  // other distances, for benchmarks/matvec_threads.cpp's builds
+constexpr size_t kTilePrefetchBytes = MB_TILE_PREFETCH_BYTES;
+#else
 constexpr size_t kTilePrefetchBytes = 4096;
+#endif
 
 // The cache lines of [pos, pos + span) + ahead of each of the 4 rows (row r at rows[r], row_bytes long,
 // rows stride bytes apart).

@@ -10,6 +10,7 @@
 
 #include "cpu/kernels/vec_dot.h"
 #include "cpu/kernels/vec_dot_k_avx2.h"
+#include "cpu/kernels/vec_dot_table_simd.h"
 
 #include "core/fp16.h"
 #include "cpu/kernels/int8_dot_x86.h"
@@ -71,7 +72,11 @@ MB_TARGET_AVX512 inline __m256 halves16(__m512 v) {
 // 4 KiB; K = 384 rows in L3 0.76-0.78x (rows that short are one tile's worth of stream each); 1 MiB
 // in L3 at K = 2048 1.0x with 512 B or 1 KiB, 1.17x with 4 KiB. 1 KiB for the longer memory latency
 // of many threads on one memory controller.
+#if defined(MB_FLOAT_PREFETCH_BYTES)  // other distances, for benchmarks/matvec_threads.cpp's builds
+constexpr size_t kFloatPrefetchBytes = MB_FLOAT_PREFETCH_BYTES;
+#else
 constexpr size_t kFloatPrefetchBytes = 1024;
+#endif
 
 // Float weights (TA: float, f16 as uint16_t, Bf16) times float or f16 activations (TB), NT tokens.
 // Each weight vector is loaded (and converted) once for all tokens. Eight independent FMA chains:
@@ -297,11 +302,12 @@ VecDotRowsFn vec_dot_rows_fn(Type a, VecType vt) {
             default: return nullptr;
         }
     }
-    if (vt == VecType::Q8K) return vec_dot_k_rows_avx2_fn(a);  // nullptr for iq4_xs and the grid types
+    if (vt == VecType::Q8K) return vec_dot_k_rows_avx2_fn(a);  // nullptr for the grid types
     if (vt == VecType::F16) {
         if (a != Type::F16) return nullptr;
         return wide ? rows_float_avx512<uint16_t, uint16_t> : rows_float<uint16_t, uint16_t>;
     }
+    if (VecDotRowsFn table = vec_dot_table_rows_fn(a)) return table;  // iq4_nl, mxfp4
     return by_byte_dot(rows_for_quant<DotAvx2>(a), rows_for_quant<DotAvxVnni>(a), rows_for_quant<DotVnni>(a));
 #else
     (void)a;

@@ -2,6 +2,7 @@
 #include "cpu/kernels/vec_dot_table_simd.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "core/fp16.h"
@@ -10,7 +11,10 @@
 #include "quant_blocks.h"
 
 #if defined(MB_SIMD_X86)
+#include <type_traits>
+
 #include "cpu/kernels/int8_dot_x86.h"
+#include "cpu/kernels/tile_prefetch.h"
 #endif
 
 namespace mb {
@@ -104,6 +108,129 @@ MB_TARGET_AVX2 float dot_table32_x86(int64_t k, const void* va, const void* vb) 
     return table_acc_sum(acc);
 }
 
+// ---- four-row tiles (vec_dot.h's VecDotRowsFn): each row and token gets dot_table32_x86's bits (the
+// same integer block sums, the same eight-lane fused multiply-adds, the same table_acc_sum at the end).
+// A block's 16 code bytes are loaded once into both 128-bit halves (a load-port broadcast), the high
+// half shifted down by four bits with one vpsrlvq, masked and looked up: element j < 16 in the low
+// half, j + 16 in the high one, the activation codes' own order. The activation work is shared by the
+// four rows. Per row and block, AVX2's form moves the activation's sign onto the table value
+// (vpsignb) against |y|; the VNNI forms look up table + 128 (unsigned, at most 241) instead and
+// start each block's lanes at -128 * y (one vpdpbusd per token and block for the four rows), which
+// saves the vpsignb: vpdpbusd does not saturate, so both sums are exact and equal.
+
+// The 32 codes of one block (16 bytes at qs), element j in byte j, unsigned nibbles.
+MB_TARGET_AVX2 inline __m256i codes32(const uint8_t* qs) {
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+    return _mm256_and_si256(_mm256_srlv_epi64(q, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0F));
+}
+
+// The lane sums of four blocks' lanes: low half [s0, s1, s2, s3] over their low halves, high half the
+// same over their high halves (hsum8 is two of these added).
+MB_TARGET_AVX2 inline __m256i hsum4(__m256i s0, __m256i s1, __m256i s2, __m256i s3) {
+    return _mm256_hadd_epi32(_mm256_hadd_epi32(s0, s1), _mm256_hadd_epi32(s2, s3));
+}
+
+template <class Block, typename Dot, int NT>
+MB_TARGET_AVX2 void tile_table(int64_t k, const uint8_t* a, size_t stride, const void* const* vb, float* out) {
+    constexpr bool kOffset = !std::is_same<Dot, DotAvx2>::value;
+    constexpr size_t bs = sizeof(Block);
+    const int64_t nb = k / MB_QK;
+    const uint8_t* rows[4];
+    for (int r = 0; r < 4; ++r) rows[r] = a + size_t(r) * stride;
+    const BlockQ8Act* b[NT];
+    for (int t = 0; t < NT; ++t) b[t] = static_cast<const BlockQ8Act*>(vb[t]);
+    const __m256i table0 = table256(table_of(Block{}));
+    const __m256i table = kOffset ? _mm256_add_epi8(table0, _mm256_set1_epi8(char(0x80))) : table0;
+    __m256 acc[4][NT];
+    for (auto& row : acc)
+        for (auto& v : row) v = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= nb; i += 8) {
+        prefetch_tile_ahead(rows, size_t(i) * bs, 8 * bs, size_t(nb) * bs, stride);
+        // Per token and block: AVX2 |y|, VNNI the lanes of -128 * y.
+        alignas(32) __m256i pre[NT][8];
+        __m256 dy[NT];
+#pragma GCC unroll 2
+        for (int t = 0; t < NT; ++t) {
+            const BlockQ8Act* y = b[t] + i;
+            dy[t] = _mm256_setr_ps(y[0].d, y[1].d, y[2].d, y[3].d, y[4].d, y[5].d, y[6].d, y[7].d);
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; ++j) {
+                const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[j].qs));
+                const __m256i zero = _mm256_setzero_si256();
+                pre[t][j] = kOffset ? _mm256_sub_epi32(zero, Dot::lanes(zero, _mm256_set1_epi8(char(0x80)), yv))
+                                    : _mm256_sign_epi8(yv, yv);
+            }
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+            const Block* x = reinterpret_cast<const Block*>(rows[r]) + i;
+            __m256i half[NT][2];
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h) {
+                __m256i s[NT][4];
+#pragma GCC unroll 4
+                for (int j = 0; j < 4; ++j) {
+                    const __m256i v = _mm256_shuffle_epi8(table, codes32(x[4 * h + j].qs));
+#pragma GCC unroll 2
+                    for (int t = 0; t < NT; ++t) {
+                        const int8_t* y = b[t][i + 4 * h + j].qs;
+                        const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y));
+                        const __m256i p = pre[t][4 * h + j];
+                        s[t][j] = kOffset ? Dot::lanes(p, v, yv)
+                                          : Dot::lanes(_mm256_setzero_si256(), p, _mm256_sign_epi8(v, yv));
+                    }
+                }
+#pragma GCC unroll 2
+                for (int t = 0; t < NT; ++t) half[t][h] = hsum4(s[t][0], s[t][1], s[t][2], s[t][3]);
+            }
+            const __m256 w = scales8(x);
+#pragma GCC unroll 2
+            for (int t = 0; t < NT; ++t) {
+                const __m256i u0 = half[t][0], u1 = half[t][1];
+                const __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
+                                                      _mm256_permute2x128_si256(u0, u1, 0x31));
+                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w, dy[t]), _mm256_cvtepi32_ps(sums), acc[r][t]);
+            }
+        }
+    }
+    if (i == nb) {  // lane_sums4 adds each row's lanes in table_acc_sum's order
+#pragma GCC unroll 2
+        for (int t = 0; t < NT; ++t) {
+            _mm_storeu_ps(out + 4 * t, lane_sums4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
+        }
+        return;
+    }
+    for (int t = 0; t < NT; ++t) {
+        for (int r = 0; r < 4; ++r) {
+            alignas(32) float lanes[8];
+            _mm256_store_ps(lanes, acc[r][t]);
+            const Block* x = reinterpret_cast<const Block*>(rows[r]);
+            for (int64_t j = i; j < nb; ++j) {
+                const __m256i lanes_j = dot32<Dot>(_mm256_setzero_si256(), values32(table0, x[j].qs), b[t][j].qs);
+                const int32_t s = hsum_i32(lanes_j);
+                lanes[j % 8] = std::fma(block_scale(x[j]) * b[t][j].d, float(s), lanes[j % 8]);
+            }
+            out[4 * t + r] = table_acc_sum(lanes);
+        }
+    }
+}
+
+template <class Block, typename Dot>
+void rows_table(int64_t k, const uint8_t* a, size_t stride, const void* const* b, int nt, float* out) {
+    (nt == 2 ? tile_table<Block, Dot, 2> : tile_table<Block, Dot, 1>)(k, a, stride, b, out);
+}
+
+template <typename Dot>
+VecDotRowsFn table_rows_fn(Type t) {
+    static_assert(kVecDotRows == 4 && kVecDotTokens == 2, "tile_table computes four rows and up to two tokens");
+    switch (t) {
+        case Type::IQ4_NL: return rows_table<block_iq4_nl, Dot>;
+        case Type::MXFP4: return rows_table<block_mxfp4, Dot>;
+        default: return nullptr;
+    }
+}
+
 template <typename Dot>
 VecDotKFn table_fn(Type t) {
     switch (t) {
@@ -119,6 +246,20 @@ VecDotKFn table_fn(Type t) {
 VecDotKFn vec_dot_table_simd_fn(Type t) {
     if (!cpu_has_avx2_fma_f16c()) return nullptr;
     return by_byte_dot(table_fn<DotAvx2>(t), table_fn<DotAvxVnni>(t), table_fn<DotVnni>(t));
+}
+
+VecDotRowsFn vec_dot_table_rows_fn(Type t, ByteDot form) {
+    switch (form) {
+        case ByteDot::Avx512Vnni: return table_rows_fn<DotVnni>(t);
+        case ByteDot::AvxVnni: return table_rows_fn<DotAvxVnni>(t);
+        case ByteDot::Avx2: break;
+    }
+    return table_rows_fn<DotAvx2>(t);
+}
+
+VecDotRowsFn vec_dot_table_rows_fn(Type t) {
+    if (!cpu_has_avx2_fma_f16c()) return nullptr;
+    return vec_dot_table_rows_fn(t, byte_dot_in_use());
 }
 
 #elif defined(MB_SIMD_NEON)
@@ -196,6 +337,11 @@ VecDotKFn vec_dot_table_simd_fn(Type t) {
 
 VecDotKFn vec_dot_table_simd_fn(Type) { return nullptr; }
 
+#endif
+
+#if !defined(MB_SIMD_X86)
+VecDotRowsFn vec_dot_table_rows_fn(Type, ByteDot) { return nullptr; }
+VecDotRowsFn vec_dot_table_rows_fn(Type) { return nullptr; }
 #endif
 
 }  // namespace mb

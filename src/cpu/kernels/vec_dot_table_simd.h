@@ -7,10 +7,13 @@
 // 128, so no pair of products saturates an int16), and each block's sum then goes through the
 // portable kernel's fused multiply-adds (iq4_xs: one chain in block order; iq4_nl and mxfp4: block i
 // into accumulator i % 8, eight blocks per vector here, then table_acc_sum's fixed tree): every
-// instruction set gives the portable kernel's bits.
+// instruction set gives the portable kernel's bits. On x86, iq4_nl and mxfp4 also have four-row mat-vec
+// tiles (vec_dot.h's VecDotRowsFn; iq4_xs's is vec_dot_k_avx2.h's) with the same bits.
 #pragma once
 
 #include "core/types.h"
+#include "cpu/kernels/simd.h"
+#include "cpu/kernels/vec_dot.h"
 #include "cpu/kernels/vec_dot_k.h"
 
 namespace mb {
@@ -18,5 +21,12 @@ namespace mb {
 // The kernel for t (iq4_nl, mxfp4; iq4_xs on NEON) for the instruction set in use; nullptr for other types
 // or where neither AVX2 nor NEON is in use (the portable kernels run there).
 VecDotKFn vec_dot_table_simd_fn(Type t);
+
+// Four rows at once (vec_dot.h's VecDotRowsFn) for iq4_nl and mxfp4 weights on x86 (AVX2, FMA and
+// F16C), each row and token with the bits of vec_dot_table_simd_fn's kernel, the byte dot products in
+// the form in use (simd.h's byte_dot_in_use) or the one given (the CPU must have it: tests and
+// benchmarks compare them); nullptr for other types, on other CPUs and in other builds.
+VecDotRowsFn vec_dot_table_rows_fn(Type t);
+VecDotRowsFn vec_dot_table_rows_fn(Type t, ByteDot form);
 
 }  // namespace mb
