@@ -2,7 +2,7 @@
 
     python benchmarks/streaming.py [--models tiny.en base] [--threads 2] [--repeats 1 5]
         [--clocks sim real] [--chunk 0.5] [--whisper-online PATH] [--peer-beams 5 1] [--work DIR]
-        [--json OUT] [--unit-costs FILE] [--stream-args JSON]
+        [--json OUT] [--unit-costs FILE [FILE ...]] [--stream-args JSON]
 
 As Whisper-Streaming measures (Machacek et al. 2023): the espeak-ng passage of
 scripts/make_passage.py (25 sentences, about 132 s; --repeats 5: the passage five times over,
@@ -24,11 +24,13 @@ Three clocks (--clocks):
   the passage on the measured clock and each model call's measured compute is fitted to its
   counters (non-negative least squares; the fit's calls, measured and fitted seconds and mean
   error are printed); c_audio is ours' VAD on 10 s. They are stored in --json and can be pinned
-  with --unit-costs FILE (that JSON's "unit_costs"), which makes a run on another machine or under
-  other load replay the same schedule. The sim row's RTF shows the measured compute in brackets:
-  the two agree when the fit holds (it was fitted under the load of its own moment; a two-point
-  fit on unprompted 3 s and 20 s calls charged ours 0.72 against 1.06 measured and
-  whisper_online half its compute).
+  with --unit-costs FILE ... (each JSON's "unit_costs", a mapping keyed "engine | model | threads";
+  several files are merged, e.g. one per model: benchmarks/streaming_unit_costs_tiny_en_2t.json and
+  streaming_unit_costs_base_2t.json; an engine, model and thread count no file names is fitted),
+  which makes a run on another machine or under other load replay the same schedule. The sim
+  row's RTF shows the measured compute in brackets: the two agree when the fit holds (it was
+  fitted under the load of its own moment; a two-point fit on unprompted 3 s and 20 s calls
+  charged ours 0.72 against 1.06 measured and whisper_online half its compute).
 - measured: as sim, but each call is charged its measured compute,
   max(CPU time of the calling thread, CPU time of the whole process / threads): the wall time the
   call takes on an idle machine with `threads` cores (both engines' thread pools keep their
@@ -449,6 +451,25 @@ def load_average() -> str:
         return " ".join(f.read().split()[:3])
 
 
+def print_table(rows: list[dict], threads: int, chunk: float, all_costs: dict[str, dict[str, float]]) -> None:
+    """The result table (markdown) of the rows, then the unit costs the sim clock charged."""
+    header = ("engine", "model", "clock", "audio s", "median lat s", "p90 lat s", "WER stream %", "WER offline %",
+              "RTF", "peak RSS MB", "words (unmatched)", "load avg")
+    print(f"threads: {threads}, chunk: {chunk} s")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for r in rows:
+        print(f"| {r['engine']} | {r['model']} | {r['clock']} | {r['audio_s']} | {r['median_latency_s']} | "
+              f"{r['p90_latency_s']} | {r['wer_stream']} | {r['wer_offline']} | {r['rtf']}"
+              + (f" ({r['rtf_measured']})" if r['clock'] == "sim" else "") + f" | {r['peak_rss_mb']:.0f} | "
+              f"{r['words']} ({r['unmatched']}) | {r['load']} |")
+    print(f"load average at the end: {load_average()} (the real clock's latencies grow with load; the sim clock "
+          f"charges compute only)")
+    if all_costs:
+        print("sim unit costs: " + "; ".join(f"{k}: " + ", ".join(f"{n} {v.get(n, 0.0)}" for n in Work.FEATURES
+                                                                   + ("c_audio",)) for k, v in all_costs.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", nargs="+", default=["tiny.en"])
@@ -460,12 +481,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--peer-beams", nargs="+", type=int, default=[5])
     p.add_argument("--work", type=Path)
     p.add_argument("--json", type=Path)
-    p.add_argument("--unit-costs", type=Path, help="a --json output whose sim unit costs to use (see the docstring)")
+    p.add_argument("--unit-costs", type=Path, nargs="+", default=[],
+                   help="--json outputs whose sim unit costs to use, merged (see the docstring)")
     p.add_argument("--stream-args", type=json.loads, default={},
                    help='Stream keyword arguments as JSON, decoding options under "decoding" '
                         '(e.g. \'{"forced_prefix": false, "decoding": {"beam_size": 5}}\')')
     args = p.parse_args(argv)
-    pinned = json.loads(args.unit_costs.read_text())["unit_costs"] if args.unit_costs else {}
+    pinned: dict[str, dict[str, float]] = {}
+    for path in args.unit_costs:
+        pinned.update(json.loads(path.read_text())["unit_costs"])
     all_costs: dict[str, dict[str, float]] = {}
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-streaming-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -485,9 +509,10 @@ def main(argv: list[str] | None = None) -> int:
             duration = samples.size / SR
             offline = model.transcribe(samples, beam_size=None, temperature=0.0, language="en", word_timestamps=True)
             offline_words = [w for s in offline.segments for w in (s.words or [])]
-            offline_wer = {engines[0].label: word_errors(reference, offline.text).wer}
+            offline_texts = {engines[0].label: offline.text.strip()}
             for engine in engines[1:]:
-                offline_wer[engine.label] = word_errors(reference, engine.offline_text(samples)).wer
+                offline_texts[engine.label] = engine.offline_text(samples)
+            offline_wer = {label: word_errors(reference, t).wer for label, t in offline_texts.items()}
             for engine in engines:
                 key = f"{engine.label} | {name} | {args.threads}"
                 if "sim" in args.clocks and key not in all_costs:
@@ -514,25 +539,12 @@ def main(argv: list[str] | None = None) -> int:
                         "words": len(committed), "unmatched": unmatched,
                         "load": f"{load_before} -> {load_average()}",
                     }
-                    rows.append(row)
                     print(json.dumps(row), file=sys.stderr, flush=True)
-    header = ("engine", "model", "clock", "audio s", "median lat s", "p90 lat s", "WER stream %", "WER offline %",
-              "RTF", "peak RSS MB", "words (unmatched)", "load avg")
-    print(f"threads: {args.threads}, chunk: {args.chunk} s")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
-    for r in rows:
-        print(f"| {r['engine']} | {r['model']} | {r['clock']} | {r['audio_s']} | {r['median_latency_s']} | "
-              f"{r['p90_latency_s']} | {r['wer_stream']} | {r['wer_offline']} | {r['rtf']}"
-              + (f" ({r['rtf_measured']})" if r['clock'] == "sim" else "") + f" | {r['peak_rss_mb']:.0f} | "
-              f"{r['words']} ({r['unmatched']}) | {r['load']} |")
-    print(f"load average at the end: {load_average()} (the real clock's latencies grow with load; the sim clock "
-          f"charges compute only)")
-    if all_costs:
-        print("sim unit costs: " + "; ".join(f"{k}: " + ", ".join(f"{n} {v.get(n, 0.0)}" for n in Work.FEATURES
-                                                                   + ("c_audio",)) for k, v in all_costs.items()))
-    if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "unit_costs": all_costs}, indent=1) + "\n")
+                    row.update(text=text.strip(), offline_text=offline_texts[engine.label])
+                    rows.append(row)
+                    if args.json:  # after every row: a run stopped early keeps what it measured
+                        args.json.write_text(json.dumps({"rows": rows, "unit_costs": all_costs}, indent=1) + "\n")
+    print_table(rows, args.threads, args.chunk, all_costs)
     return 0
 
 

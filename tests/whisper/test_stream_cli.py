@@ -13,6 +13,7 @@ import time
 import wave
 
 import numpy as np
+import pytest
 
 from whisper_testing import word_error_rate
 
@@ -135,13 +136,10 @@ def test_stream_file_realtime_takes_real_time(tiny_en_dir, asset, tmp_path):
     assert word_error_rate("Please open the door and turn on the light.", text) == 0.0, proc.stdout
 
 
-def test_forced_prefix_and_agreement_flags_reach_the_stream(tiny_en_dir, asset, monkeypatch, capsys):
-    """--forced_prefix and --agreement N build the Stream with forced_prefix=True and agreement=N
-    (the Stream's own state says so), and the stream still prints the sentence it hears."""
-    import io
-
+@pytest.fixture
+def built_streams(monkeypatch) -> list:
+    """The Streams built while the test runs (Stream.__init__ records each), in order."""
     from metal_backend.whisper import streaming
-    from metal_backend.whisper.__main__ import main
 
     built = []
     init = streaming.Stream.__init__
@@ -151,6 +149,17 @@ def test_forced_prefix_and_agreement_flags_reach_the_stream(tiny_en_dir, asset, 
         built.append(self)
 
     monkeypatch.setattr(streaming.Stream, "__init__", recording_init)
+    return built
+
+
+def test_forced_prefix_and_agreement_flags_reach_the_stream(tiny_en_dir, asset, monkeypatch, capsys, built_streams):
+    """--forced_prefix and --agreement N build the Stream with forced_prefix=True and agreement=N
+    (the Stream's own state says so), and the stream still prints the sentence it hears."""
+    import io
+
+    from metal_backend.whisper.__main__ import main
+
+    built = built_streams
     pcm = pcm_of(asset("door_light.wav"), 10.0) + b"\0\0" * 8000
     monkeypatch.setattr(sys, "stdin", type("Stdin", (), {"buffer": io.BytesIO(pcm)})())
     code = main(["--stream", "-", "--model", str(tiny_en_dir), "--threads", "2", "--language", "en",
@@ -179,3 +188,44 @@ def test_agreement_out_of_range_names_the_value(tiny_en_dir):
                            str(tiny_en_dir), "--agreement", "7"], input=b"", capture_output=True, timeout=300)
     assert proc.returncode == 1 and b"agreement must be an integer in 2..5" in proc.stderr and b"7" in proc.stderr, \
         proc.stderr
+
+
+def test_final_beam_size_and_vad_parameters_reach_the_stream(tiny_en_dir, monkeypatch, capsys, built_streams):
+    """--final_beam_size N|None and --vad_parameters build the Stream with them (its own state says
+    so); without the flag the final pass keeps Stream's default beam; a key the stream's VAD gate
+    does not have is an error naming it (1)."""
+    import io
+
+    from metal_backend.whisper import streaming
+    from metal_backend.whisper.__main__ import main
+    from metal_backend.whisper.speech_gate import VadParameters
+
+    built = built_streams
+
+    def stream_of(*extra):
+        monkeypatch.setattr(sys, "stdin", type("Stdin", (), {"buffer": io.BytesIO(b"")})())
+        code = main(["--stream", "-", "--model", str(tiny_en_dir), "--threads", "2", "--language", "en", *extra])
+        return code, capsys.readouterr().err
+
+    assert stream_of("--final_beam_size", "3", "--vad_parameters", "min_silence_duration_ms=500",
+                     "threshold=0.6")[0] == 0
+    assert built[-1]._final_options.beam_size == 3
+    assert built[-1].vad_parameters == VadParameters(threshold=0.6, min_silence_duration_ms=500)
+    assert stream_of("--final_beam_size", "None")[0] == 0
+    assert built[-1]._final_options.beam_size is None and built[-1].vad_parameters == VadParameters()
+    assert stream_of()[0] == 0
+    assert built[-1]._final_options.beam_size == streaming.FINAL_BEAM_SIZE == 5
+    code, err = stream_of("--vad_parameters", "max_speech_duration_s=10")
+    assert code == 1 and "unknown VAD parameter 'max_speech_duration_s'" in err, err
+
+
+def test_final_beam_size_and_vad_filter_usage_errors():
+    """--final_beam_size needs --stream and a positive integer or None; --stream is always VAD-gated,
+    so --vad_filter False with it is refused (usage errors, 2)."""
+    base = [sys.executable, "-m", "metal_backend.whisper"]
+    for extra, message in ((["x.wav", "--final_beam_size", "3"], "use them with --stream"),
+                           (["--stream", "-", "--final_beam_size", "0"], "--final_beam_size"),
+                           (["--stream", "-", "--final_beam_size", "x"], "--final_beam_size"),
+                           (["--stream", "-", "--vad_filter", "False"], "always VAD-gated")):
+        proc = subprocess.run(base + extra, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and message in proc.stderr, (extra, proc.stderr)
