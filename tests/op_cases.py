@@ -1291,7 +1291,13 @@ def top_k_cases():
          lambda a: top_k_ref(np.sqrt(np.where(a < 0, np.nan, a)), 30), EXACT)
     case("top_k/f32/transposed", "TOP_K", [In((23, 7))], lambda a: mb.ops.top_k(a.transpose(), 3),
          lambda a: top_k_ref(a.T, 3), EXACT)
-    # k <= n / 16: the CPU's streaming heap; with ties, NaNs and strided rows too.
+    # k <= n / 16: the CPU's streaming threshold; with ties, NaNs and strided rows too, and rows long
+    # enough that the candidate list is cut back several times (ties across the cuts, NaNs among them).
+    case("top_k/f32/stream_long_ties", "TOP_K", [In((3, 4000))],
+         lambda a: mb.ops.top_k(mb.ops.floor(mb.ops.scale(a, 2.0)), 40),
+         lambda a: top_k_ref(np.floor(a * 2.0), 40), EXACT)
+    case("top_k/f32/stream_long_nan", "TOP_K", [In((2, 3000))], lambda a: mb.ops.top_k(mb.ops.sqrt(a), 7),
+         lambda a: top_k_ref(np.sqrt(np.where(a < 0, np.nan, a)), 7), EXACT)
     case("top_k/f32/heap_ties", "TOP_K", [In((4, 300))], lambda a: mb.ops.top_k(mb.ops.floor(mb.ops.scale(a, 2.0)), 10),
          lambda a: top_k_ref(np.floor(a * 2.0), 10), EXACT)
     case("top_k/f32/heap_nan", "TOP_K", [In((3, 200))], lambda a: mb.ops.top_k(mb.ops.sqrt(a), 5),

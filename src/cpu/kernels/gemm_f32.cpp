@@ -364,17 +364,44 @@ void gemm_pack_tokens(const float* b, int64_t ldb, int64_t m, int64_t kc, float*
 
 namespace {
 
+// A GemmPrefetch handed out a share per kernel call: the next share lines of its ranges, in order.
+class PrefetchShares {
+public:
+    PrefetchShares(GemmPrefetch ranges, int64_t share) : r_(ranges), share_(share) {}
+
+    // The start and line count of the next share (at most max_lines, within one range).
+    const char* take(int64_t max_lines, int64_t* lines) {
+        if (r_.lines[0] == 0) {
+            r_.at[0] = r_.at[1];
+            r_.lines[0] = r_.lines[1];
+            r_.lines[1] = 0;
+        }
+        *lines = std::min({share_, max_lines, r_.lines[0]});
+        const char* at = r_.at[0];
+        r_.at[0] += *lines * 64;
+        r_.lines[0] -= *lines;
+        return *lines > 0 ? at : nullptr;
+    }
+
+private:
+    GemmPrefetch r_;
+    int64_t share_;
+};
+
 // Token groups i0 .. m of one panel (nr <= kGemmNR rows of c from column j0) through the 6x16 kernel;
 // edge tiles go through a local tile.
+// The calls without a panel of their own to fetch take a share of shares.
 void panel_groups(Kernel kernel, int64_t kc, const float* panel, int nr, int64_t j0, const float* tokens, int64_t i0,
-                  int64_t m, float* c, int64_t ldc, bool accumulate, const char* next = nullptr) {
+                  int64_t m, float* c, int64_t ldc, bool accumulate, PrefetchShares* shares,
+                  const char* next = nullptr) {
     for (bool first = true; i0 < m; i0 += kGemmMR, first = false) {
         const int mr = int(std::min<int64_t>(kGemmMR, m - i0));
         const float* group = tokens + (i0 / kGemmMR) * kc * kGemmMR;
         float* ct = c + i0 * ldc + j0;
         // The first call on this panel fetches the next one (kc lines) into L2.
         const char* pf = first ? next : nullptr;
-        const int64_t pf_lines = pf != nullptr ? kc : 0;
+        int64_t pf_lines = pf != nullptr ? kc : 0;
+        if (pf == nullptr) pf = shares->take(kc, &pf_lines);
         if (mr == kGemmMR && nr == kGemmNR) {
             kernel(kc, panel, group, ct, ldc, accumulate, pf, pf_lines);
             continue;
@@ -393,8 +420,13 @@ void panel_groups(Kernel kernel, int64_t kc, const float* panel, int nr, int64_t
 }  // namespace
 
 void gemm_f32_block(int64_t kc, const float* panels, int64_t n, const float* tokens, int64_t m, float* c,
-                    int64_t ldc, bool accumulate) {
+                    int64_t ldc, bool accumulate, GemmPrefetch prefetch) {
     const Kernel kernel = select_kernel();
+    // Kernel calls (6 x 16 tiles; an AVX-512 call counts for four): the prefetch is spread over half.
+    const int64_t calls = ((n + kGemmNR - 1) / kGemmNR) * ((m + kGemmMR - 1) / kGemmMR);
+    const int64_t quads = cpu_has_avx512f() ? 4 : 1;
+    const int64_t half = std::max<int64_t>(1, calls / (2 * quads));
+    PrefetchShares shares(prefetch, (prefetch.lines[0] + prefetch.lines[1] + half - 1) / half);
     // The weight panel stays in L1 across the token groups; the token groups stream from L2.
     int64_t j0 = 0;
 #if defined(MB_SIMD_X86)
@@ -413,11 +445,12 @@ void gemm_f32_block(int64_t kc, const float* panels, int64_t n, const float* tok
                 const float* g0 = tokens + (i0 / kGemmMR) * kc * kGemmMR;
                 const int64_t call = i0 / (2 * kGemmMR);
                 const bool fetch = has_next && call < 2;
-                kernel_avx512(kc, p0, p1, g0, g0 + kc * kGemmMR, c + i0 * ldc + j0, ldc, accumulate,
-                              fetch ? next + call * kc * 64 : nullptr, fetch ? kc : 0);
+                int64_t pf_lines = fetch ? kc : 0;
+                const char* pf = fetch ? next + call * kc * 64 : shares.take(kc, &pf_lines);
+                kernel_avx512(kc, p0, p1, g0, g0 + kc * kGemmMR, c + i0 * ldc + j0, ldc, accumulate, pf, pf_lines);
             }
-            panel_groups(kernel, kc, p0, kGemmNR, j0, tokens, i0, m, c, ldc, accumulate);
-            panel_groups(kernel, kc, p1, kGemmNR, j0 + kGemmNR, tokens, i0, m, c, ldc, accumulate);
+            panel_groups(kernel, kc, p0, kGemmNR, j0, tokens, i0, m, c, ldc, accumulate, &shares);
+            panel_groups(kernel, kc, p1, kGemmNR, j0 + kGemmNR, tokens, i0, m, c, ldc, accumulate, &shares);
         }
     }
 #endif
@@ -425,7 +458,7 @@ void gemm_f32_block(int64_t kc, const float* panels, int64_t n, const float* tok
         const float* panel = panels + (j0 / kGemmNR) * kc * kGemmNR;
         const char* next = j0 + 2 * kGemmNR <= n ? reinterpret_cast<const char*>(panel + kc * kGemmNR) : nullptr;
         panel_groups(kernel, kc, panel, int(std::min<int64_t>(kGemmNR, n - j0)), j0, tokens, 0, m, c, ldc,
-                     accumulate, next);
+                     accumulate, &shares, next);
     }
 }
 
