@@ -13,6 +13,12 @@
 #include "cpu/kernels/simd.h"
 #include "cpu/kernels/vec_dot.h"
 
+// GCC 12's avx512fintrin.h (PR 105593, fixed in GCC 13) fills undefined lanes from a self-initialised
+// variable, which -Wmaybe-uninitialized reports once inlined into the AVX512-VNNI kernel below.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace mb {
 
 namespace {
@@ -401,6 +407,170 @@ MB_TARGET_AVX2 void gemm_avx2(int64_t k, const uint8_t* a, size_t stride, int64_
     }
 }
 
+// AVX512-VNNI kernel (512-bit vpdpbusd, where cpu_has_avx512_vnni() holds, more than one group of 8
+// tokens). The sign trick costs a vpsignb per weight row and token vector, as many instructions as the
+// products themselves; here the activations carry the unsigned operand instead: their codes plus 128
+// (x ^ 0x80, 1 .. 255), against the weight codes as signed bytes (-128 included), so one vpdpbusd makes
+// 64 products, and each block's sum starts from -128 * sum(weight codes), which takes the +128 back
+// out exactly (|sum| <= 32 * 255 * 128, far inside int32). The integer sum of a block is then the
+// portable one, and the float update per block the same three operations, so the results are bit for
+// bit those of every other path. 16 tokens per vector (4 codes each), weight codes broadcast from the
+// blocks as stored; tiles of kRows512 rows x kGroups512 vectors keep the integer and float sums in the
+// 32 registers.
+#define MB_TARGET_Q8_VNNI512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+
+constexpr int64_t kGroup16 = 16;                   // tokens per 512-bit vector
+constexpr int64_t kStep16Bytes = 4 * kGroup16;     // one step: 4 codes of 16 tokens
+constexpr int64_t kBlock16Bytes = kSteps * kStep16Bytes;
+constexpr int kRows512 = 4;
+constexpr int kGroups512 = 3;
+
+int64_t n_groups16(int64_t nt) { return (nt + kGroup16 - 1) / kGroup16; }
+
+size_t scratch_bytes_512(int64_t nb, int64_t nt) {
+    return size_t(n_groups16(nt) * nb) * size_t(kBlock16Bytes + kGroup16 * int64_t(sizeof(float))) +
+           size_t(kRows512 * nb) * (sizeof(int32_t) + sizeof(float));
+}
+
+// Activations as the 512-bit tiles read them: group g, block i, step s at
+// codes + (g * nb + i) * kBlock16Bytes + s * kStep16Bytes, token l's 4 codes (+128) at byte 4 * l; the
+// scales at scales + (g * nb + i) * 16 + l. Tokens past nt get code 0 (byte 0x80) and scale 0.
+MB_TARGET_Q8_VNNI512 void pack_activations16(int64_t nb, const void* const* acts, int64_t nt, uint8_t* codes,
+                                             float* scales) {
+    const __m256i flip = _mm256_set1_epi8(char(0x80));
+    const int64_t ng = n_groups16(nt);
+    for (int64_t g = 0; g < ng; ++g) {
+        for (int64_t l = 0; l < kGroup16; ++l) {
+            const int64_t t = g * kGroup16 + l;
+            const auto* x = t < nt ? static_cast<const BlockQ8Act*>(acts[t]) : nullptr;
+            for (int64_t i = 0; i < nb; ++i) {
+                uint8_t* c = codes + (g * nb + i) * kBlock16Bytes + 4 * l;
+                alignas(32) uint32_t q[kSteps];
+                const __m256i v = x ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs)) : _mm256_setzero_si256();
+                _mm256_store_si256(reinterpret_cast<__m256i*>(q), _mm256_xor_si256(v, flip));
+                for (int64_t s = 0; s < kSteps; ++s) std::memcpy(c + s * kStep16Bytes, q + s, 4);
+                scales[(g * nb + i) * kGroup16 + l] = x ? x[i].d : 0.0f;
+            }
+        }
+    }
+}
+
+// NR rows x NG vectors of 16 tokens, every block: res[(r * NG + v) * 16 + l] for token l of vector v.
+// corr[r * nb + i] = -128 * (row r's block i code sum), dw[r * nb + i] its scale.
+template <int NR, int NG>
+MB_TARGET_Q8_VNNI512 void tile_512(int64_t nb, const BlockQ8_0* const* w, const int32_t* corr, const float* dw,
+                                   const uint8_t* codes, const float* scales, int64_t group_codes,
+                                   int64_t group_scales, float* res) {
+    __m512 facc[NR][NG];
+    for (auto& row : facc)
+        for (auto& v : row) v = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        __m512i acc[NR][NG];
+#pragma GCC unroll 8
+        for (int r = 0; r < NR; ++r) {
+            const __m512i c0 = _mm512_set1_epi32(corr[r * nb + i]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NG; ++v) acc[r][v] = c0;
+        }
+        const uint8_t* c = codes + i * kBlock16Bytes;
+#pragma GCC unroll 8
+        for (int64_t s = 0; s < kSteps; ++s) {
+            __m512i x[NG];
+#pragma GCC unroll 4
+            for (int v = 0; v < NG; ++v) x[v] = _mm512_loadu_si512(c + v * group_codes + s * kStep16Bytes);
+#pragma GCC unroll 8
+            for (int r = 0; r < NR; ++r) {
+                int32_t q;
+                std::memcpy(&q, w[r][i].qs + 4 * s, 4);
+                const __m512i wq = _mm512_set1_epi32(q);
+#pragma GCC unroll 4
+                for (int v = 0; v < NG; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], x[v], wq);
+            }
+        }
+        __m512 d[NG];
+#pragma GCC unroll 4
+        for (int v = 0; v < NG; ++v) d[v] = _mm512_loadu_ps(scales + v * group_scales + i * kGroup16);
+#pragma GCC unroll 8
+        for (int r = 0; r < NR; ++r) {
+            const __m512 dr = _mm512_set1_ps(dw[r * nb + i]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NG; ++v) {
+                facc[r][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r][v]), _mm512_mul_ps(dr, d[v]), facc[r][v]);
+            }
+        }
+    }
+    for (int r = 0; r < NR; ++r)
+        for (int v = 0; v < NG; ++v) _mm512_storeu_ps(res + (r * NG + v) * kGroup16, facc[r][v]);
+}
+
+template <int NR, int NG>
+MB_TARGET_Q8_VNNI512 void tile_512_upto(int groups, int64_t nb, const BlockQ8_0* const* w, const int32_t* corr,
+                                        const float* dw, const uint8_t* codes, const float* scales,
+                                        int64_t group_codes, int64_t group_scales, float* res) {
+    if constexpr (NG > 1) {
+        if (groups < NG) {
+            tile_512_upto<NR, NG - 1>(groups, nb, w, corr, dw, codes, scales, group_codes, group_scales, res);
+            return;
+        }
+    }
+    tile_512<NR, NG>(nb, w, corr, dw, codes, scales, group_codes, group_scales, res);
+}
+
+// NR rows against every token: the rows' code sums and scales first, then the tiles.
+template <int NR>
+MB_TARGET_Q8_VNNI512 void row_block_512(int64_t nb, const BlockQ8_0* const* w, int32_t* corr, float* dw,
+                                        const uint8_t* codes, const float* scales, int64_t nt, float* out,
+                                        int64_t ldo) {
+    const __m256i flip = _mm256_set1_epi8(char(0x80));
+    for (int r = 0; r < NR; ++r) {
+        for (int64_t i = 0; i < nb; ++i) {
+            // sum(q) = sum(q + 128) - 32 * 128, the unsigned sum by vpsadbw.
+            const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r][i].qs)), flip);
+            const __m256i s4 = _mm256_sad_epu8(q, _mm256_setzero_si256());
+            const __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
+            const int64_t sum = _mm_cvtsi128_si64(_mm_add_epi64(s2, _mm_unpackhi_epi64(s2, s2))) - 32 * 128;
+            corr[r * nb + i] = int32_t(-128 * sum);
+            dw[r * nb + i] = _cvtsh_ss(w[r][i].d);
+        }
+    }
+    const int64_t group_codes = nb * kBlock16Bytes;
+    const int64_t group_scales = nb * kGroup16;
+    const int64_t ng = n_groups16(nt);
+    alignas(64) float res[NR * kGroups512 * kGroup16];
+    for (int64_t g = 0; g < ng; g += kGroups512) {
+        const int groups = int(std::min<int64_t>(kGroups512, ng - g));
+        tile_512_upto<NR, kGroups512>(groups, nb, w, corr, dw, codes + g * group_codes, scales + g * group_scales,
+                                      group_codes, group_scales, res);
+        const int64_t t0 = g * kGroup16;
+        const int64_t t1 = std::min<int64_t>(nt, t0 + groups * kGroup16);
+        for (int64_t t = t0; t < t1; ++t) {
+            const int64_t v = (t - t0) / kGroup16, l = (t - t0) % kGroup16;
+            for (int r = 0; r < NR; ++r) out[t * ldo + r] = res[(r * groups + v) * kGroup16 + l];
+        }
+    }
+}
+
+MB_TARGET_Q8_VNNI512 void gemm_vnni512(int64_t k, const uint8_t* a, size_t stride, int64_t rows,
+                                       const void* const* acts, int64_t nt, float* out, int64_t ldo,
+                                       uint8_t* scratch) {
+    const int64_t nb = k / kBlock;
+    uint8_t* codes = scratch;
+    float* scales = reinterpret_cast<float*>(scratch + size_t(n_groups16(nt) * nb * kBlock16Bytes));
+    int32_t* corr = reinterpret_cast<int32_t*>(scales + n_groups16(nt) * nb * kGroup16);
+    float* dw = reinterpret_cast<float*>(corr + kRows512 * nb);
+    pack_activations16(nb, acts, nt, codes, scales);
+    const BlockQ8_0* w[kRows512];
+    int64_t r = 0;
+    for (; r + kRows512 <= rows; r += kRows512) {
+        for (int i = 0; i < kRows512; ++i) w[i] = reinterpret_cast<const BlockQ8_0*>(a + size_t(r + i) * stride);
+        row_block_512<kRows512>(nb, w, corr, dw, codes, scales, nt, out + r, ldo);
+    }
+    for (; r < rows; ++r) {
+        w[0] = reinterpret_cast<const BlockQ8_0*>(a + size_t(r) * stride);
+        row_block_512<1>(nb, w, corr, dw, codes, scales, nt, out + r, ldo);
+    }
+}
+
 #endif  // MB_SIMD_X86
 
 }  // namespace
@@ -415,12 +585,21 @@ bool gemm_q8_0_built() {
 
 size_t gemm_q8_0_scratch_bytes(int64_t k, int64_t nt) {
     const size_t nb = size_t(k / kBlock);
-    return nb * size_t(n_groups(nt)) * kGroupBytes + nb * prep_block_bytes(kRows) + nb * kSumsBytes;
+    const size_t avx2 = nb * size_t(n_groups(nt)) * kGroupBytes + nb * prep_block_bytes(kRows) + nb * kSumsBytes;
+#if defined(MB_SIMD_X86)
+    return std::max(avx2, scratch_bytes_512(int64_t(nb), nt));
+#else
+    return avx2;
+#endif
 }
 
 void gemm_q8_0(int64_t k, const uint8_t* a, size_t stride, int64_t rows, const void* const* acts, int64_t nt,
                float* out, int64_t ldo, uint8_t* scratch) {
 #if defined(MB_SIMD_X86)
+    if (cpu_has_avx512_vnni() && nt > kGroup) {
+        gemm_vnni512(k, a, stride, rows, acts, nt, out, ldo, scratch);
+        return;
+    }
     if (cpu_has_avx2_fma_f16c()) {
         const auto fn = by_byte_dot(gemm_avx2<DotAvx2>, gemm_avx2<DotAvxVnni>, gemm_avx2<DotVnni>);
         fn(k, a, stride, rows, acts, nt, out, ldo, scratch);
