@@ -64,7 +64,8 @@ def main() -> int:
     parser.add_argument("--quantize", default=None, help="Whisper.load's quantize (q8_0, ...)")
     parser.add_argument("--compute-type", nargs="+", default=["float32"],
                         help='Whisper.load\'s compute_type ("int8": q8_0 and 8-bit activations); several: side by side')
-    parser.add_argument("--encoder-attention", default=None, help='Whisper.load\'s encoder_attention ("flash", "matmul")')
+    parser.add_argument("--encoder-attention", default=None,
+                        help='Whisper.load\'s encoder_attention ("flash", "matmul")')
     parser.add_argument("--runs", type=int, default=1, help="profiles per compute type, fastest per node kept")
     args = parser.parse_args()
 
@@ -96,8 +97,8 @@ def main() -> int:
     print(f"{'op role':<44} {'nodes':>5}" + "".join(f" {ct:>9} {'%':>5}" for ct in computes))
     for key in keys:
         count = max(g.get(key, (0, 0.0))[0] for g in groups.values())
-        row = "".join(f" {groups[ct].get(key, (0, 0.0))[1]:9.3f} {100 * groups[ct].get(key, (0, 0.0))[1] / totals[ct]:5.1f}"
-                      for ct in computes)
+        seconds = [groups[ct].get(key, (0, 0.0))[1] for ct in computes]
+        row = "".join(f" {t:9.3f} {100 * t / totals[ct]:5.1f}" for t, ct in zip(seconds, computes))
         print(f"{key[:44]:<44} {count:>5}{row}")
     print(f"{'total':<44} {'':>5}" + "".join(f" {totals[ct]:9.3f} {100.0:5.1f}" for ct in computes))
     return 0

@@ -446,7 +446,8 @@ MB_TARGET_Q8_VNNI512 void pack_activations16(int64_t nb, const void* const* acts
             for (int64_t i = 0; i < nb; ++i) {
                 uint8_t* c = codes + (g * nb + i) * kBlock16Bytes + 4 * l;
                 alignas(32) uint32_t q[kSteps];
-                const __m256i v = x ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs)) : _mm256_setzero_si256();
+                const __m256i v =
+                    x ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs)) : _mm256_setzero_si256();
                 _mm256_store_si256(reinterpret_cast<__m256i*>(q), _mm256_xor_si256(v, flip));
                 for (int64_t s = 0; s < kSteps; ++s) std::memcpy(c + s * kStep16Bytes, q + s, 4);
                 scales[(g * nb + i) * kGroup16 + l] = x ? x[i].d : 0.0f;
