@@ -890,7 +890,8 @@ def main():
     if ggml is None:
         print("  ggml: not installed (pip install ggml-python); column empty")
     else:
-        print(f"  ggml (ggml-python): avx2={ggml.ggml_cpu_has_avx2()} fma={ggml.ggml_cpu_has_fma()} "
+        print(f"  ggml (ggml-python): avx2={ggml.ggml_cpu_has_avx2()} avx512={ggml.ggml_cpu_has_avx512()} "
+              f"avx512_vnni={ggml.ggml_cpu_has_avx512_vnni()} fma={ggml.ggml_cpu_has_fma()} "
               f"f16c={ggml.ggml_cpu_has_f16c()} llamafile-sgemm={ggml.ggml_cpu_has_llamafile()}")
     if torch is None:
         print("  torch: not installed; column empty")
