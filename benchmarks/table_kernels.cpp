@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     };
     // whisper base's two shapes (in L2), one streaming from memory, and K with a tail of blocks past
     // the tiles' groups of eight.
-    const Shape shapes[] = {{2048, 512, 2000}, {512, 2048, 2000}, {4096, 16384, 15}, {416, 256, 2000}};
+    const Shape shapes[] = {{2048, 512, 2000}, {512, 2048, 2000}, {4096, 16384, 15}, {416, 256, 2000}, {384, 1536, 2000}};
     std::printf("%-6s %5s %6s %7s %9s %9s %7s", "type", "K", "rows", "MiB", "ggml ns", "1-row ns", "g/o");
     for (const mb_bench::Form& f : forms) {
         std::printf(" %16s %6s", (std::string(f.name) + " tile ns").c_str(), "g/o");

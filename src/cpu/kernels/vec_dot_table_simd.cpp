@@ -130,6 +130,100 @@ MB_TARGET_AVX2 inline __m256i hsum4(__m256i s0, __m256i s1, __m256i s2, __m256i 
     return _mm256_hadd_epi32(_mm256_hadd_epi32(s0, s1), _mm256_hadd_epi32(s2, s3));
 }
 
+// Eight blocks of four rows and NT tokens into acc: x[r] is row r's first block of the eight, y[t] token t's.
+template <class Block, typename Dot, int NT>
+MB_TARGET_AVX2 inline void tile_step8(const Block* const* x, const BlockQ8Act* const* y, __m256i table,
+                                      __m256 (&acc)[4][NT]) {
+    constexpr bool kOffset = !std::is_same<Dot, DotAvx2>::value;
+    // Per token and block: AVX2 |y|, VNNI the lanes of -128 * y.
+    alignas(32) __m256i pre[NT][8];
+    __m256 dy[NT];
+#pragma GCC unroll 2
+    for (int t = 0; t < NT; ++t) {
+        const BlockQ8Act* yt = y[t];
+        dy[t] = _mm256_setr_ps(yt[0].d, yt[1].d, yt[2].d, yt[3].d, yt[4].d, yt[5].d, yt[6].d, yt[7].d);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) {
+            const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(yt[j].qs));
+            const __m256i zero = _mm256_setzero_si256();
+            pre[t][j] = kOffset ? _mm256_sub_epi32(zero, Dot::lanes(zero, _mm256_set1_epi8(char(0x80)), yv))
+                                : _mm256_sign_epi8(yv, yv);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) {
+        const Block* xr = x[r];
+        __m256i half[NT][2];
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            __m256i s[NT][4];
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; ++j) {
+                const __m256i v = _mm256_shuffle_epi8(table, codes32(xr[4 * h + j].qs));
+#pragma GCC unroll 2
+                for (int t = 0; t < NT; ++t) {
+                    const int8_t* yq = y[t][4 * h + j].qs;
+                    const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(yq));
+                    const __m256i p = pre[t][4 * h + j];
+                    s[t][j] = kOffset ? Dot::lanes(p, v, yv)
+                                      : Dot::lanes(_mm256_setzero_si256(), p, _mm256_sign_epi8(v, yv));
+                }
+            }
+#pragma GCC unroll 2
+            for (int t = 0; t < NT; ++t) half[t][h] = hsum4(s[t][0], s[t][1], s[t][2], s[t][3]);
+        }
+        const __m256 w = scales8(xr);
+#pragma GCC unroll 2
+        for (int t = 0; t < NT; ++t) {
+            const __m256i u0 = half[t][0], u1 = half[t][1];
+            const __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
+                                                  _mm256_permute2x128_si256(u0, u1, 0x31));
+            acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w, dy[t]), _mm256_cvtepi32_ps(sums), acc[r][t]);
+        }
+    }
+}
+
+// Four blocks of four rows and NT tokens into lanes 0-3 of acc (tile_step8's first half): lanes 4-7 take
+// fused multiply-adds of 0 by 0, which add +0 and keep their bits (a lane that started at +0 and only took
+// fused multiply-adds is never -0).
+template <class Block, typename Dot, int NT>
+MB_TARGET_AVX2 inline void tile_step4(const Block* const* x, const BlockQ8Act* const* y, __m256i table,
+                                      __m256 (&acc)[4][NT]) {
+    constexpr bool kOffset = !std::is_same<Dot, DotAvx2>::value;
+    __m256i pre[NT][4];
+    __m128 dy[NT];
+    for (int t = 0; t < NT; ++t) {
+        const BlockQ8Act* yt = y[t];
+        dy[t] = _mm_setr_ps(yt[0].d, yt[1].d, yt[2].d, yt[3].d);
+        for (int j = 0; j < 4; ++j) {
+            const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(yt[j].qs));
+            const __m256i zero = _mm256_setzero_si256();
+            pre[t][j] = kOffset ? _mm256_sub_epi32(zero, Dot::lanes(zero, _mm256_set1_epi8(char(0x80)), yv))
+                                : _mm256_sign_epi8(yv, yv);
+        }
+    }
+    for (int r = 0; r < 4; ++r) {
+        const Block* xr = x[r];
+        __m256i s[NT][4];
+        for (int j = 0; j < 4; ++j) {
+            const __m256i v = _mm256_shuffle_epi8(table, codes32(xr[j].qs));
+            for (int t = 0; t < NT; ++t) {
+                const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[t][j].qs));
+                s[t][j] = kOffset ? Dot::lanes(pre[t][j], v, yv)
+                                  : Dot::lanes(_mm256_setzero_si256(), pre[t][j], _mm256_sign_epi8(v, yv));
+            }
+        }
+        const __m128 w = _mm_setr_ps(block_scale(xr[0]), block_scale(xr[1]), block_scale(xr[2]), block_scale(xr[3]));
+        for (int t = 0; t < NT; ++t) {
+            const __m256i u = hsum4(s[t][0], s[t][1], s[t][2], s[t][3]);
+            const __m128i sums = _mm_add_epi32(_mm256_castsi256_si128(u), _mm256_extracti128_si256(u, 1));
+            const __m256 wd = _mm256_insertf128_ps(_mm256_setzero_ps(), _mm_mul_ps(w, dy[t]), 0);
+            const __m256 sf = _mm256_insertf128_ps(_mm256_setzero_ps(), _mm_cvtepi32_ps(sums), 0);
+            acc[r][t] = _mm256_fmadd_ps(wd, sf, acc[r][t]);
+        }
+    }
+}
+
 template <class Block, typename Dot, int NT>
 MB_TARGET_AVX2 void tile_table(int64_t k, const uint8_t* a, size_t stride, const void* const* vb, float* out) {
     constexpr bool kOffset = !std::is_same<Dot, DotAvx2>::value;
@@ -147,52 +241,19 @@ MB_TARGET_AVX2 void tile_table(int64_t k, const uint8_t* a, size_t stride, const
     int64_t i = 0;
     for (; i + 8 <= nb; i += 8) {
         prefetch_tile_ahead(rows, size_t(i) * bs, 8 * bs, size_t(nb) * bs, stride);
-        // Per token and block: AVX2 |y|, VNNI the lanes of -128 * y.
-        alignas(32) __m256i pre[NT][8];
-        __m256 dy[NT];
-#pragma GCC unroll 2
-        for (int t = 0; t < NT; ++t) {
-            const BlockQ8Act* y = b[t] + i;
-            dy[t] = _mm256_setr_ps(y[0].d, y[1].d, y[2].d, y[3].d, y[4].d, y[5].d, y[6].d, y[7].d);
-#pragma GCC unroll 8
-            for (int j = 0; j < 8; ++j) {
-                const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[j].qs));
-                const __m256i zero = _mm256_setzero_si256();
-                pre[t][j] = kOffset ? _mm256_sub_epi32(zero, Dot::lanes(zero, _mm256_set1_epi8(char(0x80)), yv))
-                                    : _mm256_sign_epi8(yv, yv);
-            }
-        }
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; ++r) {
-            const Block* x = reinterpret_cast<const Block*>(rows[r]) + i;
-            __m256i half[NT][2];
-#pragma GCC unroll 2
-            for (int h = 0; h < 2; ++h) {
-                __m256i s[NT][4];
-#pragma GCC unroll 4
-                for (int j = 0; j < 4; ++j) {
-                    const __m256i v = _mm256_shuffle_epi8(table, codes32(x[4 * h + j].qs));
-#pragma GCC unroll 2
-                    for (int t = 0; t < NT; ++t) {
-                        const int8_t* y = b[t][i + 4 * h + j].qs;
-                        const __m256i yv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y));
-                        const __m256i p = pre[t][4 * h + j];
-                        s[t][j] = kOffset ? Dot::lanes(p, v, yv)
-                                          : Dot::lanes(_mm256_setzero_si256(), p, _mm256_sign_epi8(v, yv));
-                    }
-                }
-#pragma GCC unroll 2
-                for (int t = 0; t < NT; ++t) half[t][h] = hsum4(s[t][0], s[t][1], s[t][2], s[t][3]);
-            }
-            const __m256 w = scales8(x);
-#pragma GCC unroll 2
-            for (int t = 0; t < NT; ++t) {
-                const __m256i u0 = half[t][0], u1 = half[t][1];
-                const __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20),
-                                                      _mm256_permute2x128_si256(u0, u1, 0x31));
-                acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(w, dy[t]), _mm256_cvtepi32_ps(sums), acc[r][t]);
-            }
-        }
+        const Block* x[4];
+        for (int r = 0; r < 4; ++r) x[r] = reinterpret_cast<const Block*>(rows[r]) + i;
+        const BlockQ8Act* y[NT];
+        for (int t = 0; t < NT; ++t) y[t] = b[t] + i;
+        tile_step8<Block, Dot, NT>(x, y, table, acc);
+    }
+    if (i + 4 <= nb) {  // four more blocks: lanes 0-3 (i is a multiple of 8 here), lanes 4-7 add exactly +0
+        const Block* x[4];
+        for (int r = 0; r < 4; ++r) x[r] = reinterpret_cast<const Block*>(rows[r]) + i;
+        const BlockQ8Act* y[NT];
+        for (int t = 0; t < NT; ++t) y[t] = b[t] + i;
+        tile_step4<Block, Dot, NT>(x, y, table, acc);
+        i += 4;
     }
     if (i == nb) {  // lane_sums4 adds each row's lanes in table_acc_sum's order
 #pragma GCC unroll 2
@@ -201,7 +262,7 @@ MB_TARGET_AVX2 void tile_table(int64_t k, const uint8_t* a, size_t stride, const
         }
         return;
     }
-    for (int t = 0; t < NT; ++t) {
+    for (int t = 0; t < NT; ++t) {  // the last 1-3 blocks, one row and block at a time
         for (int r = 0; r < 4; ++r) {
             alignas(32) float lanes[8];
             _mm256_store_ps(lanes, acc[r][t]);
