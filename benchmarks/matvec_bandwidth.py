@@ -77,13 +77,23 @@ def best_time(fn, calls: int) -> float:
     return best
 
 
+# A pause before each timed call of callables taken in turn: a thread pool spins for a while after its
+# compute (ours about 2 ms, ggml's and OpenBLAS's longer), and at as many threads as cores the spinning
+# workers of the previous peer took cores from the next one. Without it, 16-thread rows on the 16-core
+# host were bimodal run to run (either type at 55-60 % or at 100 % of the roof).
+SETTLE_S = 0.15
+
+
 def best_times(fns, calls: int) -> list[float]:
-    """Best time of each callable, the callables called in turn (A B A B ...) after one warm-up each."""
+    """Best time of each callable, the callables called in turn (A B A B ...) after one warm-up each,
+    SETTLE_S of quiet before each call when there are several."""
     for fn in fns:
         fn()
     best = [float("inf")] * len(fns)
     for _ in range(calls):
         for i, fn in enumerate(fns):
+            if len(fns) > 1:
+                time.sleep(SETTLE_S)
             t0 = time.perf_counter()
             fn()
             best[i] = min(best[i], time.perf_counter() - t0)
@@ -141,6 +151,7 @@ def numpy_threads_sum(a: np.ndarray, threads: int):
 def peer_reads(nbytes: int, threads: int, calls: int) -> dict[str, float]:
     """GB/s of the peers' full reads of nbytes at this thread count, by reader."""
     a = np.ones(nbytes // 4, dtype=np.float32)
+    time.sleep(SETTLE_S)  # the last mat-vec's pool parked (see best_times)
     seconds = {"numpy sum (1 thread)": best_time(lambda: a.sum(), calls)}
     if threads > 1:
         call, close = numpy_threads_sum(a, threads)
