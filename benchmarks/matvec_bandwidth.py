@@ -78,7 +78,7 @@ def best_time(fn, calls: int) -> float:
 
 
 # A pause before each timed call of callables taken in turn: a thread pool spins for a while after its
-# compute (ours about 2 ms, ggml's and OpenBLAS's longer), and at as many threads as cores the spinning
+# compute (ours spin_us, 500 µs by default; OpenBLAS about 0.1 s), and at as many threads as cores the spinning
 # workers of the previous peer took cores from the next one. Without it, 16-thread rows on the 16-core
 # host were bimodal run to run (either type at 55-60 % or at 100 % of the roof).
 SETTLE_S = 0.15
