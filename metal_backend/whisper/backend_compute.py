@@ -142,11 +142,7 @@ class BackendWhisper:
     when a batch or reorder needs more). int8_activations: the linear layers with quantized weights
     quantize their activations to 8-bit blocks for every token count (mb.ops.mul_mat's
     compute_type "int8"), so the encoder's products are byte dot products too; otherwise those
-    many-token products dequantize the weights and keep the activations in f32. On CPU devices it
-    also routes the products that would otherwise stay f32 through the int8 path: the encoder's
-    convolutions (their im2col product, the weight quantized to q8_0 where its rows are whole
-    blocks), the cross-attention keys and values (the value weight kept quantized) and the
-    vocabulary projection.
+    many-token products dequantize the weights and keep the activations in f32.
     """
 
     def __init__(self, model: WhisperModelData, device: mb.Device | str | None = None,
@@ -164,9 +160,6 @@ class BackendWhisper:
         self.hp = hp = model.hparams
         self.encoder_attention = encoder_attention
         self.int8_activations = bool(int8_activations)
-        # Extra q8_0 weights (the convolutions' product matrices, the cross-attention value weight
-        # kept quantized) only where the int8 kernels run: other devices keep the float32 layout.
-        self._int8_weights = self.int8_activations and device.type == mb.DeviceType.CPU
         self.runner = Runner(device, threads=threads, spin_us=DECODER_SPIN_US)
         self.device = self.runner.device
         self.backend = self.runner.backend
@@ -274,11 +267,6 @@ class BackendWhisper:
         for conv in ("encoder.conv1", "encoder.conv2"):
             w.add(f"{conv}.weight", np.asarray(_dense(t[f"{conv}.weight"]), dtype=np.float16))
             vector(f"{conv}.bias", t[f"{conv}.bias"])
-            kernel = _f32(t[f"{conv}.weight"])  # (c_out, c_in, width)
-            if self._int8_weights and kernel[0].size % mb.q8_0.block_size == 0:
-                # im2col's columns run channel by channel, the kernel taps fastest: the order of
-                # each output channel's weights flattened, so row oc is kernel[oc].reshape(-1).
-                w.add(f"{conv}.matrix", kernel.reshape(kernel.shape[0], -1), quantize=mb.q8_0)
         for name in ("encoder.positional_embedding", "decoder.positional_embedding",
                      "encoder.ln_post.weight", "encoder.ln_post.bias", "decoder.ln.weight", "decoder.ln.bias"):
             vector(name, t[name])
@@ -303,17 +291,12 @@ class BackendWhisper:
                 else:
                     # Queries come from the text; keys and values from the audio, once per window.
                     # The values are made transposed, V^T = mul_mat(audio, W_v), which needs W_v
-                    # as the f32 operand; with int8 products a quantized W_v stays quantized, the
-                    # values are made row-major (8-bit activations) and copied transposed.
+                    # as the f32 operand.
                     matrix(f"{a}.query.weight", [q])
                     vector(f"{a}.query.bias", t[f"{a}.query.bias"])
                     matrix(f"{a}.key.weight", [k])
-                    if self._int8_weights and isinstance(v, QuantizedTensor):
-                        matrix(f"{a}.value.weight", [v])
-                        vector(f"{a}.value.bias", t[f"{a}.value.bias"])
-                    else:
-                        vector(f"{a}.value.weight", v)
-                        vector(f"{a}.value.bias", _f32(t[f"{a}.value.bias"]).reshape(d, 1))
+                    vector(f"{a}.value.weight", v)
+                    vector(f"{a}.value.bias", _f32(t[f"{a}.value.bias"]).reshape(d, 1))
                 matrix(f"{a}.out.weight", [t[f"{a}.out.weight"]])
                 vector(f"{a}.out.bias", t[f"{a}.out.bias"])
             for norm in ("weight", "bias"):
@@ -337,23 +320,18 @@ class BackendWhisper:
 
     # ---------------------------------------------------------------- graph pieces
 
-    def _compute_type(self, weight: mb.Tensor) -> str:
-        """mb.ops.mul_mat's compute_type for a product with weight."""
-        return "int8" if self.int8_activations and weight.type.is_quantized else "float32"
-
-    def _linear(self, x: mb.Tensor, name: str, bias: bool = True) -> mb.Tensor:
+    def _linear(self, x: mb.Tensor, name: str) -> mb.Tensor:
         weight = self.w[f"{name}.weight"]
-        return layers.linear(x, weight, self.w[f"{name}.bias"] if bias else None, name,
-                             compute_type=self._compute_type(weight))
+        int8 = self.int8_activations and weight.type.is_quantized
+        return layers.linear(x, weight, self.w[f"{name}.bias"], name, compute_type="int8" if int8 else "float32")
 
     def _layer_norm(self, x: mb.Tensor, name: str) -> mb.Tensor:
         return layers.layer_norm(x, self.w[f"{name}.weight"], self.w[f"{name}.bias"], _LN_EPS, name)
 
     def _conv(self, data: mb.Tensor, name: str, stride: int) -> mb.Tensor:
         """Kernel-3, padding-1 convolution of data (w, c_in, t) -> time-major (w, t_out, c_out)."""
-        matrix = self.w.get(f"{name}.matrix")  # q8_0, int8 products only
         return layers.conv1d(data, self.w[f"{name}.weight"], self.w[f"{name}.bias"], stride=stride, padding=1,
-                             name=name, matrix=matrix, compute_type="float32" if matrix is None else "int8")
+                             name=name)
 
     def _heads(self, x: mb.Tensor, n: int, row_elems: int, offset_elems: int) -> mb.Tensor:
         """(1, H, n, head_dim) view of the columns [offset, offset + d) of the rows of x."""
@@ -420,14 +398,8 @@ class BackendWhisper:
         outputs = [encoded]
         for i in range(hp.n_text_layer):
             p = f"decoder.blocks.{i}.cross_attn"
-            k = self._linear(encoded, f"{p}.key", bias=False)  # (w n, d)
+            k = layers.named(ops.mul_mat(self.w[f"{p}.key.weight"], encoded), f"{p}.key")  # (w n, d)
             outputs.append(ops.cpy(self._batch_heads(k, w, n, d, 0, n), cross_k[i]))
-            if self.w[f"{p}.value.weight"].type.is_quantized:
-                # int8 products: V + b row-major, transposed in f32 (a strided copy straight into
-                # f16 is several times slower), then stored.
-                v = ops.reshape(self._linear(encoded, f"{p}.value"), (w, n, d))
-                outputs.append(ops.cpy(ops.cont(ops.permute(v, [0, 2, 1])), cross_v_t[i]))
-                continue
             if w == 1:
                 v_t = layers.named(ops.mul_mat(encoded, self.w[f"{p}.value.weight"]), f"{p}.value")  # (d, n)
             else:
@@ -492,9 +464,7 @@ class BackendWhisper:
             x = ops.add(x, self._linear(a, f"{p}.cross_attn.out"))
             x = ops.add(x, self._mlp(x, p))
         last = x if n == 1 else ops.cont(ops.view(x, (batch, d), strides=(n * d * 4, 4), offset=(n - 1) * d * 4))
-        embedding = self.w["decoder.token_embedding.weight"]
-        logits = ops.mul_mat(embedding, self._layer_norm(last, "decoder.ln"),
-                             compute_type=self._compute_type(embedding))
+        logits = ops.mul_mat(self.w["decoder.token_embedding.weight"], self._layer_norm(last, "decoder.ln"))
         return _DecoderGraph(mb.Graph(logits), tokens, positions, rows, mask, logits)
 
     def _build_reorder(self, count: int) -> _ReorderGraph:
