@@ -42,7 +42,8 @@ def layer_norm(x: mb.Tensor, weight: Optional[mb.Tensor], bias: Optional[mb.Tens
 
 
 def conv1d(x: mb.Tensor, weight: mb.Tensor, bias: Optional[mb.Tensor] = None, stride: int = 1,
-           padding: int = 0, dilation: int = 1, name: Optional[str] = None) -> mb.Tensor:
+           padding: int = 0, dilation: int = 1, name: Optional[str] = None, matrix: Optional[mb.Tensor] = None,
+           compute_type: str = "float32") -> mb.Tensor:
     """1-D convolution (cross-correlation, as PyTorch's Conv1d) of x (N, C, L) with weight (OC, C, K)
     and bias (OC,), zero padding on both sides -> time-major (N, OL, OC), OL = (L + 2 padding -
     dilation (K - 1) - 1) // stride + 1.
@@ -50,6 +51,10 @@ def conv1d(x: mb.Tensor, weight: mb.Tensor, bias: Optional[mb.Tensor] = None, st
     The result is time-major (channels innermost) because that is what the product gives without a
     copy; ops.permute(y, [0, 2, 1]) is the (N, OC, OL) view, which the next conv1d can take as is.
     x may be a permuted view. Built as im2col (N, OL, C K) and one matrix product.
+
+    matrix, when given, is the product's weight instead of weight reshaped: (OC, C K) in im2col's
+    column order (channel-major, kernel tap fastest: weight[oc].reshape(-1)), in any stored type, e.g.
+    q8_0 with compute_type "int8" (mb.ops.mul_mat's); weight then only gives the kernel's shape.
     """
     if len(x.shape) != 3 or len(weight.shape) != 3:
         raise mb.InvalidArgumentError(f"[conv1d] x must be (N, C, L) and weight (OC, C, K) "
@@ -65,7 +70,12 @@ def conv1d(x: mb.Tensor, weight: mb.Tensor, bias: Optional[mb.Tensor] = None, st
                                       f"than the kernel ({width}, dilation {dilation})")
     cols = named(ops.im2col(weight, x, stride, 0, padding, 0, dilation, 0, False, mb.f32),
                  f"{name}.im2col" if name else None)
-    y = named(ops.mul_mat(ops.reshape(weight, (c_out, c_in * width)), cols), name)
+    if matrix is None:
+        matrix = ops.reshape(weight, (c_out, c_in * width))
+    elif tuple(matrix.shape) != (c_out, c_in * width):
+        raise mb.InvalidArgumentError(f"[conv1d] matrix must be ({c_out}, {c_in * width}) for weight "
+                                      f"{tuple(weight.shape)} (got {tuple(matrix.shape)})")
+    y = named(ops.mul_mat(matrix, cols, compute_type=compute_type), name)
     if bias is None:
         return y
     return named(ops.add(y, bias), f"{name}.bias" if name else None)

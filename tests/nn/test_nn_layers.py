@@ -86,6 +86,64 @@ def test_conv1d_of_a_permuted_time_major_input(device):
     np.testing.assert_allclose(got, conv1d_ref(h, w2, None, 2, 1, 1), atol=1e-4)
 
 
+def q8_0_blocks(a: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """mb.quantize's q8_0 bytes of the rows of a, and their values decoded here (f16 scale, 32 int8 codes
+    per block of 32 along the row), float64."""
+    raw = mb.quantize(np.ascontiguousarray(a, np.float32), mb.q8_0)
+    blocks = np.frombuffer(raw, np.uint8).reshape(a.shape[0], a.shape[1] // 32, 34)
+    d = blocks[..., :2].copy().view(np.float16).astype(np.float64)  # (rows, blocks, 1)
+    codes = blocks[..., 2:].copy().view(np.int8).astype(np.float64)
+    return raw, (d * codes).reshape(a.shape)
+
+
+def im2col_ref(x, k, stride, padding):
+    """(n, ol, c k) columns, channel-major with the kernel tap fastest (PyTorch's weight order)."""
+    n, c, length = x.shape
+    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (padding, padding)])
+    ol = (length + 2 * padding - k) // stride + 1
+    return np.stack([xp[:, :, t * stride: t * stride + k].reshape(n, c * k) for t in range(ol)], axis=1)
+
+
+def quantized_conv(device, x, w, b, compute_type):
+    c_out = w.shape[0]
+    raw, _ = q8_0_blocks(w.reshape(c_out, -1))
+    runner = Runner(device)
+    ws = Weights(runner.buffer_type)
+    tx, tw, tb = ws.add("x", x), ws.add("w", w), ws.add("b", b)
+    matrix = ws.add_raw("matrix", mb.q8_0, (c_out, w[0].size), raw)
+    ws.upload()
+    out = layers.conv1d(tx, tw, tb, stride=2, padding=1, matrix=matrix, compute_type=compute_type)
+    runner.compute(mb.Graph(out), "test")
+    return out.get().astype(np.float64)
+
+
+def test_conv1d_q8_0_matrix(device):
+    """A q8_0 product matrix, rows kernel[oc].reshape(-1): the order of im2col's columns. 64 output
+    positions, so the CPU dequantizes the weights and keeps the activations f32."""
+    x, w, b = randn(2, 32, 128), randn(16, 32, 3), randn(16)
+    got = quantized_conv(device, x, w, b, "float32")
+    _, wq = q8_0_blocks(w.reshape(16, -1))
+    ref = conv1d_ref(x, wq.reshape(w.shape), b, 2, 1, 1)
+    np.testing.assert_allclose(got, ref, atol=1e-4)
+    assert np.abs(ref - conv1d_ref(x, w, b, 2, 1, 1)).max() > 1e-3  # the weights' rounding shows
+
+
+def test_conv1d_q8_0_matrix_int8_activations():
+    """compute_type "int8" on the CPU: im2col's columns quantized too, per 32 values (d = amax/127,
+    codes rounded to nearest even), against the same arithmetic in numpy."""
+    x, w, b = randn(2, 32, 128), randn(16, 32, 3), randn(16)
+    got = quantized_conv(mb.device("CPU"), x, w, b, "int8")
+    cols = im2col_ref(x, 3, 2, 1).astype(np.float32)  # (2, 64, 96)
+    blocks = cols.reshape(-1, 32)
+    d = (np.abs(blocks).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
+    codes = np.clip(np.rint(blocks * (np.float32(127) / np.abs(blocks).max(axis=1, keepdims=True))), -127, 127)
+    cols_q = (codes * d.astype(np.float64)).reshape(cols.shape)
+    _, wq = q8_0_blocks(w.reshape(16, -1))
+    ref = cols_q @ wq.T + b
+    np.testing.assert_allclose(got, ref, atol=2e-4)
+    assert np.abs(ref - conv1d_ref(x, wq.reshape(w.shape), b, 2, 1, 1)).max() > 1e-3
+
+
 def test_conv1d_rejects_bad_shapes():
     ctx = mb.Context()
     x, w = ctx.tensor(mb.f32, (1, 4, 10)), ctx.tensor(mb.f32, (3, 5, 3))
@@ -95,6 +153,8 @@ def test_conv1d_rejects_bad_shapes():
         layers.conv1d(x, ctx.tensor(mb.f32, (3, 4, 3)), stride=0)
     with pytest.raises(mb.InvalidArgumentError, match="shorter than the kernel"):
         layers.conv1d(ctx.tensor(mb.f32, (1, 4, 2)), ctx.tensor(mb.f32, (3, 4, 5)))
+    with pytest.raises(mb.InvalidArgumentError, match=r"matrix must be \(3, 12\)"):
+        layers.conv1d(x, ctx.tensor(mb.f32, (3, 4, 3)), matrix=ctx.tensor(mb.f32, (3, 4)))
 
 
 def attention_ref(q, k, v, mask, scale):
