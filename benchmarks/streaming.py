@@ -60,13 +60,16 @@ Columns: median and p90 latency, final WER of the stream and offline WER of the 
 (ours: greedy, one temperature; faster-whisper: the peer's beam), the real-time factor (compute
 charged over the audio's length, by the cost model for sim; measured compute in brackets for sim;
 wall time in push/finish for the real clock), the process's
-peak RSS, words committed (and how many matched no offline word). Targets from the issue:
+peak RSS, words committed (and how many matched no offline word), the schedule (how many feeds
+and a hash of the sample counts they pushed: on the sim clock two runs with the same unit costs
+and stream settings print the same unless the transcriptions themselves differ). Targets from the issue:
 median <= 2 s, p90 <= 3.5 s, WER within 1 point of offline, tiny.en on 2 cores.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import os
@@ -346,10 +349,12 @@ def nonnegative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def replay(engine, samples: np.ndarray, chunk: float, clock: str, threads: int,
-           costs: dict[str, float] | None = None) -> tuple[list[tuple[str, float]], float, float]:
+           costs: dict[str, float] | None = None,
+           schedule: list[int] | None = None) -> tuple[list[tuple[str, float]], float, float]:
     """Feeds samples chunk by chunk as they arrive by the clock; returns (word, commit time) in
     commit order, the compute charged in feed/finish (by the cost model for sim, measured for
-    measured, wall for real) and the compute measured there."""
+    measured, wall for real) and the compute measured there. schedule, when given, gets the
+    sample count each feed pushed (the schedule: on the sim clock the same on every run)."""
     engine.start()
     step = int(chunk * SR)
     committed: list[tuple[str, float]] = []
@@ -377,6 +382,8 @@ def replay(engine, samples: np.ndarray, chunk: float, clock: str, threads: int,
                 now = (pushed // step + 1) * chunk
                 continue
             words, spent = call(lambda: engine.feed(samples[pushed:arrived]))
+            if schedule is not None:
+                schedule.append(arrived - pushed)
             now += spent
             pushed = arrived
             committed += [(w, now) for w in words]
@@ -393,6 +400,8 @@ def replay(engine, samples: np.ndarray, chunk: float, clock: str, threads: int,
         t = time.monotonic()
         words = engine.feed(samples[pushed:arrived])
         done = time.monotonic()
+        if schedule is not None:
+            schedule.append(arrived - pushed)
         busy += done - t
         pushed = arrived
         committed += [(w, done - t0) for w in words]
@@ -454,7 +463,7 @@ def load_average() -> str:
 def print_table(rows: list[dict], threads: int, chunk: float, all_costs: dict[str, dict[str, float]]) -> None:
     """The result table (markdown) of the rows, then the unit costs the sim clock charged."""
     header = ("engine", "model", "clock", "audio s", "median lat s", "p90 lat s", "WER stream %", "WER offline %",
-              "RTF", "peak RSS MB", "words (unmatched)", "load avg")
+              "RTF", "peak RSS MB", "words (unmatched)", "load avg", "schedule")
     print(f"threads: {threads}, chunk: {chunk} s")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
@@ -462,7 +471,7 @@ def print_table(rows: list[dict], threads: int, chunk: float, all_costs: dict[st
         print(f"| {r['engine']} | {r['model']} | {r['clock']} | {r['audio_s']} | {r['median_latency_s']} | "
               f"{r['p90_latency_s']} | {r['wer_stream']} | {r['wer_offline']} | {r['rtf']}"
               + (f" ({r['rtf_measured']})" if r['clock'] == "sim" else "") + f" | {r['peak_rss_mb']:.0f} | "
-              f"{r['words']} ({r['unmatched']}) | {r['load']} |")
+              f"{r['words']} ({r['unmatched']}) | {r['load']} | {r.get('schedule', '')} |")
     print(f"load average at the end: {load_average()} (the real clock's latencies grow with load; the sim clock "
           f"charges compute only)")
     if all_costs:
@@ -523,8 +532,9 @@ def main(argv: list[str] | None = None) -> int:
                 for engine in engines:  # interleaved: every engine under the same load, one after the other
                     load_before = load_average()
                     key = f"{engine.label} | {name} | {args.threads}"
+                    schedule: list[int] = []
                     committed, busy, measured = replay(engine, samples, args.chunk, clock, args.threads,
-                                                       all_costs.get(key))
+                                                       all_costs.get(key), schedule)
                     lat, unmatched = latencies(committed, offline_words)
                     text = "".join(w for w, _ in committed)
                     row = {
@@ -538,6 +548,9 @@ def main(argv: list[str] | None = None) -> int:
                         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 0),
                         "words": len(committed), "unmatched": unmatched,
                         "load": f"{load_before} -> {load_average()}",
+                        # The feeds' sample counts, hashed: two sim runs with the same costs print the same.
+                        "schedule": f"{len(schedule)} feeds "
+                                    + hashlib.sha1(np.asarray(schedule, np.int64).tobytes()).hexdigest()[:12],
                     }
                     print(json.dumps(row), file=sys.stderr, flush=True)
                     row.update(text=text.strip(), offline_text=offline_texts[engine.label])

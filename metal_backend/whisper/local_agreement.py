@@ -82,26 +82,35 @@ class LocalAgreement:
         return list(self._current)
 
     def insert(self, words: list[TimedWord], audio_end: float | None = None, hold: float = 0.0,
-               fresh: bool = False, min_probability: float = 0.0) -> list[TimedWord]:
+               fresh: bool = False, min_probability: float = 0.0, unsure: int | None = None) -> list[TimedWord]:
         """Takes a hypothesis (words in order, absolute times) of the audio up to `audio_end`
         (seconds; None: no right-edge hold); returns the words it commits: the agreed prefix up to
         the first word that ends within `hold` of audio_end or that this hypothesis gives a
-        probability below min_probability. fresh: the words are
+        probability below min_probability. unsure: a word below min_probability is committed
+        anyway once that many consecutive hypotheses (more than n) agree on it (None: never by
+        agreement; it waits for a confident hypothesis or the final pass). fresh: the words are
         known to follow the committed ones (the hypothesis was decoded after them as a forced
         prefix and they were taken off), so none is dropped as already committed."""
         new = self._fresh(words) if fresh else self._unseen(words)
         limit = float("inf") if audio_end is None else audio_end - hold
+        keep = max(self.n, unsure or 0) - 1  # earlier hypotheses kept for the votes
         agreed: list[TimedWord] = []
-        if len(self._previous) == self.n - 1:
+        if len(self._previous) >= self.n - 1:
             for k, word in enumerate(new):
-                if word.end > limit or word.probability < min_probability:
+                if word.end > limit:
                     break
-                if any(len(old) <= k or old[k].key != word.key for old in self._previous):
+                votes = self.n
+                if word.probability < min_probability:
+                    if unsure is None or len(self._previous) < unsure - 1:
+                        break
+                    votes = unsure
+                voters = self._previous[len(self._previous) - votes + 1:]
+                if any(len(old) <= k or old[k].key != word.key for old in voters):
                     break
                 agreed.append(word)
         self._current = new[len(agreed):]
-        self._previous = [old[len(agreed):] for old in self._previous[2 - self.n:]] + [self._current] \
-            if self.n > 2 else [self._current]
+        kept = [old[len(agreed):] for old in self._previous][len(self._previous) - keep + 1:] if keep > 1 else []
+        self._previous = kept + [self._current]
         return self._commit(agreed)
 
     def flush(self, words: list[TimedWord] | None = None, fresh: bool = False) -> list[TimedWord]:

@@ -88,6 +88,35 @@ def test_agreement_holds_agreed_words_heard_with_low_probability():
     assert [w.text for w in la.insert(guessed(("the", 0.0), ("sailed", 0.4), p=0.19))] == [" the", " sailed"]
 
 
+def test_unsure_agreement_commits_a_low_probability_word_once_more_hypotheses_agree():
+    def hyp(*spec):
+        return [TimedWord(0.4 * i, 0.4 * i + 0.3, " " + text, p, 0) for i, (text, p) in enumerate(spec)]
+
+    # A sentence's first word heard the same at low probability ('The' at 0.22 in four hypotheses
+    # of 'The weather report'): two agreeing hypotheses do not commit it, a third does.
+    la = LocalAgreement()
+    heard = hyp(("the", 0.22), ("weather", 0.9))
+    assert la.insert(heard, min_probability=0.5, unsure=3) == []
+    assert la.insert(heard, min_probability=0.5, unsure=3) == []
+    assert [w.text for w in la.insert(heard, min_probability=0.5, unsure=3)] == [" the", " weather"]
+    # A third that revises it commits nothing; the confident words still need only two.
+    la = LocalAgreement()
+    la.insert(hyp(("a", 0.9), ("the", 0.22)), min_probability=0.5, unsure=3)
+    assert [w.text for w in la.insert(hyp(("a", 0.9), ("the", 0.22)), min_probability=0.5, unsure=3)] == [" a"]
+    assert la.insert(hyp(("a", 0.9), ("but", 0.53)), min_probability=0.5, unsure=3) == []
+    # Without it (None, the default) they wait however many agree.
+    la = LocalAgreement()
+    for _ in range(4):
+        assert la.insert(heard, min_probability=0.5) == []
+
+
+@pytest.mark.parametrize("n", [0, 2, 7, 2.5, True])
+def test_bad_unsure_agreement_raises_before_anything_is_built(n):
+    from metal_backend.whisper.streaming import Stream
+    with pytest.raises(WhisperError, match="unsure_agreement"):
+        Stream(None, DecodingOptions(), None, unsure_agreement=n)
+
+
 @pytest.mark.parametrize("p", [-0.1, 1.5, float("nan"), "0.5", True])
 def test_bad_commit_probability_raises_before_anything_is_built(p):
     from metal_backend.whisper.streaming import Stream
