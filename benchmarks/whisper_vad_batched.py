@@ -4,6 +4,8 @@
         [--batch-sizes 1 4 8] [--settings greedy beam5] [--parts probabilities vad batched]
         [--vad-minutes 10] [--vad-repeat 3] [--work DIR] [--engines ours ours-int8 fw-float32 fw-int8]
         [--runs 1]
+        (--engines also takes ours-fw-options ours-int8-fw-options: ours with faster-whisper's
+        batched options, condition_on_previous_text=False and without_timestamps=True)
 
 By default the three parts run, in this order, each printing its table:
 
@@ -68,6 +70,10 @@ REPO = Path(__file__).resolve().parents[1]
 SR = 16000
 SETTINGS = {"greedy": 1, "beam5": 5}
 ENGINES = ["ours", "ours-int8", "fw-float32", "fw-int8"]
+# Opt-in rows: ours with faster-whisper BatchedInferencePipeline's decoding options (no previous
+# text as prompt, no timestamp tokens), so the peers' rows can be compared like with like.
+EXTRA_ENGINES = ["ours-fw-options", "ours-int8-fw-options"]
+FW_BATCHED_OPTIONS = {"condition_on_previous_text": False, "without_timestamps": True}
 PARTS = ["probabilities", "vad", "batched"]
 
 
@@ -164,15 +170,22 @@ def part_batched(args, ct2: Path, work: Path) -> None:
     ours = Whisper.load(ct2, device="CPU", threads=args.threads)
     ours.transcribe(np.zeros(SR, np.float32) + 0.01, batch_size=1, language="en")  # loads the VAD
     engines = []
-    for name, compute_type in [("ours", "float32"), ("ours int8", "int8")]:
+    int8_model = None
+    for name, compute_type, extra in [("ours", "float32", {}), ("ours int8", "int8", {}),
+                                      ("ours fw-options", "float32", FW_BATCHED_OPTIONS),
+                                      ("ours int8 fw-options", "int8", FW_BATCHED_OPTIONS)]:
         if name.replace(" ", "-") not in args.engines:
             continue
-        model = ours if compute_type == "float32" else Whisper.load(ct2, device="CPU", threads=args.threads,
-                                                                     compute_type=compute_type)
-        model.transcribe(np.zeros(SR, np.float32) + 0.01, batch_size=1, language="en")
+        if compute_type == "float32":
+            model = ours
+        else:
+            if int8_model is None:
+                int8_model = Whisper.load(ct2, device="CPU", threads=args.threads, compute_type=compute_type)
+                int8_model.transcribe(np.zeros(SR, np.float32) + 0.01, batch_size=1, language="en")
+            model = int8_model
 
-        def run_ours(audio, beam, n, model=model):
-            r = model.transcribe(audio, language="en", batch_size=n, beam_size=None if beam == 1 else beam)
+        def run_ours(audio, beam, n, model=model, extra=extra):
+            r = model.transcribe(audio, language="en", batch_size=n, beam_size=None if beam == 1 else beam, **extra)
             return r.text, r.timings
 
         engines.append((name, run_ours))
@@ -254,8 +267,10 @@ def main() -> None:
     parser.add_argument("--repeats", nargs="+", type=int, default=[1, 5], help="passage repetitions for (b)")
     parser.add_argument("--batch-sizes", nargs="+", type=int, default=[1, 4, 8])
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
-    parser.add_argument("--engines", nargs="+", default=ENGINES, choices=ENGINES,
-                        help="rows of (b); the sequential reference row always runs")
+    parser.add_argument("--engines", nargs="+", default=ENGINES, choices=ENGINES + EXTRA_ENGINES,
+                        help="rows of (b); the sequential reference row always runs; ours-fw-options and "
+                             "ours-int8-fw-options (not default): ours with condition_on_previous_text=False, "
+                             "without_timestamps=True, faster-whisper's batched pipeline's options")
     parser.add_argument("--parts", nargs="+", default=PARTS, choices=PARTS,
                         help="probabilities: VAD vs onnxruntime; vad: vad_filter on the gapped passage; batched")
     parser.add_argument("--vad-minutes", type=float, default=10.0, help="audio of part (p)")

@@ -213,6 +213,12 @@ class BackendWhisper:
         self._n_past = -1
         self._n_active = 0
         self._skips = np.zeros(0, np.int64)  # each cached sequence's padding slots (decode_batch skip)
+        # Each cached sequence's origin (the sequence of the last offset-0 decode it descends from through
+        # reorder) and, per origin, the cache slots all its descendants hold alike: those filled when
+        # reorder first gave it a second row (the prompt, for beams and best-of samples). reorder copies
+        # a row over another of the same origin from there on only.
+        self._origins = np.zeros(0, np.int64)
+        self._shared: dict[int, int] = {}
         self._alignment: AlignmentGraphs | None = None
 
     def _allocate_cache(self, n_sequences: int) -> None:
@@ -705,7 +711,10 @@ class BackendWhisper:
         self._n_past = end
         self._n_active = batch
         self._skips = skips
-        return g.logits.get()
+        if offset == 0:
+            self._origins = np.arange(batch, dtype=np.int64)
+            self._shared = {}
+        return _read_logits(g.logits)
 
     def reorder(self, sequences: Sequence[int]) -> None:
         """Makes the cached sequences [old[s] for s in sequences] (WhisperCompute): beam search keeps
@@ -725,16 +734,25 @@ class BackendWhisper:
         if len(order) > self.n_sequences:
             self._allocate_cache(len(order))
         self._skips = self._skips[order]
-        moved = [(dst, src) for dst, src in enumerate(order) if dst != src]
+        held, origins = self._origins, self._origins[order]
+        for origin in set(origins[np.bincount(origins)[origins] > 1].tolist()) - set(self._shared):
+            self._shared[origin] = self._n_past  # its first second row: every slot filled so far alike
+        self._origins = origins
+        n_ctx = self.hp.n_text_ctx
+        length = min(-(-self._n_past // _KV_BLOCK) * _KV_BLOCK, n_ctx)
+        # A row copied over one of its own origin skips the slots they share.
+        moved = [(dst, src, self._shared.get(int(origins[dst]), 0) if dst < held.size and held[dst] == origins[dst]
+                  else 0) for dst, src in enumerate(order) if dst != src]
+        moved = [(dst, src, first) for dst, src, first in moved if first < length]
         if moved:
-            n_ctx = self.hp.n_text_ctx
-            length = min(-(-self._n_past // _KV_BLOCK) * _KV_BLOCK, n_ctx)
             # Graphs are keyed by the padded row count; padding entries copy row 0 of a moved
             # sequence onto itself.
-            count = -(-len(moved) * length // (_KV_BLOCK * 4)) * _KV_BLOCK * 4
-            steps = np.arange(length, dtype=np.int32)
-            targets = np.concatenate([dst * n_ctx + steps for dst, _ in moved])
-            sources = np.concatenate([src * n_ctx + steps for _, src in moved])
+            total = sum(length - first for _, _, first in moved)
+            count = -(-total // (_KV_BLOCK * 4)) * _KV_BLOCK * 4
+            targets = np.concatenate([dst * n_ctx + np.arange(first, length, dtype=np.int32)
+                                      for dst, _, first in moved])
+            sources = np.concatenate([src * n_ctx + np.arange(first, length, dtype=np.int32)
+                                      for _, src, first in moved])
             pad = count - targets.size
             g = self.reorder_graphs.get(count)
             if g is None:
@@ -782,6 +800,16 @@ class BackendWhisper:
                 hp=hp, runner=self.runner, weights=self.weights, cross_k=self.cross_k, cross_v_t=self.cross_v_t,
                 n_head=hp.n_text_head, head_dim=hp.n_text_state // hp.n_text_head))
         return self._alignment.run(tokens, heads, n_audio)
+
+
+def _read_logits(logits: mb.Tensor) -> np.ndarray:
+    """A copy of the logits, made in one pass from a host-visible buffer (Tensor.get fills a
+    zeroed staging copy first: three passes, 1.7 ms against 0.7 ms for 40 rows of 51,864 on the
+    CPU device); Tensor.get where the buffer is not host-visible."""
+    try:
+        return np.array(logits.numpy())
+    except mb.InvalidArgumentError:
+        return logits.get()
 
 
 def _prefix(t: mb.Tensor, shape: tuple[int, ...]) -> mb.Tensor:

@@ -49,8 +49,12 @@ def log_normalizers(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def top_k(logits: np.ndarray, k: int) -> np.ndarray:
     """Indices (n, k) of k largest entries of each row, in no order (ties at the k-th value broken
     either way, as np.argpartition does). Beam search asks for a few of ~52,000 logits: the k-th
-    largest of the rows' chunk maxima bounds the k-th largest entry from below, so one pass of
-    chunk maxima and one comparison leave a few candidates, partitioned in place of the whole row."""
+    largest of the maxima of any k or more disjoint groups of a row bounds its k-th largest entry
+    from below, so one pass of group maxima and one comparison leave a few candidates, partitioned
+    in place of the whole row. The groups are strided (entries j, j + m, j + 2m, .. of the row's
+    first 64 * m entries, and the tail), so their maxima are an elementwise maximum over 64
+    contiguous slices of the row, one vector pass, where maxima of 64 consecutive entries reduce
+    each group on its own."""
     x = np.asarray(logits, dtype=np.float32)
     n, v = x.shape
     chunk = 64
@@ -58,15 +62,17 @@ def top_k(logits: np.ndarray, k: int) -> np.ndarray:
         raise WhisperError(f"top_k of {k} from rows of {v}")
     if v < 4 * chunk or k * 8 > v // chunk:
         return np.argpartition(x, v - k, axis=-1)[:, v - k:]
-    full = v // chunk * chunk
-    maxima = x[:, :full].reshape(n, -1, chunk).max(axis=-1)
+    groups = v // chunk
+    full = groups * chunk
+    maxima = x[:, :full].reshape(n, chunk, groups).max(axis=1)
     if full < v:
         maxima = np.concatenate([maxima, x[:, full:].max(axis=-1, keepdims=True)], axis=1)
     bound = np.partition(maxima, maxima.shape[1] - k, axis=-1)[:, maxima.shape[1] - k]
+    # NaN never passes the comparison; a row holding one takes the whole-row partition.
+    passing = x >= bound[:, None]
     out = np.empty((n, k), dtype=np.intp)
     for row in range(n):
-        # NaN never passes the comparison; a row holding one takes the whole-row partition.
-        candidates = np.flatnonzero(x[row] >= bound[row])
+        candidates = np.flatnonzero(passing[row])
         if candidates.size < k:
             out[row] = np.argpartition(x[row], v - k)[v - k:]
             continue

@@ -76,6 +76,36 @@ def test_batch_steps_and_reorders_match_numpy(tiny_en, tiny_en_numpy, mel, refer
         assert set(counts) == {backend.backend.name}, name
 
 
+def test_reorder_skips_shared_slots_bit_for_bit(tiny_en, mel):
+    """Rows descended from one prompt hold its slots alike, so reorder copies a row over another of
+    the same origin from the slots filled when they forked only; the logits equal, bit for bit, those
+    of a backend that copies every slot (its shared-slot record answering 0 for every origin), through
+    reorders within an origin, across origins (two prompts: windows of a batch) and a cache growth."""
+    backend = BackendWhisper(tiny_en, device=mb.device(), threads=2, max_sequences=2)
+    control = BackendWhisper(tiny_en, device=mb.device(), threads=2, max_sequences=2)
+    rng = np.random.default_rng(3)
+    prompts = [[50257, 50362] + _random_tokens(rng, 1, 40)[0], [50257, 50362] + _random_tokens(rng, 1, 40)[0]]
+    feats = [b.encode(mel) for b in (backend, control)]
+    for b, f in zip((backend, control), feats):
+        b.decode_batch(f, prompts, 0)
+    offset = len(prompts[0])
+
+    class CopyAll(dict):
+        def get(self, key, default=None):
+            return 0
+
+    control._shared = CopyAll()
+    orders = [[0, 0, 1, 1], [1, 0, 3, 2], [0, 0, 2, 2], [2, 3, 0, 1], [1, 1, 1, 0, 2, 3], [5, 4, 3, 2, 1, 0]]
+    for step, order in enumerate(orders):
+        for b in (backend, control):
+            b.reorder(order)
+        rows = _random_tokens(rng, len(order), 1 + step % 2)
+        ours, full = (b.decode_batch(f, rows, offset) for b, f in zip((backend, control), feats))
+        offset += len(rows[0])
+        assert np.array_equal(ours, full), f"step {step}"
+    assert backend._shared == {0: len(prompts[0]), 1: len(prompts[0])}
+
+
 def test_left_padded_prompts_decode_as_each_alone(tiny_en, tiny_en_numpy, mel, reference):
     """decode_batch's skip: prompts of 2, 5 and 9 tokens left-padded to 9 give each sequence's own
     logits (the numpy reference decodes each unpadded prompt alone), through further steps and a
