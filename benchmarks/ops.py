@@ -212,6 +212,48 @@ def softmax_row(rng):
                (lambda: torch.softmax(ta, dim=-1)) if torch is not None else None, 1e-4)
 
 
+def attention_rows(rng):
+    """Whisper tiny's encoder self-attention (6 heads of 64, 1500 queries and keys, no mask), f32: ours
+    as flash_attn_ext and as mul_mat + soft_max_ext + mul_mat (the graph the matmul path builds),
+    against ggml's flash_attn_ext (f16 keys and values, as whisper.cpp stores them) and torch's
+    scaled_dot_product_attention."""
+    h, n, d = 6, 1500, 64
+    q, k, v = (rng.standard_normal((1, h, n, d)).astype(np.float32) for _ in range(3))
+    scale = 1.0 / np.sqrt(d)
+
+    def np_attention():  # (1, n, h, d), the layout flash_attn_ext writes
+        s = np.einsum("bhqd,bhkd->bhqk", q, k) * np.float32(scale)
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        return np.einsum("bhqk,bhkd->bqhd", e / e.sum(axis=-1, keepdims=True), v)
+
+    def build_flash(ctx):
+        t = [ctx.tensor(mb.f32, (1, h, n, d)) for _ in range(3)]
+        return t, mb.ops.flash_attn_ext(t[0], t[1], t[2], None, scale)
+
+    def build_matmul(ctx):
+        tq, tk = (ctx.tensor(mb.f32, (1, h, n, d)) for _ in range(2))
+        tvt = ctx.tensor(mb.f32, (1, h, d, n))
+        probs = mb.ops.soft_max_ext(mb.ops.mul_mat(tk, tq), None, scale, 0.0)
+        return [tq, tk, tvt], mb.ops.cont(mb.ops.permute(mb.ops.mul_mat(tvt, probs), [0, 2, 1, 3]))
+
+    def build_ggml(ctx):
+        tq = ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F32, d, n, h, 1)
+        tk, tv = (ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F16, d, n, h, 1) for _ in range(2))
+        out = ggml.ggml_flash_attn_ext(ctx, tq, tk, tv, None, scale, 0.0, 0.0)
+        ggml.ggml_flash_attn_ext_set_prec(out, ggml.GGML_PREC_F32)
+        return [tq, tk, tv], out
+
+    tq, tk, tv = (torch.from_numpy(a) for a in (q, k, v)) if torch is not None else (None, None, None)
+    torch_fn = (lambda: F.scaled_dot_product_attention(tq, tk, tv)) if torch is not None else None
+    flops = 4.0 * h * n * n * d
+    ggml_spec = (build_ggml, [q, k.astype(np.float16), v.astype(np.float16)])
+    vt = np.ascontiguousarray(np.swapaxes(v, 2, 3))
+    return [Row("attn flash", f"{h}x{n}x{n}x{d}", flops, (build_flash, [q, k, v]), np_attention, ggml_spec,
+                torch_fn, 1e-4, numpy_peer=False),
+            Row("attn matmul", f"{h}x{n}x{n}x{d}", flops, (build_matmul, [q, k, vt]), np_attention, ggml_spec,
+                torch_fn, 1e-4, numpy_peer=False)]
+
+
 def norm_row(rng):
     a = rng.standard_normal((1500, 384)).astype(np.float32)
     eps = 1e-5
@@ -740,7 +782,7 @@ def all_rows(rng):
         for (k, m) in [(512, 2048), (2048, 512)]:
             for n in (1, 1500):
                 rows.append(matmul_row(wtype, n, k, m, rng))
-    rows += [softmax_row(rng), norm_row(rng), gelu_row(rng), add_row(rng)]
+    rows += [softmax_row(rng), *attention_rows(rng), norm_row(rng), gelu_row(rng), add_row(rng)]
     rows += [mul_mat_id_row(rng), argsort_row(rng), top_k_row(rng), group_norm_row(rng), conv_transpose_1d_row(rng)]
     rows += [ssm_scan_row(rng), *rwkv_rows(rng), interpolate_row("bilinear", rng), interpolate_row("bicubic", rng)]
     rows += [cumsum_row(rng), out_prod_row(rng), conv_2d_row(rng), conv_2d_dw_row(rng), pool_2d_row(rng),

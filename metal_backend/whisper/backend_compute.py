@@ -25,11 +25,17 @@ op the device cannot run falls back to the CPU (on the CPU device the list is ju
 the weights are one nn.Weights; the layers (linear, layer_norm, conv1d, attention, mlp) are
 metal_backend.nn.layers.
 
-Attention, as measured on the CPU device (benchmarks/whisper.py --profile):
-- encoder self-attention (1500 queries, 1500 keys) uses mul_mat + soft_max_ext in f32 on CPU
-  devices: 27% less encoder time than flash_attn_ext with f16 keys and values (tiny.en, one
-  thread: 0.89 s against 1.23 s per window), and no f16 rounding. Other devices get
-  flash_attn_ext (no 1500 x 1500 score matrices), as whisper.cpp uses on Metal;
+Attention, as measured on the CPU device:
+- encoder self-attention (1500 queries, 1500 keys) uses flash_attn_ext on every device (no
+  1500 x 1500 score matrices, 54 MB per layer for tiny's 6 heads, streamed through DRAM three times
+  by mul_mat + soft_max_ext + mul_mat). On CPU devices it reads the keys and values as f32 views of
+  the qkv product (no copy, no f16 rounding; the scores are f32 in both paths); on the others, f16
+  copies, as whisper.cpp uses on Metal. Since the CPU kernel converts a head's K/V tiles once per
+  (head, thread) and multiplies in AVX-512 tiles, it is the faster of the two on the CPU: tiny.en,
+  one 30 s window, 2-core Zen 5 at load 12, process CPU time per encode (best of 4, interleaved):
+  float32 0.553 s against 0.594 s with "matmul" at one thread, 0.564 against 0.636 at two; int8
+  0.383 against 0.442 at one, 0.401 against 0.457 at two (an earlier kernel, converting the tiles
+  for every query block, was 27% slower than "matmul"). "matmul" stays selectable;
 - decoder self-attention (a few queries over at most 448 cached f16 positions) uses flash_attn_ext;
 - decoder cross-attention (a few queries over 1500 positions) uses mul_mat + soft_max_ext over
   f16 keys and values stored transposed at encode time: the matrix-vector products read the f16
@@ -137,7 +143,7 @@ class BackendWhisper:
 
     threads sets the CPU backend's n_threads (None keeps its default). encoder_attention picks
     flash_attn_ext ("flash") or mul_mat + soft_max_ext ("matmul") for the encoder's attention;
-    None picks "matmul" on CPU devices (measured faster there) and "flash" elsewhere.
+    None picks "flash" (measured faster on the CPU device too, see the module docstring).
     max_sequences is the number of sequences the self-attention cache holds at first (it grows
     when a batch or reorder needs more). int8_activations: the linear layers with quantized weights
     quantize their activations to 8-bit blocks for every token count (mb.ops.mul_mat's
@@ -150,7 +156,7 @@ class BackendWhisper:
                  int8_activations: bool = False):
         device = resolve_device(device)
         if encoder_attention is None:
-            encoder_attention = "matmul" if device.type == mb.DeviceType.CPU else "flash"
+            encoder_attention = "flash"
         if encoder_attention not in _ATTENTION_KINDS:
             raise WhisperError(f"unknown attention kind {encoder_attention!r}; expected one of {_ATTENTION_KINDS}")
         if threads is not None and threads <= 0:
@@ -159,6 +165,9 @@ class BackendWhisper:
             raise WhisperError(f"max_sequences must be a positive integer (got {max_sequences!r})")
         self.hp = hp = model.hparams
         self.encoder_attention = encoder_attention
+        # flash_attn_ext reads the encoder's keys and values as f16 copies on GPU devices and as f32
+        # views of the qkv product on CPU devices (no copy, no f16 rounding).
+        self._encoder_kv_f16 = encoder_attention == "flash" and device.type != mb.DeviceType.CPU
         self.int8_activations = bool(int8_activations)
         self.runner = Runner(device, threads=threads, spin_us=DECODER_SPIN_US)
         self.device = self.runner.device
@@ -185,7 +194,7 @@ class BackendWhisper:
                           for i in range(hp.n_text_layer)]
         # The encoder's keys and values in f16 for flash_attn_ext, one pair of tensors per layer.
         self.encoder_kv = []
-        if encoder_attention == "flash":
+        if self._encoder_kv_f16:
             self.encoder_kv = [self.ctx.tensor(mb.f16, (hp.n_audio_ctx, 2 * d), name=f"encoder_kv.{i}")
                                for i in range(hp.n_audio_layer)]
         self.mel.is_input = True
@@ -390,10 +399,14 @@ class BackendWhisper:
             p = f"encoder.blocks.{i}"
             qkv = self._linear(self._layer_norm(x, f"{p}.attn_ln"), f"{p}.attn.qkv")  # (w n, 3d)
             q = self._batch_heads(qkv, w, n, 3 * d, 0, n)
-            if self.encoder_attention == "flash":
+            if self.encoder_attention == "flash" and encoder_kv:
                 kv = ops.cpy(ops.view(qkv, (w * n, 2 * d), strides=(3 * d * 4, 4), offset=d * 4), encoder_kv[i])
                 a = layers.attention_flash(q, self._batch_heads(kv, w, n, 2 * d, 0, n),
                                            self._batch_heads(kv, w, n, 2 * d, d, n), None, self.scale, f"{p}.attn")
+            elif self.encoder_attention == "flash":
+                a = layers.attention_flash(q, self._batch_heads(qkv, w, n, 3 * d, d, n),
+                                           self._batch_heads(qkv, w, n, 3 * d, 2 * d, n), None, self.scale,
+                                           f"{p}.attn")
             else:
                 v_t = ops.cont(ops.permute(self._batch_heads(qkv, w, n, 3 * d, 2 * d, n), [0, 1, 3, 2]))
                 a = layers.attention_matmul(q, self._batch_heads(qkv, w, n, 3 * d, d, n), v_t, None, self.scale,
@@ -610,7 +623,7 @@ class BackendWhisper:
         cross_v_t = [self.ctx.tensor(mb.f16, (capacity + 1, d, n), name=f"batch.cross_v_t.{i}.{tag}")
                      for i in range(hp.n_text_layer)]
         kv = []
-        if self.encoder_attention == "flash":
+        if self._encoder_kv_f16:
             kv = [self.ctx.tensor(mb.f16, (capacity * n, 2 * hp.n_audio_state), name=f"batch.encoder_kv.{i}.{tag}")
                   for i in range(hp.n_audio_layer)]
         buffer = self._new_buffer()

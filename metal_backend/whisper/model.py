@@ -68,7 +68,7 @@ class Whisper:
         device. threads: the CPU backend's thread count (None keeps its default). quantize: a
         quantized type (mb.q8_0 or "q8_0"; also q5_0, q4_0, q5_1, q4_1) for the linear-layer
         matrices and the token embedding, applied while loading float weights.
-        encoder_attention: "flash" or "matmul" (see BackendWhisper; None picks per device).
+        encoder_attention: "flash" or "matmul" (see BackendWhisper; None picks "flash").
         compute_type (faster-whisper's spelling): "float32" (the default) computes with the weights
         as stored, quantized ones dequantized to f32 wherever many tokens share them (the encoder);
         "int8" quantizes float matrices to q8_0 (or to `quantize`) and quantizes the activations to

@@ -1,8 +1,11 @@
 // FLASH_ATTN_EXT: softmax(q.k^T * scale [softcapped] + slope*mask) . v without materialising the
 // score matrix. Each work item is a block of up to kQB query rows of one head; it walks the keys in
-// tiles of kKB, converting the K tile (any type, to f32, transposed) and the V tile to f32 scratch,
-// then runs two small register-blocked products (scores = Q.Kt, O += P.V) around an online softmax
-// (running max and denominator per row, O rescaled when the max grows).
+// tiles of kKB, the K tile (any type, as f32, transposed) and the V tile (as f32) in scratch, and
+// runs two small register-blocked products (scores = Q.Kt, O += P.V; AVX-512, AVX2 or portable)
+// around an online softmax (running max and denominator per row, O rescaled when the max grows).
+// When a head's converted tiles fit kHeadScratchBytes (Whisper's encoder: 1500 keys of 64, 768 KB)
+// they are converted once per (head, thread) and serve every query block of that head the thread
+// takes; otherwise each query block converts its tiles one at a time.
 //
 // A few query rows (a decoder step: one query per sequence and head) take attend_row instead: the
 // tiles' conversions and transposes would serve one row each, so each row dots its query with the
@@ -17,6 +20,12 @@
 #include "core/fp16.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/vec.h"
+
+// GCC 12's avx512fintrin.h (PR 105593, fixed in GCC 13) fills undefined lanes from a self-initialised
+// variable, which -Wmaybe-uninitialized reports once inlined into the AVX-512 row steps below.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace mb {
 
@@ -33,17 +42,28 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // 64, 64 cached keys, 8 and 40 sequences of one query): the tiled path spent most of its time
 // converting and transposing tiles that served a single row.
 constexpr int64_t kFewRows = 4;
+// A head's K and V tiles, converted to f32, are kept for all its query blocks when they take at most
+// this many bytes per thread (L2-sized: the query blocks stream them from there).
+constexpr int64_t kHeadScratchBytes = int64_t(1) << 20;
 
 struct Dims {
     int64_t d, dv, nq, h, b, nkv, hkv, bkv;
-    int64_t dvp;  // dv padded to kCols
+    int64_t dvp;    // dv padded to kCols
+    int64_t slots;  // K/V tiles held in scratch: every tile of a head, or one
 };
+
+// Floats of one K tile (transposed, d x kKB) and one V tile (kKB x dvp).
+int64_t kt_floats(int64_t d) { return round_up(d * kKB, 16); }
+int64_t v_floats(int64_t dvp) { return kKB * dvp; }
 
 Dims dims_of(const Tensor& dst) {
     const Tensor& q = *dst.src[0];
     const Tensor& k = *dst.src[1];
     const Tensor& v = *dst.src[2];
-    return {q.ne[0], v.ne[0], q.ne[1], q.ne[2], q.ne[3], k.ne[1], k.ne[2], k.ne[3], round_up(v.ne[0], kCols)};
+    Dims g{q.ne[0], v.ne[0], q.ne[1], q.ne[2], q.ne[3], k.ne[1], k.ne[2], k.ne[3], round_up(v.ne[0], kCols), 1};
+    const int64_t tiles = (g.nkv + kKB - 1) / kKB;
+    if (tiles * (kt_floats(g.d) + v_floats(g.dvp)) * int64_t(sizeof(float)) <= kHeadScratchBytes) g.slots = tiles;
+    return g;
 }
 
 // Per-thread scratch, in floats, laid out as below (each part a multiple of 16 floats = 64 bytes).
@@ -53,16 +73,16 @@ struct Scratch {
 
 size_t scratch_floats(const Dims& g) {
     const int64_t rowlen = std::max({g.d, g.dv, kKB});
-    return size_t(round_up(kQB * g.d, 16) + round_up(g.d * kKB, 16) + kKB * g.dvp + kQB * kKB + kQB * g.dvp + 2 * kQB +
-                  round_up(rowlen, 16));
+    return size_t(round_up(kQB * g.d, 16) + g.slots * (kt_floats(g.d) + v_floats(g.dvp)) + kQB * kKB + kQB * g.dvp +
+                  2 * kQB + round_up(rowlen, 16));
 }
 
 Scratch carve(float* base, const Dims& g) {
     Scratch s;
     s.q = base;
     s.kt = s.q + round_up(kQB * g.d, 16);
-    s.v = s.kt + round_up(g.d * kKB, 16);
-    s.s = s.v + kKB * g.dvp;
+    s.v = s.kt + g.slots * kt_floats(g.d);
+    s.s = s.v + g.slots * v_floats(g.dvp);
     s.o = s.s + kQB * kKB;
     s.m = s.o + kQB * g.dvp;
     s.l = s.m + kQB;
@@ -123,6 +143,107 @@ MB_AVX2 void gemm_avx2(int64_t rows, int64_t cols, int64_t kdim, const float* a,
             default: break;
         }
     }
+}
+
+// AVX-512: tiles of R rows by C registers of 16 columns, R x C accumulators (at most 16 of the 32).
+template <int R, int C>
+MB_TARGET_AVX512 inline void tile_avx512(int64_t kdim, const float* a, int64_t lda, const float* b, int64_t ldb,
+                                         float* c, int64_t ldc) {
+    __m512 acc[R][C];
+    for (int r = 0; r < R; ++r) {
+        for (int q = 0; q < C; ++q) acc[r][q] = _mm512_loadu_ps(c + r * ldc + 16 * q);
+    }
+    for (int64_t k = 0; k < kdim; ++k) {
+        __m512 bv[C];
+        for (int q = 0; q < C; ++q) bv[q] = _mm512_loadu_ps(b + k * ldb + 16 * q);
+        for (int r = 0; r < R; ++r) {
+            const __m512 av = _mm512_set1_ps(a[r * lda + k]);
+            for (int q = 0; q < C; ++q) acc[r][q] = _mm512_fmadd_ps(av, bv[q], acc[r][q]);
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        for (int q = 0; q < C; ++q) _mm512_storeu_ps(c + r * ldc + 16 * q, acc[r][q]);
+    }
+}
+
+// The columns [j, j + 16 C) of every row, 8 rows at a time.
+template <int C>
+MB_TARGET_AVX512 void rows_avx512(int64_t rows, int64_t kdim, const float* a, int64_t lda, const float* b, int64_t ldb,
+                                  float* c, int64_t ldc) {
+    int64_t i = 0;
+    for (; i + 8 <= rows; i += 8) tile_avx512<8, C>(kdim, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
+    const float* ai = a + i * lda;
+    float* ci = c + i * ldc;
+    switch (rows - i) {
+        case 7: tile_avx512<7, C>(kdim, ai, lda, b, ldb, ci, ldc); break;
+        case 6: tile_avx512<6, C>(kdim, ai, lda, b, ldb, ci, ldc); break;
+        case 5: tile_avx512<5, C>(kdim, ai, lda, b, ldb, ci, ldc); break;
+        case 4: tile_avx512<4, C>(kdim, ai, lda, b, ldb, ci, ldc); break;
+        case 3: tile_avx512<3, C>(kdim, ai, lda, b, ldb, ci, ldc); break;
+        case 2: tile_avx512<2, C>(kdim, ai, lda, b, ldb, ci, ldc); break;
+        case 1: tile_avx512<1, C>(kdim, ai, lda, b, ldb, ci, ldc); break;
+        default: break;
+    }
+}
+
+// vec::exp8's algorithm (same clamp, Cody-Waite split, degree-7 polynomial and two-factor scaling,
+// so the same results) in 16 lanes.
+MB_TARGET_AVX512 inline __m512 exp16(__m512 x) {
+    const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(vec::kExpMin)), _mm512_set1_ps(vec::kExpMax));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(vec::kLog2e)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(vec::kLn2Hi), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(vec::kLn2Lo), r);
+    __m512 p = _mm512_set1_ps(vec::kExpC7);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vec::kExpC6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vec::kExpC5));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vec::kExpC4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vec::kExpC3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vec::kExpC2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    const __m512i ni = _mm512_cvtps_epi32(n);
+    const __m512i n1 = _mm512_srai_epi32(ni, 1);
+    const __m512i n2 = _mm512_sub_epi32(ni, n1);
+    const __m512i bias = _mm512_set1_epi32(127);
+    const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
+    const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
+    const __m512 res = _mm512_mul_ps(_mm512_mul_ps(p, s1), s2);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), res, x);
+}
+
+// The online-softmax row steps of the tiled path over n, a multiple of 16 (kCols).
+MB_TARGET_AVX512 float max_avx512(const float* s, int64_t n) {
+    __m512 m = _mm512_set1_ps(kNegInf);
+    for (int64_t j = 0; j < n; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(s + j));
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, m);
+    return *std::max_element(lanes, lanes + 16);
+}
+
+MB_TARGET_AVX512 float exp_sum_avx512(float* s, float m, int64_t n) {
+    const __m512 mv = _mm512_set1_ps(m);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t j = 0; j < n; j += 16) {
+        const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), mv));
+        _mm512_storeu_ps(s + j, e);
+        acc = _mm512_add_ps(acc, e);
+    }
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, acc);
+    return vec::sum_portable(lanes, 16);
+}
+
+MB_TARGET_AVX512 void scale_avx512(float* x, float f, int64_t n) {
+    const __m512 fv = _mm512_set1_ps(f);
+    for (int64_t j = 0; j < n; j += 16) _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(x + j), fv));
+}
+
+MB_TARGET_AVX512 void gemm_avx512(int64_t rows, int64_t cols, int64_t kdim, const float* a, int64_t lda,
+                                  const float* b, int64_t ldb, float* c, int64_t ldc) {
+    int64_t j = 0;
+    for (; j + 2 * kCols <= cols; j += 2 * kCols) rows_avx512<2>(rows, kdim, a, lda, b + j, ldb, c + j, ldc);
+    if (j < cols) rows_avx512<1>(rows, kdim, a, lda, b + j, ldb, c + j, ldc);
 }
 
 MB_AVX2 float max_avx2(const float* s, int64_t n) {
@@ -193,6 +314,7 @@ MB_AVX2 void softcap_avx2(float* s, float cap, int64_t n) {
 void gemm(int64_t rows, int64_t cols, int64_t kdim, const float* a, int64_t lda, const float* b, int64_t ldb,
           float* c, int64_t ldc) {
 #if defined(MB_VEC_AVX2)
+    if (cpu_has_avx512f()) return gemm_avx512(rows, cols, kdim, a, lda, b, ldb, c, ldc);
     if (vec::use_avx2()) return gemm_avx2(rows, cols, kdim, a, lda, b, ldb, c, ldc);
 #endif
     gemm_portable(rows, cols, kdim, a, lda, b, ldb, c, ldc);
@@ -221,6 +343,28 @@ void scale_row(float* x, float f, int64_t n) {
     if (vec::use_avx2()) return scale_avx2(x, f, n);
 #endif
     for (int64_t j = 0; j < n; ++j) x[j] *= f;
+}
+
+// The tiled path's row steps over n, a multiple of 16: AVX-512 where the CPU has it.
+float block_max(const float* s, int64_t n) {
+#if defined(MB_VEC_AVX2)
+    if (cpu_has_avx512f()) return max_avx512(s, n);
+#endif
+    return row_max(s, n);
+}
+
+float block_exp_sum(float* s, float m, int64_t n) {
+#if defined(MB_VEC_AVX2)
+    if (cpu_has_avx512f()) return exp_sum_avx512(s, m, n);
+#endif
+    return exp_sum(s, m, n);
+}
+
+void block_scale(float* x, float f, int64_t n) {
+#if defined(MB_VEC_AVX2)
+    if (cpu_has_avx512f()) return scale_avx512(x, f, n);
+#endif
+    scale_row(x, f, n);
 }
 
 void softcap(float* s, float cap, int64_t n) {
@@ -326,9 +470,33 @@ void attend_row(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h, 
     for (int64_t d = 0; d < g.dv; ++d) out[d] = o[d] * inv;
 }
 
-// One work item: query rows [iq0, iq0 + nr) of head h, batch b.
+// Key tile t (keys [t kKB, t kKB + kKB)) of kv head hk, batch bk into its scratch slot: K transposed
+// (d x kKB), V as rows of dvp, both as f32.
+void convert_tile(const Tensor& k, const Tensor& v, const Dims& g, const Scratch& sc, int64_t hk, int64_t bk,
+                  int64_t t) {
+    const int64_t slot = g.slots > 1 ? t : 0;
+    float* kt = sc.kt + slot * kt_floats(g.d);
+    float* vt = sc.v + slot * v_floats(g.dvp);
+    const int64_t j0 = t * kKB;
+    const int64_t kb = std::min(kKB, g.nkv - j0);
+    for (int64_t j = 0; j < kb; ++j) {
+        const float* kf = row_f32(k, at(k, 0, j0 + j, hk, bk), g.d, sc.row);
+        for (int64_t d = 0; d < g.d; ++d) kt[d * kKB + j] = kf[d];
+        const uint8_t* vrow = at(v, 0, j0 + j, hk, bk);
+        float* vs = vt + j * g.dvp;
+        if (v.type == Type::F32 && v.nb[0] == sizeof(float)) {
+            std::memcpy(vs, vrow, size_t(g.dv) * sizeof(float));
+        } else {
+            const float* vf = row_f32(v, vrow, g.dv, vs);
+            if (vf != vs) std::memcpy(vs, vf, size_t(g.dv) * sizeof(float));
+        }
+    }
+}
+
+// One work item: query rows [iq0, iq0 + nr) of head h, batch b. With g.slots > 1, `converted` says
+// whether the scratch already holds this head's tiles (converted for an earlier block).
 void attend_block(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h, int64_t b, int64_t iq0,
-                  int64_t nr) {
+                  int64_t nr, bool converted) {
     const Tensor& q = *dst.src[0];
     const Tensor& k = *dst.src[1];
     const Tensor& v = *dst.src[2];
@@ -350,33 +518,17 @@ void attend_block(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h
     }
     std::fill(sc.o, sc.o + nr * g.dvp, 0.0f);
 
-    const bool k_direct = k.type == Type::F32 && k.nb[0] == sizeof(float);
     for (int64_t j0 = 0; j0 < g.nkv; j0 += kKB) {
         const int64_t kb = std::min(kKB, g.nkv - j0);
         const int64_t kbp = round_up(kb, kCols);
-        for (int64_t j = 0; j < kb; ++j) {
-            const uint8_t* krow = at(k, 0, j0 + j, hk, bk);
-            const float* kf = reinterpret_cast<const float*>(krow);
-            if (!k_direct) {
-                if (type_traits(k.type).is_quantized || k.nb[0] == type_traits(k.type).type_size) {
-                    dequantize_row(k.type, krow, sc.row, g.d);
-                } else {
-                    for (int64_t d = 0; d < g.d; ++d) dequantize_row(k.type, krow + size_t(d) * k.nb[0], &sc.row[d], 1);
-                }
-                kf = sc.row;
-            }
-            for (int64_t d = 0; d < g.d; ++d) sc.kt[d * kKB + j] = kf[d];
-            const uint8_t* vrow = at(v, 0, j0 + j, hk, bk);
-            float* vs = sc.v + j * g.dvp;
-            if (type_traits(v.type).is_quantized || v.nb[0] == type_traits(v.type).type_size) {
-                dequantize_row(v.type, vrow, vs, g.dv);
-            } else {
-                for (int64_t d = 0; d < g.dv; ++d) dequantize_row(v.type, vrow + size_t(d) * v.nb[0], &vs[d], 1);
-            }
-        }
+        const int64_t t = j0 / kKB;
+        if (g.slots == 1 || !converted) convert_tile(k, v, g, sc, hk, bk, t);
+        const int64_t slot = g.slots > 1 ? t : 0;
+        const float* kt = sc.kt + slot * kt_floats(g.d);
+        const float* vt = sc.v + slot * v_floats(g.dvp);
 
         std::fill(sc.s, sc.s + nr * kKB, 0.0f);
-        gemm(nr, kbp, g.d, sc.q, g.d, sc.kt, kKB, sc.s, kKB);
+        gemm(nr, kbp, g.d, sc.q, g.d, kt, kKB, sc.s, kKB);
 
         for (int64_t i = 0; i < nr; ++i) {
             float* srow = sc.s + i * kKB;
@@ -386,7 +538,7 @@ void attend_block(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h
                 for (int64_t j = 0; j < kb; ++j) srow[j] += slope * m[j];
             }
             for (int64_t j = kb; j < kbp; ++j) srow[j] = kNegInf;
-            const float mx = row_max(srow, kbp);
+            const float mx = block_max(srow, kbp);
             const float m_new = std::max(sc.m[i], mx);
             if (m_new == kNegInf) {
                 // Every key so far is masked out: this row has nothing to add yet.
@@ -394,12 +546,12 @@ void attend_block(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h
                 continue;
             }
             const float alpha = vec::exp(sc.m[i] - m_new);
-            const float sum = exp_sum(srow, m_new, kbp);
+            const float sum = block_exp_sum(srow, m_new, kbp);
             sc.l[i] = sc.l[i] * alpha + sum;
             sc.m[i] = m_new;
-            if (alpha != 1.0f) scale_row(sc.o + i * g.dvp, alpha, g.dvp);
+            if (alpha != 1.0f) block_scale(sc.o + i * g.dvp, alpha, g.dvp);
         }
-        gemm(nr, g.dvp, kb, sc.s, kKB, sc.v, g.dvp, sc.o, g.dvp);
+        gemm(nr, g.dvp, kb, sc.s, kKB, vt, g.dvp, sc.o, g.dvp);
     }
 
     for (int64_t i = 0; i < nr; ++i) {
@@ -473,12 +625,15 @@ void compute_flash_attn_ext(const ComputeParams& p, Tensor& dst) {
     const int64_t nqb = (g.nq + qrows - 1) / qrows;
     int64_t w0, w1;
     split_range(g.b * g.h * nqb, p.ith, p.nth, &w0, &w1);
+    int64_t held = -1;  // the kv head (bk * hkv + hk) whose tiles the scratch holds, if any
     for (int64_t w = w0; w < w1; ++w) {
         const int64_t qb = w % nqb;
         const int64_t h = (w / nqb) % g.h;
         const int64_t b = w / (nqb * g.h);
         const int64_t iq0 = qb * qrows;
-        attend_block(dst, g, sc, h, b, iq0, std::min(qrows, g.nq - iq0));
+        const int64_t kv_head = (b / (g.b / g.bkv)) * g.hkv + h / (g.h / g.hkv);
+        attend_block(dst, g, sc, h, b, iq0, std::min(qrows, g.nq - iq0), held == kv_head);
+        held = kv_head;
     }
 }
 
