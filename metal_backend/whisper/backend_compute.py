@@ -32,7 +32,7 @@ Attention, as measured on the CPU device:
   the qkv product (no copy, no f16 rounding; the scores are f32 in both paths); on the others, f16
   copies, as whisper.cpp uses on Metal. Since the CPU kernel converts a head's K/V tiles once per
   (head, thread) and multiplies in AVX-512 tiles, it is the faster of the two on the CPU: tiny.en,
-  one 30 s window, 2-core Zen 5 at load 12, process CPU time per encode (best of 4, interleaved):
+  one 30 s window, 2-core Xeon (AVX-512) at load 12, process CPU time per encode (best of 4, interleaved):
   float32 0.553 s against 0.594 s with "matmul" at one thread, 0.564 against 0.636 at two; int8
   0.383 against 0.442 at one, 0.401 against 0.457 at two (an earlier kernel, converting the tiles
   for every query block, was 27% slower than "matmul"). "matmul" stays selectable;
