@@ -307,5 +307,5 @@ def test_profile_prints_the_encoder_nodes(tiny_en_dir, asset):
     proc = run_cli(str(asset("good_morning.wav")), "--model", str(tiny_en_dir), *FAST, "--profile")
     assert proc.returncode == 0, proc.stderr
     assert normalize(proc.stdout) == normalize("Good morning. How are you today?")
-    for op in ("MUL_MAT", "SOFT_MAX", "NORM", "GELU_ERF", "IM2COL"):
+    for op in ("MUL_MAT", "FLASH_ATTN_EXT", "NORM", "GELU_ERF", "IM2COL"):
         assert op in proc.stderr, (op, proc.stderr)
