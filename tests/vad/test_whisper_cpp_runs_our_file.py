@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from isolated import run_isolated
 from metal_backend.vad import SileroVad, read_silero_file, write_silero_file
 from metal_backend.vad.silero_vad import DEFAULT_WEIGHTS
-from isolated import run_isolated
 from vad_testing import ONNX, OnnxSilero, require, signals, speech
 
 TOLERANCE = 2e-3
