@@ -399,13 +399,14 @@ class BackendWhisper:
             p = f"encoder.blocks.{i}"
             qkv = self._linear(self._layer_norm(x, f"{p}.attn_ln"), f"{p}.attn.qkv")  # (w n, 3d)
             q = self._batch_heads(qkv, w, n, 3 * d, 0, n)
-            if self.encoder_attention == "flash" and encoder_kv:
-                kv = ops.cpy(ops.view(qkv, (w * n, 2 * d), strides=(3 * d * 4, 4), offset=d * 4), encoder_kv[i])
-                a = layers.attention_flash(q, self._batch_heads(kv, w, n, 2 * d, 0, n),
-                                           self._batch_heads(kv, w, n, 2 * d, d, n), None, self.scale, f"{p}.attn")
-            elif self.encoder_attention == "flash":
-                a = layers.attention_flash(q, self._batch_heads(qkv, w, n, 3 * d, d, n),
-                                           self._batch_heads(qkv, w, n, 3 * d, 2 * d, n), None, self.scale,
+            if self.encoder_attention == "flash":
+                if encoder_kv:  # f16 copies of the keys and values
+                    kv = ops.cpy(ops.view(qkv, (w * n, 2 * d), strides=(3 * d * 4, 4), offset=d * 4), encoder_kv[i])
+                    src, width, k0 = kv, 2 * d, 0
+                else:  # f32 views of the qkv product
+                    src, width, k0 = qkv, 3 * d, d
+                a = layers.attention_flash(q, self._batch_heads(src, w, n, width, k0, n),
+                                           self._batch_heads(src, w, n, width, k0 + d, n), None, self.scale,
                                            f"{p}.attn")
             else:
                 v_t = ops.cont(ops.permute(self._batch_heads(qkv, w, n, 3 * d, 2 * d, n), [0, 1, 3, 2]))

@@ -109,7 +109,8 @@ class LocalAgreement:
                     break
                 agreed.append(word)
         self._current = new[len(agreed):]
-        kept = [old[len(agreed):] for old in self._previous][len(self._previous) - keep + 1:] if keep > 1 else []
+        voters_kept = self._previous[max(0, len(self._previous) - keep + 1):] if keep > 1 else []
+        kept = [old[len(agreed):] for old in voters_kept]
         self._previous = kept + [self._current]
         return self._commit(agreed)
 

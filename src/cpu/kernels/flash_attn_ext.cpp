@@ -484,12 +484,8 @@ void convert_tile(const Tensor& k, const Tensor& v, const Dims& g, const Scratch
         for (int64_t d = 0; d < g.d; ++d) kt[d * kKB + j] = kf[d];
         const uint8_t* vrow = at(v, 0, j0 + j, hk, bk);
         float* vs = vt + j * g.dvp;
-        if (v.type == Type::F32 && v.nb[0] == sizeof(float)) {
-            std::memcpy(vs, vrow, size_t(g.dv) * sizeof(float));
-        } else {
-            const float* vf = row_f32(v, vrow, g.dv, vs);
-            if (vf != vs) std::memcpy(vs, vf, size_t(g.dv) * sizeof(float));
-        }
+        const float* vf = row_f32(v, vrow, g.dv, vs);  // the row itself where it is contiguous f32
+        if (vf != vs) std::memcpy(vs, vf, size_t(g.dv) * sizeof(float));
     }
 }
 
