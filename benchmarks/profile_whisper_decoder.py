@@ -85,8 +85,10 @@ def main() -> int:
     print(f"{'op role':<44} {'nodes':>5}" + "".join(f" {f'{r} rows':>9} {'%':>5}" for r in args.rows))
     for key in keys:
         count = max(g.get(key, (0, 0.0))[0] for g in groups.values())
-        row = "".join(f" {groups[r].get(key, (0, 0.0))[1]:9.3f} {100 * groups[r].get(key, (0, 0.0))[1] / totals[r]:5.1f}"
-                      for r in args.rows)
+        row = ""
+        for r in args.rows:
+            ms = groups[r].get(key, (0, 0.0))[1]
+            row += f" {ms:9.3f} {100 * ms / totals[r]:5.1f}"
         print(f"{key[:44]:<44} {count:>5}{row}")
     print(f"{'total':<44} {'':>5}" + "".join(f" {totals[r]:9.3f} {100.0:5.1f}" for r in args.rows))
     return 0

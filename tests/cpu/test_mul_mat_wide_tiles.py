@@ -48,7 +48,8 @@ def _old_tiles(wtype, raw, m, k, x, threads):
     return np.concatenate(parts, axis=0)
 
 
-CASES = [(wt, n, k) for wt in WTYPES for n in list(range(1, 12 if wt == "f32" else 14)) for k in (1, 7, 16, 33, 384, 385, 511)]
+KS = (1, 7, 16, 33, 384, 385, 511)
+CASES = [(wt, n, k) for wt in WTYPES for n in range(1, 12 if wt == "f32" else 14) for k in KS]
 CASES += [("f16", n, k) for n in (23,) for k in (7, 385)] + [("bf16", 23, 385)]
 
 
