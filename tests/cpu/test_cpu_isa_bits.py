@@ -254,7 +254,9 @@ def test_gelu_erf_avx512_bits_equal_avx2(n, threads):
     assert np.array_equal(wide, avx2)
     got = wide.view(np.float32).astype(np.float64)
     xd = x.astype(np.float64)
-    ref = np.array([0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0))) if np.isfinite(v) else np.nan for v in xd])
+    # erfc, not 1 + erf: the far negative tail would cancel to nothing in float64 too.
+    ref = np.array([0.5 * v * math.erfc(-v / math.sqrt(2.0)) if np.isfinite(v) else np.nan for v in xd])
     fin = np.isfinite(xd)
     assert np.isnan(got[np.isnan(xd)]).all()
-    assert np.allclose(got[fin], ref[fin], rtol=2e-6, atol=1e-30)
+    # Relative error grows in the far negative tail with the float32 rounding of z * z (about 7e-6 at x = -10).
+    assert np.allclose(got[fin], ref[fin], rtol=1e-5, atol=1e-30)
