@@ -58,7 +58,9 @@ class In:
     gen: "normal" (standard normal), "positive" (U(0.1, 4)), "uniform" (U(-1, 1)), "zeros",
     "index:N" (integers in [0, N)), "perm:N" (distinct integers in [0, N) along the last axis), "mask" (U(-2, 0.5)
     with a -inf every 7th entry), "causal:OFF"
-    (0, or -inf where key j > query i + OFF; the last two axes are (query, key)).
+    (0, or -inf where key j > query i + OFF; the last two axes are (query, key)), "masked_rows" ("mask"
+    with, along the last two axes (query, key), every third query row -inf over all its keys and the
+    next one -inf over its first half and one: fully masked rows, and rows whose first key tiles are).
     """
 
     shape: tuple
@@ -104,6 +106,13 @@ def draw(spec: In, rng: np.random.Generator) -> np.ndarray:
     if gen == "mask":
         m = rng.uniform(-2.0, 0.5, shape).astype(np.float32)
         m.reshape(-1)[::7] = -np.inf
+        return m
+    if gen == "masked_rows":
+        m = rng.uniform(-2.0, 0.5, shape).astype(np.float32)
+        m.reshape(-1)[::7] = -np.inf
+        nkv = shape[-1]
+        m[..., 0::3, :] = -np.inf
+        m[..., 1::3, : nkv // 2 + 1] = -np.inf
         return m
     if gen.startswith("causal:"):
         off = int(gen.split(":")[1])
@@ -969,6 +978,19 @@ def flash_attn_cases():
         ("rows_alibi", 1, 4, 4, 3, 31, 64, 64, mb.f16, "uniform", 4, 8.0, 0.0),
         ("rows_gqa_softcap", 2, 4, 2, 4, 19, 40, 40, mb.f16, "mask", 1, 0.0, 30.0),
         ("decode_long", 1, 2, 2, 1, 1000, 64, 64, mb.f16, "causal:700", 1, 0.0, 0.0),
+        # The tiled path's key-tile edges (the CPU walks 256-key tiles): one key, one short of a
+        # tile, one tile, one past, Whisper's 1500 (a short last tile); rows fully masked and rows
+        # whose first tiles are all masked (masked_rows); keys too many for a head's tiles to be
+        # held at once (3000 of 64, and 1500 of 128: one tile converted at a time).
+        ("tile_k1", 1, 2, 2, 20, 1, 64, 64, mb.f16, None, 1, 0.0, 0.0),
+        ("tile_k1_masked_rows", 1, 2, 2, 20, 1, 64, 64, mb.f16, "masked_rows", 1, 0.0, 0.0),
+        ("tile_k255", 1, 2, 2, 37, 255, 64, 64, mb.f16, "mask", 1, 0.0, 0.0),
+        ("tile_k256", 1, 2, 2, 37, 256, 64, 64, mb.f32, "masked_rows", 1, 0.0, 0.0),
+        ("tile_k257", 1, 2, 2, 37, 257, 64, 64, mb.f16, "masked_rows", 1, 0.0, 0.0),
+        ("tile_k257_softcap", 1, 2, 2, 9, 257, 40, 40, mb.f16, "mask", 1, 0.0, 30.0),
+        ("tile_k1500_masked_rows", 1, 2, 2, 150, 1500, 64, 64, mb.f16, "masked_rows", 2, 0.0, 0.0),
+        ("tile_k3000_streamed", 1, 1, 1, 21, 3000, 64, 64, mb.f16, "masked_rows", 1, 0.0, 0.0),
+        ("tile_k1500_d128_streamed", 1, 2, 1, 19, 1500, 128, 128, mb.f16, "masked_rows", 1, 0.0, 0.0),
     ]
     for label, B, H, Hkv, nq, nkv, D, Dv, kvt, mgen, mh, max_bias, softcap in specs:
         scale = 1.0 / math.sqrt(D)

@@ -17,6 +17,8 @@ bytes from the buffer, never formatted.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -213,3 +215,48 @@ def test_q8_dot_prop_follows_the_cap():
             assert CPU.props.extra["q8_dot"] == want, (cap, CPU.props.extra["q8_dot"])
     finally:
         CPU.set_prop("max_isa", before)
+
+
+def _gelu_erf_bits(x: np.ndarray, threads: int, cap: int) -> np.ndarray:
+    """GELU_ERF of x (contiguous f32) on the CPU backend under max_isa = cap, as float32 bit patterns."""
+    ctx = mb.Context()
+    tx = ctx.tensor(mb.f32, x.shape)
+    out = mb.ops.gelu_erf(tx)
+    backend = CPU.init_backend(f"n_threads={threads}")
+    buf = mb.alloc_ctx_tensors(ctx, backend)
+    tx.set(np.ascontiguousarray(x, dtype=np.float32))
+    before = int(CPU.props.extra["max_isa"])
+    CPU.set_prop("max_isa", cap)
+    try:
+        assert CPU.props.extra["isa"] == ISA_NAMES[cap]
+        backend.graph_compute(mb.Graph(out))
+    finally:
+        CPU.set_prop("max_isa", before)
+    raw = out.buffer.get(out.offset, 4 * x.size)
+    del buf
+    return np.frombuffer(raw, dtype=np.uint32).reshape(x.shape).copy()
+
+
+@pytest.mark.skipif(max(CAPS, default=0) < 2, reason="no AVX-512 kernels on this machine")
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 31, 33, 1536 * 7 + 5])
+def test_gelu_erf_avx512_bits_equal_avx2(n, threads):
+    """GELU_ERF's 16-lane body (AVX-512) runs gelu_erf8's operations in wider registers: the same bits
+    as the AVX2 path for every element, tails of any length (masked lanes) included, and within the
+    polynomial's error of float64 erf."""
+    rng = np.random.default_rng(n * 10 + threads)
+    x = (rng.standard_normal(n) * rng.choice([0.01, 1.0, 4.0, 30.0], n)).astype(np.float32)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 88.0, -88.0, 1e30, -1e30,
+                        -5.5, 5.5, -12.0], np.float32)
+    x[: min(n, special.size)] = special[: min(n, special.size)]
+    wide = _gelu_erf_bits(x, threads, 2)
+    avx2 = _gelu_erf_bits(x, threads, 1)
+    assert np.array_equal(wide, avx2)
+    got = wide.view(np.float32).astype(np.float64)
+    xd = x.astype(np.float64)
+    # erfc, not 1 + erf: the far negative tail would cancel to nothing in float64 too.
+    ref = np.array([0.5 * v * math.erfc(-v / math.sqrt(2.0)) if np.isfinite(v) else np.nan for v in xd])
+    fin = np.isfinite(xd)
+    assert np.isnan(got[np.isnan(xd)]).all()
+    # Relative error grows in the far negative tail with the float32 rounding of z * z (about 7e-6 at x = -10).
+    assert np.allclose(got[fin], ref[fin], rtol=1e-5, atol=1e-30)

@@ -22,9 +22,11 @@
 #include "cpu/kernels/vec.h"
 
 // GCC 12's avx512fintrin.h (PR 105593, fixed in GCC 13) fills undefined lanes from a self-initialised
-// variable, which -Wmaybe-uninitialized reports once inlined into the AVX-512 row steps below.
+// variable, which -Wmaybe-uninitialized (and, for _mm512_reduce_*_ps, -Wuninitialized) reports once
+// inlined into the AVX-512 row steps below.
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace mb {
@@ -34,7 +36,7 @@ namespace {
 // Query rows per work item, at most: the K/V tile conversions are shared by this many rows. A multiple
 // of 16 (the scratch layout).
 constexpr int64_t kQB = 128;
-constexpr int64_t kKB = 64;    // keys per tile
+constexpr int64_t kKB = 256;   // keys per tile
 constexpr int64_t kCols = 16;  // column width of the product kernels (two AVX2 registers)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Up to this many query rows, each row is a work item of attend_row (when its scores fit the
@@ -146,12 +148,13 @@ MB_AVX2 void gemm_avx2(int64_t rows, int64_t cols, int64_t kdim, const float* a,
 }
 
 // AVX-512: tiles of R rows by C registers of 16 columns, R x C accumulators (at most 16 of the 32).
-template <int R, int C>
+// Acc: C += A.B; otherwise C = A.B (C's old contents are not read, so need no zeroing).
+template <int R, int C, bool Acc>
 MB_TARGET_AVX512 inline void tile_avx512(int64_t kdim, const float* a, int64_t lda, const float* b, int64_t ldb,
                                          float* c, int64_t ldc) {
     __m512 acc[R][C];
     for (int r = 0; r < R; ++r) {
-        for (int q = 0; q < C; ++q) acc[r][q] = _mm512_loadu_ps(c + r * ldc + 16 * q);
+        for (int q = 0; q < C; ++q) acc[r][q] = Acc ? _mm512_loadu_ps(c + r * ldc + 16 * q) : _mm512_setzero_ps();
     }
     for (int64_t k = 0; k < kdim; ++k) {
         __m512 bv[C];
@@ -167,71 +170,47 @@ MB_TARGET_AVX512 inline void tile_avx512(int64_t kdim, const float* a, int64_t l
 }
 
 // The columns [j, j + 16 C) of every row, 8 rows at a time.
-template <int C>
+template <int C, bool Acc>
 MB_TARGET_AVX512 void rows_avx512(int64_t rows, int64_t kdim, const float* a, int64_t lda, const float* b, int64_t ldb,
                                   float* c, int64_t ldc) {
     int64_t i = 0;
-    for (; i + 8 <= rows; i += 8) tile_avx512<8, C>(kdim, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
+    for (; i + 8 <= rows; i += 8) tile_avx512<8, C, Acc>(kdim, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
     const float* ai = a + i * lda;
     float* ci = c + i * ldc;
     switch (rows - i) {
-        case 7: tile_avx512<7, C>(kdim, ai, lda, b, ldb, ci, ldc); break;
-        case 6: tile_avx512<6, C>(kdim, ai, lda, b, ldb, ci, ldc); break;
-        case 5: tile_avx512<5, C>(kdim, ai, lda, b, ldb, ci, ldc); break;
-        case 4: tile_avx512<4, C>(kdim, ai, lda, b, ldb, ci, ldc); break;
-        case 3: tile_avx512<3, C>(kdim, ai, lda, b, ldb, ci, ldc); break;
-        case 2: tile_avx512<2, C>(kdim, ai, lda, b, ldb, ci, ldc); break;
-        case 1: tile_avx512<1, C>(kdim, ai, lda, b, ldb, ci, ldc); break;
+        case 7: tile_avx512<7, C, Acc>(kdim, ai, lda, b, ldb, ci, ldc); break;
+        case 6: tile_avx512<6, C, Acc>(kdim, ai, lda, b, ldb, ci, ldc); break;
+        case 5: tile_avx512<5, C, Acc>(kdim, ai, lda, b, ldb, ci, ldc); break;
+        case 4: tile_avx512<4, C, Acc>(kdim, ai, lda, b, ldb, ci, ldc); break;
+        case 3: tile_avx512<3, C, Acc>(kdim, ai, lda, b, ldb, ci, ldc); break;
+        case 2: tile_avx512<2, C, Acc>(kdim, ai, lda, b, ldb, ci, ldc); break;
+        case 1: tile_avx512<1, C, Acc>(kdim, ai, lda, b, ldb, ci, ldc); break;
         default: break;
     }
 }
 
-// vec::exp8's algorithm (same clamp, Cody-Waite split, degree-7 polynomial and two-factor scaling,
-// so the same results) in 16 lanes.
-MB_TARGET_AVX512 inline __m512 exp16(__m512 x) {
-    const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(vec::kExpMin)), _mm512_set1_ps(vec::kExpMax));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(vec::kLog2e)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(vec::kLn2Hi), xc);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(vec::kLn2Lo), r);
-    __m512 p = _mm512_set1_ps(vec::kExpC7);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vec::kExpC6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vec::kExpC5));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vec::kExpC4));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vec::kExpC3));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(vec::kExpC2));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    const __m512i ni = _mm512_cvtps_epi32(n);
-    const __m512i n1 = _mm512_srai_epi32(ni, 1);
-    const __m512i n2 = _mm512_sub_epi32(ni, n1);
-    const __m512i bias = _mm512_set1_epi32(127);
-    const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
-    const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
-    const __m512 res = _mm512_mul_ps(_mm512_mul_ps(p, s1), s2);
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), res, x);
-}
-
 // The online-softmax row steps of the tiled path over n, a multiple of 16 (kCols).
 MB_TARGET_AVX512 float max_avx512(const float* s, int64_t n) {
-    __m512 m = _mm512_set1_ps(kNegInf);
-    for (int64_t j = 0; j < n; j += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(s + j));
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, m);
-    return *std::max_element(lanes, lanes + 16);
+    __m512 m0 = _mm512_set1_ps(kNegInf);
+    __m512 m1 = m0;
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        m0 = _mm512_max_ps(m0, _mm512_loadu_ps(s + j));
+        m1 = _mm512_max_ps(m1, _mm512_loadu_ps(s + j + 16));
+    }
+    if (j < n) m0 = _mm512_max_ps(m0, _mm512_loadu_ps(s + j));
+    return _mm512_reduce_max_ps(_mm512_max_ps(m0, m1));
 }
 
 MB_TARGET_AVX512 float exp_sum_avx512(float* s, float m, int64_t n) {
     const __m512 mv = _mm512_set1_ps(m);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t j = 0; j < n; j += 16) {
-        const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), mv));
+        const __m512 e = vec::exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), mv));
         _mm512_storeu_ps(s + j, e);
         acc = _mm512_add_ps(acc, e);
     }
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, acc);
-    return vec::sum_portable(lanes, 16);
+    return _mm512_reduce_add_ps(acc);
 }
 
 MB_TARGET_AVX512 void scale_avx512(float* x, float f, int64_t n) {
@@ -239,11 +218,17 @@ MB_TARGET_AVX512 void scale_avx512(float* x, float f, int64_t n) {
     for (int64_t j = 0; j < n; j += 16) _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(x + j), fv));
 }
 
+template <bool Acc>
 MB_TARGET_AVX512 void gemm_avx512(int64_t rows, int64_t cols, int64_t kdim, const float* a, int64_t lda,
                                   const float* b, int64_t ldb, float* c, int64_t ldc) {
     int64_t j = 0;
-    for (; j + 2 * kCols <= cols; j += 2 * kCols) rows_avx512<2>(rows, kdim, a, lda, b + j, ldb, c + j, ldc);
-    if (j < cols) rows_avx512<1>(rows, kdim, a, lda, b + j, ldb, c + j, ldc);
+    for (; j + 2 * kCols <= cols; j += 2 * kCols) rows_avx512<2, Acc>(rows, kdim, a, lda, b + j, ldb, c + j, ldc);
+    if (j < cols) rows_avx512<1, Acc>(rows, kdim, a, lda, b + j, ldb, c + j, ldc);
+}
+
+// Hints the n floats at p (a multiple of 16, 64-byte aligned) into L2 ahead of use.
+MB_TARGET_AVX512 void prefetch_l2(const float* p, int64_t n) {
+    for (int64_t j = 0; j < n; j += 16) _mm_prefetch(reinterpret_cast<const char*>(p + j), _MM_HINT_T1);
 }
 
 MB_AVX2 float max_avx2(const float* s, int64_t n) {
@@ -314,10 +299,36 @@ MB_AVX2 void softcap_avx2(float* s, float cap, int64_t n) {
 void gemm(int64_t rows, int64_t cols, int64_t kdim, const float* a, int64_t lda, const float* b, int64_t ldb,
           float* c, int64_t ldc) {
 #if defined(MB_VEC_AVX2)
-    if (cpu_has_avx512f()) return gemm_avx512(rows, cols, kdim, a, lda, b, ldb, c, ldc);
+    if (cpu_has_avx512f()) return gemm_avx512<true>(rows, cols, kdim, a, lda, b, ldb, c, ldc);
     if (vec::use_avx2()) return gemm_avx2(rows, cols, kdim, a, lda, b, ldb, c, ldc);
 #endif
     gemm_portable(rows, cols, kdim, a, lda, b, ldb, c, ldc);
+}
+
+// C = A.B over rows x cols of C (ldc apart); C's other columns are left as they are. AVX-512 writes
+// C without reading it; the other paths accumulate into C zeroed first.
+void gemm_set(int64_t rows, int64_t cols, int64_t kdim, const float* a, int64_t lda, const float* b, int64_t ldb,
+              float* c, int64_t ldc) {
+#if defined(MB_VEC_AVX2)
+    if (cpu_has_avx512f()) return gemm_avx512<false>(rows, cols, kdim, a, lda, b, ldb, c, ldc);
+#endif
+    for (int64_t i = 0; i < rows; ++i) std::fill(c + i * ldc, c + i * ldc + cols, 0.0f);
+    gemm(rows, cols, kdim, a, lda, b, ldb, c, ldc);
+}
+
+// The next K/V tile of a head held in scratch, hinted into L2 a slice per query row while the
+// current tile's softmax runs (AVX-512 hosts; elsewhere nothing).
+void prefetch_slice(const float* p, int64_t n, int64_t i, int64_t nr) {
+#if defined(MB_VEC_AVX2)
+    if (cpu_has_avx512f()) {
+        const int64_t per = round_up((n + nr - 1) / nr, 16);
+        const int64_t a = std::min(n, i * per);
+        const int64_t b = std::min(n, a + per);
+        if (b > a) prefetch_l2(p + a, b - a);
+    }
+#else
+    (void)p, (void)n, (void)i, (void)nr;
+#endif
 }
 
 float exp_sum(float* s, float m, int64_t n) {
@@ -523,10 +534,17 @@ void attend_block(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h
         const float* kt = sc.kt + slot * kt_floats(g.d);
         const float* vt = sc.v + slot * v_floats(g.dvp);
 
-        std::fill(sc.s, sc.s + nr * kKB, 0.0f);
-        gemm(nr, kbp, g.d, sc.q, g.d, kt, kKB, sc.s, kKB);
+        gemm_set(nr, kbp, g.d, sc.q, g.d, kt, kKB, sc.s, kKB);
+        // With every tile held, the next one (K transposed, then V, adjacent slots) is fetched early.
+        const bool ahead = g.slots > 1 && converted && j0 + kKB < g.nkv;
+        const float* next = sc.kt + (slot + 1) * kt_floats(g.d);
+        const float* next_v = sc.v + (slot + 1) * v_floats(g.dvp);
 
         for (int64_t i = 0; i < nr; ++i) {
+            if (ahead) {
+                prefetch_slice(next, kt_floats(g.d), i, nr);
+                prefetch_slice(next_v, v_floats(g.dvp), i, nr);
+            }
             float* srow = sc.s + i * kKB;
             if (cap > 0.0f) softcap(srow, cap, kbp);
             if (mask) {

@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -426,7 +427,7 @@ void run_gemm_job(const Plan& p, const Shape& s, const Tensor& b, Tensor& dst, c
 // is one (dst is packed, so a token's results for consecutive rows are adjacent); the rest one by one.
 // With int8_gemm, the whole job goes through the int8 GEMM.
 void run_vec_job(const Plan& p, const Shape& s, const Tensor& a, const Tensor& b, Tensor& dst, const uint8_t* conv,
-                 const Job& j, VecDotFn dot, VecDotRowsFn dot_rows, uint8_t* scratch) {
+                 const Job& j, VecDotFn dot, VecDotRowsFn dot_rows, VecDotRowsFn dot_wide, uint8_t* scratch) {
     const uint8_t* base = host_data(a) + j.i02 * a.nb[2] + j.i03 * a.nb[3];
     int64_t r = j.r0;
     if (p.int8_gemm) {
@@ -437,7 +438,31 @@ void run_vec_job(const Plan& p, const Shape& s, const Tensor& a, const Tensor& b
                   int64_t(dst.nb[1] / sizeof(float)), scratch);
         return;
     }
-    if (dot_rows != nullptr) {
+    if (dot_wide != nullptr) {
+        // Pairs of tokens as the two-token tile takes them (an odd last token through the one-token
+        // tile), up to three pairs per call: the same results bit for bit, each weight row read once
+        // per six tokens instead of once per two.
+        const int64_t pairs_end = j.t0 + (j.t1 - j.t0) / 2 * 2;
+        for (; r + kVecDotRows <= j.r1; r += kVecDotRows) {
+            const uint8_t* w = base + r * a.nb[1];
+            const void* acts[kVecDotTokensWide];
+            float v[kVecDotTokensWide * kVecDotRows];
+            int64_t t = j.t0;
+            while (t < j.t1) {
+                const int nt = int(t < pairs_end ? std::min<int64_t>(kVecDotTokensWide, pairs_end - t) : 1);
+                for (int u = 0; u < nt; ++u) acts[u] = b_row(p, s, b, conv, t + u, j.i12, j.i13);
+                if (nt == 1) {
+                    dot_rows(s.k, w, a.nb[1], acts, 1, v);
+                } else {
+                    dot_wide(s.k, w, a.nb[1], acts, nt, v);
+                }
+                for (int u = 0; u < nt; ++u) {
+                    std::memcpy(at(dst, r, t + u, j.i12, j.i13), v + u * kVecDotRows, kVecDotRows * sizeof(float));
+                }
+                t += nt;
+            }
+        }
+    } else if (dot_rows != nullptr) {
         for (; r + kVecDotRows <= j.r1; r += kVecDotRows) {
             const uint8_t* w = base + r * a.nb[1];
             for (int64_t t = j.t0; t < j.t1; t += kVecDotTokens) {
@@ -511,6 +536,12 @@ void run_vec(const ComputeParams& cp, const Plan& p, const Shape& s, const Tenso
     }
     const VecDotFn dot = vec_dot_fn(a.type, p.conv_type);
     const VecDotRowsFn dot_rows = vec_dot_rows_fn(a.type, p.conv_type);
+    // MB_VEC_WIDE_TILES=0 turns the wide tiles off (benchmarks/small_rows_matmul.py's before/after).
+    static const bool wide_on = [] {
+        const char* e = std::getenv("MB_VEC_WIDE_TILES");
+        return e == nullptr || std::strcmp(e, "0") != 0;
+    }();
+    const VecDotRowsFn dot_wide = wide_on && dot_rows != nullptr ? vec_dot_rows_wide_fn(a.type, p.conv_type) : nullptr;
     uint8_t* scratch = base + p.thread_offset + p.thread_bytes * size_t(cp.ith);
     for (int k = 0; k < cp.nth; ++k) {
         const int t = (cp.ith + k) % cp.nth;
@@ -522,7 +553,7 @@ void run_vec(const ComputeParams& cp, const Plan& p, const Shape& s, const Tenso
             continue;
         }
         for (int64_t j = taken->fetch_add(1); j < count; j = taken->fetch_add(1)) {
-            run_vec_job(p, s, a, b, dst, conv, decode_vec(p, s, first + j), dot, dot_rows, scratch);
+            run_vec_job(p, s, a, b, dst, conv, decode_vec(p, s, first + j), dot, dot_rows, dot_wide, scratch);
         }
     }
 }

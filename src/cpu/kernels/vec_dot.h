@@ -56,4 +56,11 @@ constexpr int kVecDotTokens = 2;
 using VecDotRowsFn = void (*)(int64_t k, const uint8_t* a, size_t a_stride, const void* const* b, int nt, float* out);
 VecDotRowsFn vec_dot_rows_fn(Type a, VecType vt);
 
+// Wider tiles for the float pairings where the CPU has AVX-512F: kVecDotRows rows x nt of 2, 4 or
+// kVecDotTokensWide tokens, each weight vector loaded once for all of them. Every result is bit for
+// bit what vec_dot_rows_fn's two-token tile gives for that row and token (not its one-token tile,
+// which sums k in two chains). nullptr elsewhere.
+constexpr int kVecDotTokensWide = 6;
+VecDotRowsFn vec_dot_rows_wide_fn(Type a, VecType vt);
+
 }  // namespace mb

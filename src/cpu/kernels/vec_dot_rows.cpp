@@ -88,12 +88,12 @@ constexpr size_t kFloatPrefetchBytes = 1024;
 #define MB_TILE_FLOAT_STEP(I, VEC, W, LOAD, FMA)                                                             \
     {                                                                                                         \
         VEC bv[NT][U];                                                                                        \
-        _Pragma("GCC unroll 4") for (int t = 0; t < NT; ++t)                                                \
+        _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t)                                                \
             _Pragma("GCC unroll 2") for (int u = 0; u < U; ++u) bv[t][u] = LOAD(b[t] + (I) + W * u);       \
         _Pragma("GCC unroll 4") for (int r = 0; r < 4; ++r) {                                               \
             _Pragma("GCC unroll 2") for (int u = 0; u < U; ++u) {                                           \
                 const VEC av = LOAD(rows[r] + (I) + W * u);                                                   \
-                _Pragma("GCC unroll 2") for (int t = 0; t < NT; ++t)                                         \
+                _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t)                                         \
                     acc[r][t][u] = FMA(av, bv[t][u], acc[r][t][u]);                                           \
             }                                                                                                 \
         }                                                                                                     \
@@ -124,7 +124,7 @@ constexpr size_t kFloatPrefetchBytes = 1024;
         for (; i + W <= k; i += W) {                                                                          \
             _Pragma("GCC unroll 4") for (int r = 0; r < 4; ++r) {                                           \
                 const VEC av = LOAD(rows[r] + i);                                                             \
-                _Pragma("GCC unroll 2") for (int t = 0; t < NT; ++t)                                         \
+                _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t)                                         \
                     acc[r][t][0] = FMA(av, LOAD(b[t] + i), acc[r][t][0]);                                     \
             }                                                                                                 \
         }                                                                                                     \
@@ -266,6 +266,19 @@ template <typename TA, typename TB>
 constexpr VecDotRowsFn rows_float = by_tokens<tile_float<TA, TB, 1>, tile_float<TA, TB, 2>>;
 template <typename TA, typename TB>
 constexpr VecDotRowsFn rows_float_avx512 = by_tokens<tile_float_avx512<TA, TB, 1>, tile_float_avx512<TA, TB, 2>>;
+// nt of 2, 4 or 6 (kVecDotTokensWide): every tile of two or more tokens keeps one FMA chain per (row,
+// token) in the same k order and reduces it the same way, so each result is bit for bit the two-token
+// tile's. Six tokens: 24 accumulators, 6 activation vectors and one weight vector of the 32 zmm.
+template <typename TA, typename TB>
+void rows_float_avx512_wide(int64_t k, const uint8_t* a, size_t stride, const void* const* b, int nt, float* out) {
+    if (nt == 6) {
+        tile_float_avx512<TA, TB, 6>(k, a, stride, b, out);
+    } else if (nt == 4) {
+        tile_float_avx512<TA, TB, 4>(k, a, stride, b, out);
+    } else {
+        tile_float_avx512<TA, TB, 2>(k, a, stride, b, out);
+    }
+}
 template <typename Dot, typename Block, int kZero>
 constexpr VecDotRowsFn rows_quant = by_tokens<tile_quant<Dot, Block, kZero, 1>, tile_quant<Dot, Block, kZero, 2>>;
 template <typename Dot>
@@ -309,6 +322,28 @@ VecDotRowsFn vec_dot_rows_fn(Type a, VecType vt) {
     }
     if (VecDotRowsFn table = vec_dot_table_rows_fn(a)) return table;  // iq4_nl, mxfp4
     return by_byte_dot(rows_for_quant<DotAvx2>(a), rows_for_quant<DotAvxVnni>(a), rows_for_quant<DotVnni>(a));
+#else
+    (void)a;
+    (void)vt;
+    return nullptr;
+#endif
+}
+
+VecDotRowsFn vec_dot_rows_wide_fn(Type a, VecType vt) {
+#if defined(MB_SIMD_X86)
+    if (!cpu_has_avx2_fma_f16c() || !cpu_has_avx512f()) {
+        return nullptr;
+    }
+    if (vt == VecType::F32) {
+        switch (a) {
+            case Type::F32: return rows_float_avx512_wide<float, float>;
+            case Type::F16: return rows_float_avx512_wide<uint16_t, float>;
+            case Type::BF16: return rows_float_avx512_wide<Bf16, float>;
+            default: return nullptr;
+        }
+    }
+    if (vt == VecType::F16 && a == Type::F16) return rows_float_avx512_wide<uint16_t, uint16_t>;
+    return nullptr;
 #else
     (void)a;
     (void)vt;
