@@ -1,4 +1,5 @@
 #include "cpu/cpu_device.h"
+#include "cpu/kernels/gemm_q8_0.h"
 
 #include <unistd.h>
 
@@ -104,6 +105,9 @@ std::map<std::string, std::string> CpuDevice::extra_props() const {
             {"isa_hardware", isa_name(cpu_isa_hardware())},
             {"max_isa", std::to_string(int(cpu_isa_cap()))},
             {"q8_dot", q8_dot_name()},
+            // From this many tokens, int8 products with q8_0 weights take the int8 GEMM (gemm_q8_0.h);
+            // 0 where it is not built (the matrix-vector kernels take every count).
+            {"int8_gemm_min_tokens", std::to_string(gemm_q8_0_built() ? gemm_q8_0_min_tokens() : 0)},
             // core's f16 and quantized-type conversions (types.cpp), under the same cap; no NEON path.
             {"isa_conversions", conversions_isa() == CpuIsa::Avx2 ? "avx2" : "portable"}};
 }

@@ -11,6 +11,7 @@ ulps of the sum of |lane terms|.
 """
 from __future__ import annotations
 
+import os
 import platform
 
 import numpy as np
@@ -154,7 +155,24 @@ def test_int8_matches_quantized_reference_on_every_cap(wtype, m, k, n, threads):
 # The int8 GEMM for q8_0 weights (src/cpu/kernels/gemm_q8_0.h) is built for x86; elsewhere q8_0 takes
 # the matrix-vector route like the other types.
 INT8_GEMM = platform.machine().lower() in ("x86_64", "amd64")
-INT8_GEMM_MIN_TOKENS = 6
+# 5 where the CPU has AVX512-VNNI (the few-token kernel), else 6; 0 where the GEMM is not built.
+INT8_GEMM_MIN_TOKENS = int(CPU.props.extra["int8_gemm_min_tokens"]) or 6
+
+
+def test_int8_gemm_min_tokens_prop():
+    few = os.environ.get("MB_INT8_FEW_TOKENS") != "0"  # the kernel's off switch (benchmarks)
+    vnni512 = CPU.props.extra["isa_hardware"] == "avx512" and _has_avx512_vnni()
+    want = 0 if not INT8_GEMM else 5 if few and vnni512 else 6
+    assert int(CPU.props.extra["int8_gemm_min_tokens"]) == want
+
+
+def _has_avx512_vnni() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        return CPU.props.extra["q8_dot"] == "avx512vnni"
+    return " avx512_vnni" in flags and " avx512vl" in flags
 
 
 def gemm_q8_0_order(raw: bytes, m: int, k: int, x: np.ndarray) -> np.ndarray:
@@ -195,14 +213,17 @@ def test_int8_gemm_equals_each_tokens_matrix_vector_product(wtype):
         assert np.array_equal(many[t], one[0]), f"token {t}"
 
 
-@pytest.mark.parametrize("n", [INT8_GEMM_MIN_TOKENS - 1, INT8_GEMM_MIN_TOKENS, 8, 9, 17])
-@pytest.mark.parametrize("m", [1, 4, 6, 8, 13, 21])
+# Token counts on both sides of every switch between kernels (the matrix-vector ones, the few-token
+# kernel at 5-8 and 17-48 but 32 where the CPU has AVX512-VNNI, tokens in the lanes otherwise), rows
+# on both sides of the 4-row tiles and the few-token kernel's 16-row panels.
+@pytest.mark.parametrize("n", [4, 5, 6, 8, 9, 16, 17, 20, 31, 32, 33, 48, 49])
+@pytest.mark.parametrize("m", [1, 4, 6, 8, 13, 16, 17, 21, 35])
 @pytest.mark.parametrize("k", [32, 96])
 def test_int8_gemm_token_and_row_leftovers(m, n, k):
     # Tiles are 4 rows x 16 tokens (two groups of 8), and 8 rows x one group when every token fits
-    # one group: single rows, four-row and eight-row tiles with leftovers, a partial group and a
-    # partial second group, on both sides of the GEMM's token threshold, against the reference on
-    # every cap.
+    # one group (AVX2); with AVX512-VNNI 4 rows x up to 3 vectors of 16 tokens, or panels of 16 rows
+    # against tiles of up to 8 tokens: single rows, tiles and panels with leftovers, partial groups,
+    # on both sides of the GEMM's token threshold, against the reference on every cap.
     rng = np.random.default_rng([m, n, k])
     raw, x = _data(rng, "q8_0", m, k, n)
     # Code -128 (ggml's quantizer never writes it, a file may hold it): |code| is 128 as an unsigned

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -572,9 +573,204 @@ MB_TARGET_Q8_VNNI512 void gemm_vnni512(int64_t k, const uint8_t* a, size_t strid
     }
 }
 
+
+// AVX512-VNNI kernel for few tokens (where few_tokens_win and cpu_has_avx512_vnni() hold): 16
+// weight rows per vector, one per 32-bit lane, instead of 16 tokens. With tokens in the lanes (above)
+// a product of 20 tokens fills two vectors of 16, so 12 of 32 lanes do no work; here every lane is a
+// row, whatever the token count. A panel of 16 rows is transposed once into vectors of 4 codes of each
+// row (per block 8 vectors, the codes plus 128: x ^ 0x80, so the weights are the unsigned operand),
+// then every token's 4 codes are broadcast against them straight from its activation block (the
+// signed operand; vpdpbusd takes it as an embedded broadcast). Each block's sum starts from
+// -128 * sum(the token's codes) and so comes out the exact integer sum; the float update per block is
+// fma(float(dot), d_w * D, acc) in block order: bit for bit the other paths' results. The transpose
+// costs about as much as 5 tokens' products, against one token vector of loads and 4 weight
+// broadcasts per 4 rows and block saved for every token.
+constexpr int64_t kLanes16 = 16;                        // weight rows per panel (lanes)
+constexpr size_t kPanelBlockBytes = kSteps * 64;        // a block of a panel: 8 vectors of 16 rows x 4 codes
+constexpr int kTokenTile = 8;                           // tokens whose sums stay in registers together
+// Where the few-token kernel runs: from gemm_q8_0_min_tokens() to 8 tokens, and 17 to 48. Measured on
+// Zen 4 (1 thread, CPU time, best of 3 interleaved runs each; 384 x 51864 q8_0 weights streamed from
+// L3, as the decoder reads its weights), few-token / previous kernel ms: 5 tokens 2.49 / 2.70 (the
+// matrix-vector kernels), 6: 2.22 / 2.61, 8: 2.76 / 2.71, 20: 4.90 / 7.04, 24: 5.48 / 6.25,
+// 40: 7.93 / 8.79, 48: 8.87 / 9.78. At 9-16 tokens one token vector has no lane to spare and the
+// transpose is pure cost (16: 4.12 / 3.20); at 32 they tie (7.04 / 6.82); past 48 the vectors fill.
+bool few_tokens_win(int64_t nt) { return nt <= 8 || (nt > 16 && nt <= 48 && nt != 32); }
+
+size_t scratch_bytes_few512(int64_t nb, int64_t nt) {
+    return 64 + size_t(nb) * (kPanelBlockBytes + kLanes16 * sizeof(float)) + size_t(nt * nb) * sizeof(int32_t);
+}
+
+// Rows r of the panel (nr <= 16 valid; the others repeat row 0, their lanes are not stored): per block
+// i, vector s holds codes 4s .. 4s+3 of row r in lane r (plus 128), at codes + i * 8 + s; the rows'
+// scales as floats at dw + 16 i.
+MB_TARGET_Q8_VNNI512 void pack_panel16(int64_t nb, const uint8_t* a, size_t stride, int nr, bool prefetch,
+                                       __m512i* codes, float* dw) {
+    const uint8_t* row[kLanes16];
+    alignas(64) int32_t offsets[kLanes16];
+    for (int j = 0; j < kLanes16; ++j) {
+        row[j] = a + size_t(j < nr ? j : 0) * stride;
+        offsets[j] = int32_t(row[j] - row[0]);
+    }
+    const __m512i starts = _mm512_load_si512(offsets);
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+    const __m512i hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    for (int64_t i = 0; i < nb; ++i) {
+        const size_t off = size_t(i) * sizeof(BlockQ8_0);
+        // Row p in the low half, row p + 8 in the high half: two 8 x 8 dword transposes side by side.
+        __m512i r[8];
+        for (int p = 0; p < 8; ++p) {
+            const auto* b0 = reinterpret_cast<const BlockQ8_0*>(row[p] + off);
+            const auto* b1 = reinterpret_cast<const BlockQ8_0*>(row[p + 8] + off);
+            r[p] = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0->qs))),
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1->qs)), 1);
+        }
+        __m512i t[8];
+        for (int p = 0; p < 4; ++p) {
+            t[2 * p] = _mm512_unpacklo_epi32(r[2 * p], r[2 * p + 1]);
+            t[2 * p + 1] = _mm512_unpackhi_epi32(r[2 * p], r[2 * p + 1]);
+        }
+        // u[c] (c < 4): per 128-bit lane, steps c | c + 4 of rows 0-3 (u[c]) and 4-7 (u[c + 4]) of its half.
+        __m512i u[8];
+        for (int h = 0; h < 2; ++h) {
+            u[4 * h + 0] = _mm512_unpacklo_epi64(t[4 * h + 0], t[4 * h + 2]);
+            u[4 * h + 1] = _mm512_unpackhi_epi64(t[4 * h + 0], t[4 * h + 2]);
+            u[4 * h + 2] = _mm512_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);
+            u[4 * h + 3] = _mm512_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);
+        }
+        __m512i* out = codes + i * kSteps;
+        for (int c = 0; c < 4; ++c) {
+            out[c] = _mm512_xor_si512(_mm512_permutex2var_epi64(u[c], lo, u[c + 4]), flip);
+            out[c + 4] = _mm512_xor_si512(_mm512_permutex2var_epi64(u[c], hi, u[c + 4]), flip);
+        }
+        // The 16 scales by one gather of the dwords that start the blocks (scale, then two codes).
+        const __m512i first = _mm512_i32gather_epi32(starts, row[0] + off, 1);
+        _mm512_storeu_ps(dw + i * kLanes16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(first)));
+        // The next panel's rows, one line per row and block, while this panel's are transposed.
+        if (prefetch) {
+            for (int j = 0; j < kLanes16; ++j) _mm_prefetch(reinterpret_cast<const char*>(row[j] + off + kLanes16 * stride), _MM_HINT_T0);
+        }
+    }
+}
+
+// T tokens against the packed panel: out[t][lane] for the panel's rows under mask.
+template <int T>
+MB_TARGET_Q8_VNNI512 void few_tile_512(int64_t nb, const __m512i* codes, const float* dw,
+                                       const BlockQ8Act* const* x, const int32_t* const* corr, float* const* out,
+                                       __mmask16 mask) {
+    // C chains per token (steps s, s + C, ..), so that few tokens still keep enough vpdpbusd in flight.
+    constexpr int C = T >= 5 ? 1 : T >= 3 ? 2 : 4;
+    __m512 facc[T];
+    for (auto& f : facc) f = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i) {
+        const __m512i* w = codes + i * kSteps;
+        __m512i chain[C][T];
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+            chain[0][t] = _mm512_set1_epi32(corr[t][i]);
+            for (int c = 1; c < C; ++c) chain[c][t] = _mm512_setzero_si512();
+        }
+#pragma GCC unroll 8
+        for (int64_t s = 0; s < kSteps; ++s) {
+            const __m512i ws = _mm512_load_si512(w + s);
+#pragma GCC unroll 8
+            for (int t = 0; t < T; ++t) {
+                int32_t q;
+                std::memcpy(&q, x[t][i].qs + 4 * s, 4);
+                chain[s % C][t] = _mm512_dpbusd_epi32(chain[s % C][t], ws, _mm512_set1_epi32(q));
+            }
+        }
+        __m512i acc[T];
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+            acc[t] = chain[0][t];
+            for (int c = 1; c < C; ++c) acc[t] = _mm512_add_epi32(acc[t], chain[c][t]);
+        }
+        const __m512 d = _mm512_loadu_ps(dw + i * kLanes16);
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+            facc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[t]), _mm512_mul_ps(d, _mm512_set1_ps(x[t][i].d)), facc[t]);
+        }
+    }
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(out[t], mask, facc[t]);
+}
+
+template <int T>
+MB_TARGET_Q8_VNNI512 void few_tile_512_upto(int tokens, int64_t nb, const __m512i* codes, const float* dw,
+                                            const BlockQ8Act* const* x, const int32_t* const* corr,
+                                            float* const* out, __mmask16 mask) {
+    if constexpr (T > 1) {
+        if (tokens < T) {
+            few_tile_512_upto<T - 1>(tokens, nb, codes, dw, x, corr, out, mask);
+            return;
+        }
+    }
+    few_tile_512<T>(nb, codes, dw, x, corr, out, mask);
+}
+
+MB_TARGET_Q8_VNNI512 void gemm_few_vnni512(int64_t k, const uint8_t* a, size_t stride, int64_t rows,
+                                           const void* const* acts, int64_t nt, float* out, int64_t ldo,
+                                           uint8_t* scratch) {
+    const int64_t nb = k / kBlock;
+    auto* codes = reinterpret_cast<__m512i*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t(63));
+    auto* dw = reinterpret_cast<float*>(codes + nb * kSteps);
+    auto* corr = reinterpret_cast<int32_t*>(dw + nb * kLanes16);
+    // Per token and block, -128 * sum(codes): sum(x) = sum(x + 128) - 32 * 128, the unsigned sum by vpsadbw.
+    const __m256i flip = _mm256_set1_epi8(char(0x80));
+    for (int64_t t = 0; t < nt; ++t) {
+        const auto* x = static_cast<const BlockQ8Act*>(acts[t]);
+        for (int64_t i = 0; i < nb; ++i) {
+            const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[i].qs)), flip);
+            const __m256i s4 = _mm256_sad_epu8(q, _mm256_setzero_si256());
+            const __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
+            const int64_t sum = _mm_cvtsi128_si64(_mm_add_epi64(s2, _mm_unpackhi_epi64(s2, s2))) - 32 * 128;
+            corr[t * nb + i] = int32_t(-128 * sum);
+        }
+    }
+    for (int64_t r = 0; r < rows; r += kLanes16) {
+        const int nr = int(std::min<int64_t>(kLanes16, rows - r));
+        const auto mask = __mmask16((1u << nr) - 1u);
+        pack_panel16(nb, a + size_t(r) * stride, stride, nr, r + 2 * kLanes16 <= rows, codes, dw);
+        for (int64_t t0 = 0; t0 < nt; t0 += kTokenTile) {
+            const int tokens = int(std::min<int64_t>(kTokenTile, nt - t0));
+            const BlockQ8Act* x[kTokenTile];
+            const int32_t* c[kTokenTile];
+            float* o[kTokenTile];
+            for (int t = 0; t < tokens; ++t) {
+                x[t] = static_cast<const BlockQ8Act*>(acts[t0 + t]);
+                c[t] = corr + (t0 + t) * nb;
+                o[t] = out + (t0 + t) * ldo + r;
+            }
+            few_tile_512_upto<kTokenTile>(tokens, nb, codes, dw, x, c, o, mask);
+        }
+    }
+}
+
 #endif  // MB_SIMD_X86
 
 }  // namespace
+
+namespace {
+
+// MB_INT8_FEW_TOKENS=0 turns the few-token kernel off (the before/after of benchmarks/int8_gemm.py).
+bool few_tokens_on() {
+    static const bool on = [] {
+        const char* e = std::getenv("MB_INT8_FEW_TOKENS");
+        return e == nullptr || std::strcmp(e, "0") != 0;
+    }();
+    return on;
+}
+
+}  // namespace
+
+int64_t gemm_q8_0_min_tokens() {
+#if defined(MB_SIMD_X86)
+    return cpu_hardware_has_avx512_vnni() && few_tokens_on() ? 5 : 6;
+#else
+    return 0;
+#endif
+}
 
 bool gemm_q8_0_built() {
 #if defined(MB_SIMD_X86)
@@ -588,7 +784,7 @@ size_t gemm_q8_0_scratch_bytes(int64_t k, int64_t nt) {
     const size_t nb = size_t(k / kBlock);
     const size_t avx2 = nb * size_t(n_groups(nt)) * kGroupBytes + nb * prep_block_bytes(kRows) + nb * kSumsBytes;
 #if defined(MB_SIMD_X86)
-    return std::max(avx2, scratch_bytes_512(int64_t(nb), nt));
+    return std::max({avx2, scratch_bytes_512(int64_t(nb), nt), scratch_bytes_few512(int64_t(nb), nt)});
 #else
     return avx2;
 #endif
@@ -597,7 +793,11 @@ size_t gemm_q8_0_scratch_bytes(int64_t k, int64_t nt) {
 void gemm_q8_0(int64_t k, const uint8_t* a, size_t stride, int64_t rows, const void* const* acts, int64_t nt,
                float* out, int64_t ldo, uint8_t* scratch) {
 #if defined(MB_SIMD_X86)
-    if (cpu_has_avx512_vnni() && nt > kGroup) {
+    if (cpu_has_avx512_vnni() && few_tokens_win(nt) && few_tokens_on()) {
+        gemm_few_vnni512(k, a, stride, rows, acts, nt, out, ldo, scratch);
+        return;
+    }
+    if (cpu_has_avx512_vnni()) {
         gemm_vnni512(k, a, stride, rows, acts, nt, out, ldo, scratch);
         return;
     }

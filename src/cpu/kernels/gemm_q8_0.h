@@ -20,7 +20,9 @@
 // Four vector operations per 32 products (sign, vpmaddubsw, vpmaddwd, add) against four FMAs for f32:
 // the gain over the f32 GEMM comes from Zen 3 running them on four pipes against FMA's two, about
 // 1.3-1.4x at Whisper's encoder shapes. Up to 8 tokens (one group), tiles of 8 rows x 8 tokens read
-// the weight blocks in place.
+// the weight blocks in place. With AVX512-VNNI: tokens in the 16 lanes of 512-bit vectors, and for
+// few tokens (5-8, 17-48) 16 weight rows in the lanes instead (a transposed panel per 16 rows), so a
+// token count that is not a multiple of 16 wastes no lanes (gemm_q8_0.cpp).
 #pragma once
 
 #include <cstddef>
@@ -31,6 +33,12 @@ namespace mb {
 // Whether this build has the kernel (x86; elsewhere the matrix-vector kernels serve int8 at every
 // token count). Independent of the max_isa cap: under a cap below AVX2 the portable form runs.
 bool gemm_q8_0_built();
+
+// The fewest tokens for which mul_mat's int8 path takes this kernel rather than the matrix-vector
+// ones: 5 where the hardware has AVX512-VNNI (the few-token kernel, 16 weight rows per vector), else 6
+// (see mul_mat.cpp). From the hardware, not the max_isa cap, so one host computes a product of a
+// given shape in one order under every cap.
+int64_t gemm_q8_0_min_tokens();
 
 // Bytes of scratch one call with nt tokens of k elements needs (32-byte aligned scratch).
 size_t gemm_q8_0_scratch_bytes(int64_t k, int64_t nt);

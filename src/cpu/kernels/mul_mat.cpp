@@ -15,7 +15,7 @@
 //   quantized to 8-bit blocks once, then tiles of 4 weight rows x 2 tokens (vec_dot_rows.cpp), the
 //   arithmetic ggml's CPU backend uses for quantized weights. Many tokens are cut into blocks of
 //   kInt8TokensPerJob, so a block's quantized activations stay in L2 while every weight row passes.
-//   q8_0 weights from kInt8GemmMinTokens tokens (x86 builds): the int8 GEMM (gemm_q8_0.h) on the same
+//   q8_0 weights from gemm_q8_0_min_tokens() tokens (x86 builds): the int8 GEMM (gemm_q8_0.h) on the same
 //   jobs and quantized activations, with its own order of float operations (one integer sum per
 //   block), which AVX2 computes with integer accumulators in registers.
 // Threads take jobs from shared counters, which keeps every core busy when one of them is slowed by
@@ -54,14 +54,15 @@ constexpr int64_t kGemmMinTokensF32 = 12;
 constexpr int64_t kGemmMinTokensConverted = 24;
 // int8 activations: tokens per job (K = 1536 at 1.25 bytes per quantized element: 120 KiB).
 constexpr int64_t kInt8TokensPerJob = 64;
-// int8 activations against q8_0 weights: from this many tokens, the int8 GEMM (gemm_q8_0.h, its own
-// order of float operations) for every token of the product; below it, the matrix-vector kernels.
-// Up to 8 tokens the GEMM runs one group of 8 (tokens past nt are zeros), so its cost is flat in the
-// token count while the matrix-vector kernels' grows: measured on Zen 3 (1 thread, CPU time) with
-// 384 x 51864 weights (the vocabulary projection), matrix-vector / GEMM ms at 2 tokens 2.43 / 3.97,
-// 4: 3.11 / 3.64, 5: 3.76 / 3.69, 8: 5.62 / 3.60. They meet at 5 tokens (beam search's), which stays
-// with the matrix-vector kernels and their float order (the same beams as before the GEMM took 8).
-constexpr int64_t kInt8GemmMinTokens = 6;
+// int8 activations against q8_0 weights: from gemm_q8_0_min_tokens() tokens, the int8 GEMM
+// (gemm_q8_0.h, its own order of float operations) for every token of the product; below it, the
+// matrix-vector kernels. Without AVX512-VNNI that is 6: up to 8 tokens the AVX2 GEMM runs one group of
+// 8 (tokens past nt are zeros), so its cost is flat in the token count while the matrix-vector
+// kernels' grows; measured on Zen 3 (1 thread, CPU time) with 384 x 51864 weights (the vocabulary
+// projection), matrix-vector / GEMM ms at 2 tokens 2.43 / 3.97, 4: 3.11 / 3.64, 5: 3.76 / 3.69,
+// 8: 5.62 / 3.60. With AVX512-VNNI it is 5: the few-token kernel (16 weight rows per vector, no
+// token lanes to fill) beats the matrix-vector kernels from 5 tokens, beam search's (measured on
+// Zen 4, see gemm_q8_0.cpp); below that its transpose of each weight panel costs more than it saves.
 // Cache blocking, measured for a 32 KiB L1 and 512 KiB L2 per core and scaled to the host's caches
 // (host_cache_sizes). A phase packs a block of weight rows over all of K (4 MiB there, shared, in
 // L3). Per k block, a weight panel (16 x kc floats, up to 24 KiB) stays in L1 while a job's packed
@@ -278,7 +279,7 @@ Plan make_plan(const Tensor& dst, int nth) {
         p.jobs_per_phase = n_bmat * p.n_tchunks * ceil_div(s.m, p.rows_per_job);
         // From the types and shape only, not the max_isa cap (which picks the kernel at compute
         // time), so the scratch asked for before a compute fits whatever runs.
-        p.int8_gemm = int8 && a.type == Type::Q8_0 && s.n >= kInt8GemmMinTokens && gemm_q8_0_built();
+        p.int8_gemm = int8 && a.type == Type::Q8_0 && s.n >= gemm_q8_0_min_tokens() && gemm_q8_0_built();
         if (p.int8_gemm) {
             p.thread_bytes = align_up(gemm_q8_0_scratch_bytes(s.k, p.tokens_per_job));
         }
