@@ -649,7 +649,9 @@ MB_TARGET_Q8_VNNI512 void pack_panel16(int64_t nb, const uint8_t* a, size_t stri
         _mm512_storeu_ps(dw + i * kLanes16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(first)));
         // The next panel's rows, one line per row and block, while this panel's are transposed.
         if (prefetch) {
-            for (int j = 0; j < kLanes16; ++j) _mm_prefetch(reinterpret_cast<const char*>(row[j] + off + kLanes16 * stride), _MM_HINT_T0);
+            for (int j = 0; j < kLanes16; ++j) {
+                _mm_prefetch(reinterpret_cast<const char*>(row[j] + off + kLanes16 * stride), _MM_HINT_T0);
+            }
         }
     }
 }
