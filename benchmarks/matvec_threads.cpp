@@ -16,7 +16,7 @@
 //
 //   g++ -O3 -std=c++17 -mf16c -pthread -Isrc -Ishaders benchmarks/matvec_threads.cpp
 //       src/cpu/kernels/vec_dot*.cpp src/core/types.cpp src/core/quants*.cpp -o /tmp/matvec_threads
-//   /tmp/matvec_threads [--threads 1 4 8 16] [--mib 512] [--types f16 q4_K q6_K iq4_nl] [--job-kib 256]
+//   /tmp/matvec_threads [--threads 1 4 8 16] [--k 4096] [--mib 512] [--types f16 q4_K q6_K iq4_nl] [--job-kib 256]
 #include <immintrin.h>
 
 #include <algorithm>
@@ -55,7 +55,7 @@ const Kind kKinds[] = {
     {"iq4_nl", mb::Type::IQ4_NL, mb::VecType::Q8, 32, sizeof(mb::block_iq4_nl), {0}},
 };
 
-constexpr int64_t kK = 4096;
+int64_t kK = 4096;  // --k
 
 struct alignas(64) Counter {
     std::atomic<int64_t> taken{0};
@@ -136,6 +136,8 @@ int main(int argc, char** argv) {
             mib = std::atoll(argv[++i]);
         } else if (a == "--job-kib" && i + 1 < argc) {
             job_kib = std::atoll(argv[++i]);
+        } else if (a == "--k" && i + 1 < argc) {
+            kK = std::atoll(argv[++i]);
         } else if (a == "--calls" && i + 1 < argc) {
             calls = std::atoi(argv[++i]);
         } else {

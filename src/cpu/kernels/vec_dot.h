@@ -56,6 +56,25 @@ constexpr int kVecDotTokens = 2;
 using VecDotRowsFn = void (*)(int64_t k, const uint8_t* a, size_t a_stride, const void* const* b, int nt, float* out);
 VecDotRowsFn vec_dot_rows_fn(Type a, VecType vt);
 
+// How the x86 tiles of vec_dot_rows_fn (one and two tokens) for the float weights and q4_0 .. q8_0
+// read their four rows: side by side (Interleaved: a vector of each row in turn, every row ahead of
+// its loads prefetched by software, tile_prefetch.h) or one row after the other (Rows: the tile's
+// bytes in address order where the rows are contiguous, one stream, prefetched 4 KiB ahead in it).
+// The same multiply-adds per row in the same order either way, so the results are bit for bit equal;
+// only the speed differs, and by host. Weights streamed from memory, one token, best of alternating
+// calls (benchmarks/matvec_threads.cpp): on a Zen 4 EPYC side by side reads 8.7-12.6 GB/s per core
+// and one after the other 15-21; on a Xeon (Emerald Rapids) side by side is at or above the other
+// (up to 1.8x on q8_0 rows in its L3). In Whisper base's decoder step (1 token, 2 threads, Zen 4)
+// Rows took every product from 1.7-1.9x the time to 1 (benchmarks/profile_whisper_decoder.py). Where
+// the weights stay in L2 between calls side by side is faster (more independent chains in flight;
+// benchmarks/tile_order.py's small shapes), and so it is for the wide tiles of 4 and 6 tokens, which
+// always read side by side. So Rows on AMD CPUs, Interleaved elsewhere; MB_VEC_TILE_ORDER=rows or
+// interleaved picks one (read once, at the first product). The CPU device's prop "vec_tile_order"
+// names the order in use.
+enum class VecTileOrder { Interleaved, Rows };
+VecTileOrder vec_tile_order();
+const char* vec_tile_order_name(VecTileOrder order);
+
 // Wider tiles for the float pairings where the CPU has AVX-512F: kVecDotRows rows x nt of 2, 4 or
 // kVecDotTokensWide tokens, each weight vector loaded once for all of them. Every result is bit for
 // bit what vec_dot_rows_fn's two-token tile gives for that row and token (not its one-token tile,

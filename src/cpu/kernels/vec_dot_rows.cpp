@@ -7,6 +7,8 @@
 // and give the one-row kernels' results bit for bit.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "cpu/kernels/vec_dot.h"
 #include "cpu/kernels/vec_dot_k_avx2.h"
@@ -23,6 +25,9 @@ namespace mb {
 namespace {
 
 #if defined(MB_SIMD_X86)
+
+// Whether the tiles read their rows one after the other (VecTileOrder::Rows, vec_dot.h), decided once.
+const bool g_rows_in_order = vec_tile_order() == VecTileOrder::Rows;
 
 static_assert(kVecDotRows == 4 && kVecDotTokens == 2,
               "the kernels below keep four rows and up to two tokens in registers");
@@ -98,6 +103,16 @@ constexpr size_t kFloatPrefetchBytes = 1024;
             }                                                                                                 \
         }                                                                                                     \
     }
+// The same multiply-adds for row R alone (VecTileOrder::Rows): every chain of the row in the order
+// MB_TILE_FLOAT_STEP gives it, the activation vectors loaded again per row (from L1).
+#define MB_TILE_FLOAT_ROW_STEP(R, I, VEC, W, LOAD, FMA)                                                      \
+    {                                                                                                         \
+        _Pragma("GCC unroll 2") for (int u = 0; u < U; ++u) {                                               \
+            const VEC av = LOAD(rows[R] + (I) + W * u);                                                       \
+            _Pragma("GCC unroll 8") for (int t = 0; t < NT; ++t)                                             \
+                acc[R][t][u] = FMA(av, LOAD(b[t] + (I) + W * u), acc[R][t][u]);                               \
+        }                                                                                                     \
+    }
 #define MB_TILE_FLOAT(NAME, TARGET, VEC, W, LOAD, ZERO, FMA, ADD, HALVES)                                      \
     template <typename TA, typename TB, int NT>                                                               \
     TARGET void NAME(int64_t k, const uint8_t* a, size_t stride, const void* const* vb, float* out) {         \
@@ -114,7 +129,19 @@ constexpr size_t kFloatPrefetchBytes = 1024;
         constexpr int64_t kLine = 64 / int64_t(sizeof(TA));                                                   \
         constexpr int64_t kStep = W * U >= kLine ? W * U : kLine;                                             \
         int64_t i = 0;                                                                                        \
-        for (; i + kStep <= k; i += kStep) {                                                                  \
+        const bool in_order = NT <= kVecDotTokens && g_rows_in_order; /* the wide tiles: side by side */    \
+        if (in_order) {                                                                                       \
+            _Pragma("GCC unroll 1") for (int r = 0; r < 4; ++r) {                                           \
+                const uint8_t* next = r < 3 ? prow[r + 1] : prow[0] + 4 * stride;                            \
+                for (int64_t j = 0; j + W * U <= k; j += W * U) {                                             \
+                    prefetch_row_walk(prow[r], next, size_t(j) * sizeof(TA), size_t(W * U) * sizeof(TA),      \
+                                      size_t(k) * sizeof(TA));                                                \
+                    MB_TILE_FLOAT_ROW_STEP(r, j, VEC, W, LOAD, FMA)                                           \
+                }                                                                                             \
+            }                                                                                                 \
+            i = k / (W * U) * (W * U);                                                                        \
+        }                                                                                                     \
+        for (; !in_order && i + kStep <= k; i += kStep) {                                                     \
             prefetch_tile_rows(prow, size_t(i) * sizeof(TA), size_t(kStep) * sizeof(TA), size_t(k) * sizeof(TA), \
                                stride, kFloatPrefetchBytes);                                                  \
             _Pragma("GCC unroll 4") for (int64_t j = i; j < i + kStep; j += W * U)                          \
@@ -151,6 +178,7 @@ MB_TILE_FLOAT(tile_float_avx512, MB_TARGET_AVX512, __m512, 16, load16, _mm512_se
 
 #undef MB_TILE_FLOAT
 #undef MB_TILE_FLOAT_STEP
+#undef MB_TILE_FLOAT_ROW_STEP
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -161,9 +189,10 @@ template <typename Block>
 constexpr int64_t kPrefetchStep = sizeof(Block) >= 64 ? 1 : int64_t(64 / sizeof(Block));
 
 // The 4- and 5-bit types, NT tokens, in the order of int8_dot_x86.h (so each result is bit for bit the
-// one-row kernel's), the lanes through Dot (AVX2 or VNNI). A block's codes and scale are decoded once
-// for all tokens; q4_0's and q5_0's zero point is taken off in the lanes (its lanes per activation
-// block are computed once for the four rows); q4_1's and q5_1's m * S terms are summed per row and
+// one-row kernel's), the lanes through Dot (AVX2 or VNNI), the four rows in g_rows_in_order's order.
+// Side by side, a block's codes and scale are decoded once for all tokens; q4_0's and q5_0's zero
+// point is taken off in the lanes (its lanes per activation block are computed once for the four
+// rows); q4_1's and q5_1's m * S terms are summed per row and
 // token apart.
 template <typename Dot, typename Block, int kZero, int NT>
 MB_TARGET_AVX2 void tile_quant(int64_t k, const uint8_t* a, size_t stride, const void* const* vb, float* out) {
@@ -178,10 +207,34 @@ MB_TARGET_AVX2 void tile_quant(int64_t k, const uint8_t* a, size_t stride, const
     for (auto& v : off) v = _mm_setzero_ps();
     const uint8_t* prow[4] = {a, a + stride, a + 2 * stride, a + 3 * stride};
     constexpr int64_t kStep = kPrefetchStep<Block>;
-    for (int64_t i = 0; i < k / kBlock; ++i) {
+    const int64_t nb = k / kBlock;
+    if (g_rows_in_order) {
+        // Row r's m * S sum per token as one scalar chain: lane r of the vector chain below, the same
+        // fused multiply-adds in the same order.
+        float row_off[4][NT] = {};
+#pragma GCC unroll 1
+        for (int r = 0; r < 4; ++r) {
+            const uint8_t* next = r < 3 ? prow[r + 1] : prow[0] + 4 * stride;
+            for (int64_t i = 0; i < nb; ++i) {
+                prefetch_row_walk(prow[r], next, size_t(i) * sizeof(Block), sizeof(Block), size_t(nb) * sizeof(Block));
+                const Block& x = rows[r][i];
+                const float d = _cvtsh_ss(x.d);
+                const __m256i codes = block_codes(x);
+#pragma GCC unroll 2
+                for (int t = 0; t < NT; ++t) {
+                    const __m256i bq = load_codes32(b[t][i].qs);
+                    acc[r][t] = scale_add(Dot::lanes(zero_point_lanes<Dot, kZero>(bq), codes, bq), d * b[t][i].d,
+                                          acc[r][t]);
+                    if constexpr (kZero == 0) row_off[r][t] = fma1(_cvtsh_ss(x.m), b[t][i].s, row_off[r][t]);
+                }
+            }
+        }
+        for (int t = 0; t < NT; ++t) off[t] = _mm_setr_ps(row_off[0][t], row_off[1][t], row_off[2][t], row_off[3][t]);
+    }
+    for (int64_t i = 0; !g_rows_in_order && i < nb; ++i) {
         if (i % kStep == 0) {
-            prefetch_tile_rows(prow, size_t(i) * sizeof(Block), kStep * sizeof(Block),
-                               size_t(k / kBlock) * sizeof(Block), stride);
+            prefetch_tile_rows(prow, size_t(i) * sizeof(Block), kStep * sizeof(Block), size_t(nb) * sizeof(Block),
+                               stride);
         }
         __m256i bq[NT], zq[NT];
         float bd[NT];
@@ -214,7 +267,21 @@ MB_TARGET_AVX2 void tile_quant(int64_t k, const uint8_t* a, size_t stride, const
     }
 }
 
-// q8_0, NT tokens: signed codes; |a| times b with a's sign moved onto b (as dot_q8_0_x86 does).
+// One q8_0 block of a row against block i of every token, into acc[t]: signed codes; |a| times b with
+// a's sign moved onto b (as dot_q8_0_x86 does).
+template <typename Dot, int NT>
+MB_TARGET_AVX2 inline void q8_0_block(const BlockQ8_0& x, const BlockQ8Act* const* b, int64_t i, __m256* acc) {
+    const __m256i q = load_codes32(x.qs);
+    const __m256i abs_q = _mm256_sign_epi8(q, q);
+    const float d = _cvtsh_ss(x.d);
+#pragma GCC unroll 2
+    for (int t = 0; t < NT; ++t) {
+        const __m256i lanes = Dot::lanes(_mm256_setzero_si256(), abs_q, _mm256_sign_epi8(load_codes32(b[t][i].qs), q));
+        acc[t] = scale_add(lanes, d * b[t][i].d, acc[t]);
+    }
+}
+
+// q8_0, NT tokens, the four rows in g_rows_in_order's order.
 template <typename Dot, int NT>
 MB_TARGET_AVX2 void tile_q8_0(int64_t k, const uint8_t* a, size_t stride, const void* const* vb, float* out) {
     const BlockQ8_0* rows[4];
@@ -226,29 +293,25 @@ MB_TARGET_AVX2 void tile_q8_0(int64_t k, const uint8_t* a, size_t stride, const 
         for (auto& v : row) v = _mm256_setzero_ps();
     const uint8_t* prow[4] = {a, a + stride, a + 2 * stride, a + 3 * stride};
     constexpr int64_t kStep = kPrefetchStep<BlockQ8_0>;
-    for (int64_t i = 0; i < k / kBlock; ++i) {
-        if (i % kStep == 0) {
-            prefetch_tile_rows(prow, size_t(i) * sizeof(BlockQ8_0), kStep * sizeof(BlockQ8_0),
-                               size_t(k / kBlock) * sizeof(BlockQ8_0), stride);
-        }
-        __m256i bq[NT];
-        float bd[NT];
-#pragma GCC unroll 2
-        for (int t = 0; t < NT; ++t) {
-            bq[t] = load_codes32(b[t][i].qs);
-            bd[t] = b[t][i].d;
-        }
-#pragma GCC unroll 4
+    const int64_t nb = k / kBlock;
+    if (g_rows_in_order) {
+#pragma GCC unroll 1
         for (int r = 0; r < 4; ++r) {
-            const BlockQ8_0& x = rows[r][i];
-            const __m256i q = load_codes32(x.qs);
-            const __m256i abs_q = _mm256_sign_epi8(q, q);
-            const float d = _cvtsh_ss(x.d);
-#pragma GCC unroll 2
-            for (int t = 0; t < NT; ++t) {
-                const __m256i lanes = Dot::lanes(_mm256_setzero_si256(), abs_q, _mm256_sign_epi8(bq[t], q));
-                acc[r][t] = scale_add(lanes, d * bd[t], acc[r][t]);
+            const uint8_t* next = r < 3 ? prow[r + 1] : prow[0] + 4 * stride;
+            for (int64_t i = 0; i < nb; ++i) {
+                prefetch_row_walk(prow[r], next, size_t(i) * sizeof(BlockQ8_0), sizeof(BlockQ8_0),
+                                  size_t(nb) * sizeof(BlockQ8_0));
+                q8_0_block<Dot, NT>(rows[r][i], b, i, acc[r]);
             }
+        }
+    } else {
+        for (int64_t i = 0; i < nb; ++i) {
+            if (i % kStep == 0) {
+                prefetch_tile_rows(prow, size_t(i) * sizeof(BlockQ8_0), kStep * sizeof(BlockQ8_0),
+                                   size_t(nb) * sizeof(BlockQ8_0), stride);
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; ++r) q8_0_block<Dot, NT>(rows[r][i], b, i, acc[r]);
         }
     }
     for (int t = 0; t < NT; ++t) _mm_storeu_ps(out + 4 * t, lane_sums4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
@@ -300,6 +363,26 @@ VecDotRowsFn rows_for_quant(Type a) {
 #endif  // MB_SIMD_X86
 
 }  // namespace
+
+VecTileOrder vec_tile_order() {
+    static const VecTileOrder order = [] {
+        if (const char* e = std::getenv("MB_VEC_TILE_ORDER")) {
+            if (std::strcmp(e, "rows") == 0) return VecTileOrder::Rows;
+            if (std::strcmp(e, "interleaved") == 0) return VecTileOrder::Interleaved;
+        }
+#if defined(MB_SIMD_X86)
+        __builtin_cpu_init();  // may run from a static initialiser, before libgcc's own
+        return __builtin_cpu_is("amd") ? VecTileOrder::Rows : VecTileOrder::Interleaved;
+#else
+        return VecTileOrder::Interleaved;
+#endif
+    }();
+    return order;
+}
+
+const char* vec_tile_order_name(VecTileOrder order) {
+    return order == VecTileOrder::Rows ? "rows" : "interleaved";
+}
 
 VecDotRowsFn vec_dot_rows_fn(Type a, VecType vt) {
 #if defined(MB_SIMD_X86)
