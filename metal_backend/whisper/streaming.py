@@ -102,8 +102,8 @@ _TOKENS_PER_SECOND = 8
 # The least probability of a word committed by greedy agreement alone (a final pass commits any, a
 # confirming beam pass any it agrees on). On tiny.en's passage x5 (2 threads, sim clock, pinned costs)
 # 0.5 without confirming passes gave 6.52 % WER against 5.24 % offline, median latency 1.60 s, p90 3.17 s;
-# 0.6 without them 6.01 %, p90 4.01 s (2026-12-03: the unsure words waited for the final pass); 0.6
-# with CONFIRM_BEAM_SIZE 5: 5.69 %, 1.70 s, 2.79 s.
+# 0.6 without them 5.62 %, 1.67 s, p90 4.00 s (the unsure words waited for the final pass); 0.6 with
+# CONFIRM_BEAM_SIZE 5: 5.69 %, 1.70 s, 2.79 s.
 COMMIT_PROBABILITY = 0.6
 # The final pass's beam: on tiny.en's passage x5 (sim clock, pinned costs) it took the stream's WER
 # from 6.84 % to 6.20 % against 5.24 % offline (x1: 5.75 % -> 6.07 % against 5.43 %).
