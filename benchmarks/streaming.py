@@ -43,7 +43,8 @@ Three clocks (--clocks):
 
 Engines, same audio, same chunks, same clock:
 - metal_backend: Whisper.stream (LocalAgreement-2 over a VAD-gated buffer, one encoding per
-  hypothesis), greedy hypotheses, beam-5 final passes (final_beam_size), word timestamps.
+  hypothesis), greedy hypotheses, beam-5 confirming passes for agreed words below commit_probability
+  (confirm_beam_size), beam-5 final passes (final_beam_size), word timestamps.
 - whisper_online: Whisper-Streaming's own OnlineASRProcessor (LocalAgreement-2, buffer trimmed at
   segments past 15 s: its default), run as-is from ufal/whisper_streaming's whisper_online.py
   (the PyPI package `whisper-streaming` 0.1.0 is a reworked fork needing ALSA and librosa), over

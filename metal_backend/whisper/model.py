@@ -164,7 +164,7 @@ class Whisper:
     def stream(self, options: DecodingOptions | None = None, *, vad=None, vad_parameters=None, on_commit=None,
                on_tentative=None, forced_prefix: bool = False, agreement: int = 2,
                commit_probability: float | None = None, final_beam_size: int | None | str = "default",
-               **overrides):
+               confirm_beam_size: int | None | str = "default", **overrides):
         """Live transcription: a Stream that takes audio as it arrives (see streaming.py).
 
         overrides are DecodingOptions fields as for transcribe(); without options the stream
@@ -183,9 +183,13 @@ class Whisper:
         final_beam_size: the final pass of a stretch (end of speech) decodes with a beam of this
         many ("default": streaming.FINAL_BEAM_SIZE, 5; None: as the hypotheses); its words are
         committed unchecked by agreement.
+        confirm_beam_size: when the hypotheses agree on a word but give it less than
+        commit_probability, the next hypothesis decodes with a beam of this many and the words it
+        agrees on with the one before are committed, whatever their probability ("default":
+        streaming.CONFIRM_BEAM_SIZE; None: such words wait for a confident hypothesis or the final pass).
         """
         from .speech_gate import VadParameters
-        from .streaming import COMMIT_PROBABILITY, FINAL_BEAM_SIZE, Stream, stream_options
+        from .streaming import COMMIT_PROBABILITY, CONFIRM_BEAM_SIZE, FINAL_BEAM_SIZE, Stream, stream_options
 
         options = stream_options(options, overrides)
         if isinstance(vad_parameters, dict):
@@ -201,6 +205,7 @@ class Whisper:
         return Stream(self, options, vad, vad_parameters, on_commit=on_commit, on_tentative=on_tentative,
                       forced_prefix=forced_prefix, agreement=agreement,
                       final_beam_size=FINAL_BEAM_SIZE if final_beam_size == "default" else final_beam_size,
+                      confirm_beam_size=CONFIRM_BEAM_SIZE if confirm_beam_size == "default" else confirm_beam_size,
                       commit_probability=COMMIT_PROBABILITY if commit_probability is None else commit_probability)
 
 

@@ -166,9 +166,9 @@ def source_stem(source: str) -> str:
 
 def run(model, source: str, options, realtime: bool, out: TextIO | None = None, stdin=None,
         vad_parameters: dict | None = None, forced_prefix: bool = False, agreement: int = 2,
-        final_beam_size: int | None | str = "default"):
+        final_beam_size: int | None | str = "default", confirm_beam_size: int | None | str = "default"):
     """Streams SOURCE through model.stream(options, vad_parameters=, forced_prefix=, agreement=,
-    final_beam_size=); prints as it goes; returns the Stream."""
+    final_beam_size=, confirm_beam_size=); prints as it goes; returns the Stream."""
     out = sys.stdout if out is None else out
     if source == "mic":
         check_mic()
@@ -177,7 +177,7 @@ def run(model, source: str, options, realtime: bool, out: TextIO | None = None, 
     display = LiveDisplay(out)
     stream = model.stream(options, on_commit=display.commit, on_tentative=display.tentative,
                           vad_parameters=vad_parameters, forced_prefix=forced_prefix, agreement=agreement,
-                          final_beam_size=final_beam_size)
+                          final_beam_size=final_beam_size, confirm_beam_size=confirm_beam_size)
     chunks: queue.Queue = queue.Queue()
     stop = threading.Event()
     errors: list[BaseException] = []

@@ -20,12 +20,20 @@ How (Whisper-Streaming's LocalAgreement-2, gated by a voice activity detector):
   word is committed once two consecutive transcriptions agree on it (LocalAgreement) and it ends
   at least edge_hold_seconds before the end of the newer one's audio (a word at the buffer's edge
   is often misheard by both and revised once more audio follows it) and the newer one gives it a
-  probability of at least commit_probability (0.5: a word Whisper guesses at the edge, 'sells
+  probability of at least commit_probability (0.6: a word Whisper guesses at the edge, 'sells
   fruit' as 'sailed through' at 0.14 and 0.19, can be guessed the same way by two hypotheses; a
-  final pass heard it right; unsure_agreement=N, off by default, commits such a word once N
-  consecutive hypotheses agree on it: a sentence's first word is often below 0.5, 'The' at 0.22
-  in four hypotheses of 'The weather report', which waited and was then committed as 'But when
-  the' at 0.53); the words after the committed prefix are the tentative text.
+  final pass heard it right; 'The weather report' was committed as 'But when the' at 0.53 by two
+  greedy hypotheses); the words after the committed prefix are the tentative text.
+- A word held back for its probability alone (the hypotheses agree on it, clear of the edge) is
+  settled by a beam inside the stretch (confirm_beam_size, 5 by default): the next transcription
+  decodes with a beam of that many, and the words it agrees on with the greedy hypothesis before
+  it are committed whatever their probability (a sentence's first word is often below 0.6: 'The'
+  at 0.22 in four hypotheses of 'The weather report'; greedy and beam agreeing on it is rarer when
+  it is wrong: the beam heard 'The weather report'). Once per committed prefix: when the beam
+  hears the word otherwise, the next such pass waits until more is committed, so a word both keep
+  disputing waits for a confident hypothesis or the final pass. None: held words always wait so.
+  unsure_agreement=N, off by default, instead commits such a word once N consecutive hypotheses
+  agree on it.
 - The end of a stretch (the VAD heard min_silence_duration_ms of silence) closes it with a final
   pass whose words are all committed (final_beam_size, 5 by default: that pass decodes with a beam
   of that many, the hypotheses as the options say, one beam decoding per stretch; None: as they).
@@ -51,8 +59,9 @@ How (Whisper-Streaming's LocalAgreement-2, gated by a voice activity detector):
 
 Compute per push is bounded: a push runs the VAD over its samples and at most one transcription
 per max_step_seconds of speech it brings (so a 0.5 s chunk costs at most one transcription,
-plus a final pass when it ends a stretch). Memory is bounded too: at most the buffer and one
-push of audio are held; the committed segments are text (a few hundred bytes each).
+plus a final pass when it ends a stretch; a confirming beam pass takes a hypothesis's place).
+Memory is bounded too: at most the buffer and one push of audio are held; the committed segments
+are text (a few hundred bytes each).
 
 Threads: push() may be called from one or more threads while others read `tentative`,
 `segments` and `pushed_seconds`. Those read a snapshot taken under the stream's lock, which is
@@ -90,10 +99,17 @@ STREAM_DEFAULTS = {"beam_size": None, "temperature": 0.0}
 _PROMPT_WORDS = 200
 _LAST_TIMESTAMP = round(MAX_WINDOW_SECONDS / TIME_PRECISION)  # <|30.00|>, the window's last timestamp
 _TOKENS_PER_SECOND = 8
-COMMIT_PROBABILITY = 0.5  # the least probability of a word committed by agreement (a final pass commits any)
+# The least probability of a word committed by greedy agreement alone (a final pass commits any, a
+# confirming beam pass any it agrees on). On tiny.en's passage x5 (2 threads, sim clock, pinned costs)
+# 0.5 without confirming passes gave 6.52 % WER against 5.24 % offline, median latency 1.60 s, p90 3.17 s;
+# 0.6 without them 5.62 %, 1.67 s, p90 4.00 s (the unsure words waited for the final pass); 0.6 with
+# CONFIRM_BEAM_SIZE 5: 5.69 %, 1.70 s, 2.79 s.
+COMMIT_PROBABILITY = 0.6
 # The final pass's beam: on tiny.en's passage x5 (sim clock, pinned costs) it took the stream's WER
 # from 6.84 % to 6.20 % against 5.24 % offline (x1: 5.75 % -> 6.07 % against 5.43 %).
 FINAL_BEAM_SIZE = 5
+# The beam of a confirming pass (a word the greedy hypotheses agree on below COMMIT_PROBABILITY).
+CONFIRM_BEAM_SIZE = 5
 # Past this many seconds the buffer (and a closed stretch kept as left context) is cut at a committed
 # sentence end, keeping up to two thirds of it. Whisper-Streaming trims at 15 s; with 15 (up to 10 s of
 # left context) tiny.en misheard sentences after a long context in the buffer ('The weather report' as
@@ -164,7 +180,8 @@ class Stream:
                  max_buffer_seconds: float = 25.0,
                  context_gap_seconds: float = 2.0, edge_hold_seconds: float = 0.3, forced_prefix: bool = False,
                  agreement: int = 2, commit_probability: float = COMMIT_PROBABILITY,
-                 final_beam_size: int | None = FINAL_BEAM_SIZE, unsure_agreement: int | None = None):
+                 final_beam_size: int | None = FINAL_BEAM_SIZE, unsure_agreement: int | None = None,
+                 confirm_beam_size: int | None = CONFIRM_BEAM_SIZE):
         if not 0.0 < min_step_seconds <= max_step_seconds:
             raise WhisperError(f"min_step_seconds must be in (0, max_step_seconds] (got {min_step_seconds!r})")
         if not (0.0 < trim_seconds <= max_buffer_seconds
@@ -184,6 +201,9 @@ class Stream:
                 unsure_agreement, bool) or not agreement < unsure_agreement <= 6):
             raise WhisperError(f"unsure_agreement must be None or an integer in (agreement, 6] "
                                f"(got {unsure_agreement!r})")
+        if confirm_beam_size is not None and (not isinstance(confirm_beam_size, int) or isinstance(
+                confirm_beam_size, bool) or confirm_beam_size < 1):
+            raise WhisperError(f"confirm_beam_size must be a positive integer or None (got {confirm_beam_size!r})")
         if not 0.0 <= edge_hold_seconds <= max_step_seconds:
             raise WhisperError(f"edge_hold_seconds must be in [0, max_step_seconds] (got {edge_hold_seconds!r})")
         self.model = model
@@ -198,6 +218,9 @@ class Stream:
         # with a beam (final_beam_size) while the hypotheses stay as options say.
         self._final_options = self._hyp_options if final_beam_size is None else replace(
             self._hyp_options, beam_size=final_beam_size)
+        self._confirm_options = None if confirm_beam_size is None else replace(
+            self._hyp_options, beam_size=confirm_beam_size)
+        self._confirmed_at: float | None = None  # committed_end when the last confirming pass ran
         self._tokenizer = Tokenizer(model.data.vocab, model.data.special)
         initial_prompt = (options.initial_prompt or "").strip()
         self._initial_tokens = self._tokenizer.encode(" " + initial_prompt) if initial_prompt else []
@@ -376,9 +399,18 @@ class Stream:
         start, end = self._slice_start, self._audio_end
         if end - start < self._min_speech:
             return []
-        words, fresh = self._hypothesis(start, end, self._gate.voiced_end)
-        committed = self._segments_of(self._agreement.insert(words, end / SAMPLE_RATE, self._edge_hold, fresh,
-                                                                   self._commit_probability, self._unsure_agreement))
+        agreement = self._agreement
+        # A word the hypotheses agree on but are unsure of: this transcription decodes with a beam
+        # (once per committed prefix), and what it agrees on with the hypothesis before is committed.
+        confirm = (self._confirm_options is not None and agreement.held is not None
+                   and self._confirmed_at != agreement.committed_end)
+        if confirm:
+            self._confirmed_at = agreement.committed_end
+        words, fresh = self._hypothesis(start, end, self._gate.voiced_end,
+                                        options=self._confirm_options if confirm else None)
+        committed = self._segments_of(agreement.insert(words, end / SAMPLE_RATE, self._edge_hold, fresh,
+                                                       0.0 if confirm else self._commit_probability,
+                                                       self._unsure_agreement))
         self._set_tentative("".join(w.text for w in self._agreement.tentative).strip())
         if end - start > self._trim:
             committed += self._limit(end)
@@ -463,7 +495,8 @@ class Stream:
             self._audio = self._audio[drop:].copy()
             self._audio_start += drop
 
-    def _hypothesis(self, start: int, end: int, voiced_end: int, final: bool = False) -> tuple[list[TimedWord], bool]:
+    def _hypothesis(self, start: int, end: int, voiced_end: int, final: bool = False,
+                    options: DecodingOptions | None = None) -> tuple[list[TimedWord], bool]:
         """The words Whisper hears in the buffer [start, end) (absolute samples; with the final pass's options
         when `final`), less those that start after voiced_end and those of segments whose no-speech
         probability is above the threshold: Whisper fills the silence after an abrupt end with text
@@ -479,7 +512,7 @@ class Stream:
             elif self._forced_prefix:
                 forced.append((word, tokens))
         prefix = self._prefix_tokens(forced, offset)
-        base = self._final_options if final else self._hyp_options
+        base = options if options is not None else self._final_options if final else self._hyp_options
         request = (start, end, voiced_end, tuple(prompt), tuple(prefix), self._language, base.beam_size)
         if request == self._last_request:
             # The same audio with the same prompt (finish() right after a push, a stretch closed

@@ -217,6 +217,13 @@ def test_final_beam_size_and_vad_parameters_reach_the_stream(tiny_en_dir, monkey
     assert built[-1]._final_options.beam_size == streaming.FINAL_BEAM_SIZE == 5
     code, err = stream_of("--vad_parameters", "max_speech_duration_s=10")
     assert code == 1 and "unknown VAD parameter 'max_speech_duration_s'" in err, err
+    # --confirm_beam_size N|None: the beam of the pass that settles unsure agreed words.
+    assert stream_of("--confirm_beam_size", "3")[0] == 0
+    assert built[-1]._confirm_options.beam_size == 3 and built[-1]._final_options.beam_size == 5
+    assert stream_of("--confirm_beam_size", "None")[0] == 0
+    assert built[-1]._confirm_options is None
+    assert stream_of()[0] == 0
+    assert built[-1]._confirm_options.beam_size == streaming.CONFIRM_BEAM_SIZE == 5
 
 
 def test_final_beam_size_and_vad_filter_usage_errors():
@@ -226,6 +233,8 @@ def test_final_beam_size_and_vad_filter_usage_errors():
     for extra, message in ((["x.wav", "--final_beam_size", "3"], "use them with --stream"),
                            (["--stream", "-", "--final_beam_size", "0"], "--final_beam_size"),
                            (["--stream", "-", "--final_beam_size", "x"], "--final_beam_size"),
+                           (["x.wav", "--confirm_beam_size", "3"], "use them with --stream"),
+                           (["--stream", "-", "--confirm_beam_size", "0"], "--confirm_beam_size"),
                            (["--stream", "-", "--vad_filter", "False"], "always VAD-gated")):
         proc = subprocess.run(base + extra, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and message in proc.stderr, (extra, proc.stderr)
