@@ -55,7 +55,7 @@ const Kind kKinds[] = {
     {"iq4_nl", mb::Type::IQ4_NL, mb::VecType::Q8, 32, sizeof(mb::block_iq4_nl), {0}},
 };
 
-int64_t kK = 4096;  // --k
+int64_t g_k = 4096;  // --k
 
 struct alignas(64) Counter {
     std::atomic<int64_t> taken{0};
@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
         } else if (a == "--job-kib" && i + 1 < argc) {
             job_kib = std::atoll(argv[++i]);
         } else if (a == "--k" && i + 1 < argc) {
-            kK = std::atoll(argv[++i]);
+            g_k = std::atoll(argv[++i]);
         } else if (a == "--calls" && i + 1 < argc) {
             calls = std::atoi(argv[++i]);
         } else {
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
         }
     }
     std::printf("K = %lld, %lld MiB per type, jobs of %lld KiB, best of %d calls; GB/s of weight bytes\n",
-                static_cast<long long>(kK), static_cast<long long>(mib), static_cast<long long>(job_kib), calls);
+                static_cast<long long>(g_k), static_cast<long long>(mib), static_cast<long long>(job_kib), calls);
     std::printf("%-7s %7s %10s %10s %9s\n", "type", "threads", "tile GB/s", "rows GB/s", "tile/rows");
     for (const std::string& name : types) {
         const Kind* kd = nullptr;
@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "unknown type %s\n", name.c_str());
             return 2;
         }
-        const size_t row = size_t(kK / kd->block_elems) * kd->block_bytes;
+        const size_t row = size_t(g_k / kd->block_elems) * kd->block_bytes;
         const int64_t m = std::max<int64_t>(4, (mib << 20) / int64_t(row) / 4 * 4);
         std::vector<uint8_t> w(row * size_t(m));
         std::mt19937 rng(1);
@@ -172,10 +172,10 @@ int main(int argc, char** argv) {
                 }
             }
         }
-        std::vector<float> x(kK);
+        std::vector<float> x(g_k);
         for (auto& v : x) v = std::normal_distribution<float>()(rng);
-        std::vector<uint8_t> act(mb::vec_row_bytes(kd->vt, kK));
-        mb::vec_prepare_row(kd->vt, mb::Type::F32, reinterpret_cast<const uint8_t*>(x.data()), sizeof(float), kK,
+        std::vector<uint8_t> act(mb::vec_row_bytes(kd->vt, g_k));
+        mb::vec_prepare_row(kd->vt, mb::Type::F32, reinterpret_cast<const uint8_t*>(x.data()), sizeof(float), g_k,
                             act.data());
         const mb::VecDotFn one = mb::vec_dot_fn(kd->type, kd->vt);
         const mb::VecDotRowsFn tile = mb::vec_dot_rows_fn(kd->type, kd->vt);
@@ -188,13 +188,13 @@ int main(int argc, char** argv) {
             auto job_tile = [&](int64_t j) {
                 const int64_t r1 = std::min(m, (j + 1) * rows_per_job);
                 for (int64_t r = j * rows_per_job; r + 4 <= r1; r += 4) {
-                    tile(kK, &w[size_t(r) * row], row, acts, 1, &out[size_t(r)]);
+                    tile(g_k, &w[size_t(r) * row], row, acts, 1, &out[size_t(r)]);
                 }
             };
             auto job_rows = [&](int64_t j) {
                 const int64_t r1 = std::min(m, (j + 1) * rows_per_job);
                 for (int64_t r = j * rows_per_job; r < r1; ++r) {
-                    out[size_t(r)] = one(kK, &w[size_t(r) * row], act.data());
+                    out[size_t(r)] = one(g_k, &w[size_t(r) * row], act.data());
                 }
             };
             double best[2] = {1e30, 1e30};

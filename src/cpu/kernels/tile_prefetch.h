@@ -66,13 +66,15 @@ inline __attribute__((always_inline)) void prefetch_tile_ahead(const uint8_t* co
 // stream, 4 KiB costs 0-15 % against none (benchmarks/matvec_threads.cpp, K = 384 .. 1536).
 constexpr size_t kRowWalkPrefetchBytes = 4096;
 
-// The bytes kRowWalkPrefetchBytes past [pos, pos + span) of a row (row_bytes long) that a tile reads
-// in row order: in the row itself or, past its end, in `next`, the row the walk goes to after it (the
-// tile's next row, or the next tile's first). Contiguous rows make that the stream's own next bytes.
-inline __attribute__((always_inline)) void prefetch_row_walk(const uint8_t* row, const uint8_t* next, size_t pos,
-                                                             size_t span, size_t row_bytes) {
+// The bytes kRowWalkPrefetchBytes past [pos, pos + span) of row r of a tile read in row order (rows[r]
+// row_bytes long, the rows stride bytes apart): in the row itself or, past its end, in the row the walk
+// goes to after it (the tile's next row, or the next tile's first). Contiguous rows make that the
+// stream's own next bytes.
+inline __attribute__((always_inline)) void prefetch_row_walk(const uint8_t* const* rows, int r, size_t stride,
+                                                             size_t pos, size_t span, size_t row_bytes) {
     const size_t p = pos + kRowWalkPrefetchBytes;
-    const uint8_t* at = p < row_bytes ? row + p : next + (p - row_bytes);
+    const uint8_t* next = r < 3 ? rows[r + 1] : rows[0] + 4 * stride;
+    const uint8_t* at = p < row_bytes ? rows[r] + p : next + (p - row_bytes);
     for (size_t off = 0; off < span; off += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(at + off), _MM_HINT_T0);
     }

@@ -132,9 +132,8 @@ constexpr size_t kFloatPrefetchBytes = 1024;
         const bool in_order = NT <= kVecDotTokens && g_rows_in_order; /* the wide tiles: side by side */    \
         if (in_order) {                                                                                       \
             _Pragma("GCC unroll 1") for (int r = 0; r < 4; ++r) {                                           \
-                const uint8_t* next = r < 3 ? prow[r + 1] : prow[0] + 4 * stride;                            \
                 for (int64_t j = 0; j + W * U <= k; j += W * U) {                                             \
-                    prefetch_row_walk(prow[r], next, size_t(j) * sizeof(TA), size_t(W * U) * sizeof(TA),      \
+                    prefetch_row_walk(prow, r, stride, size_t(j) * sizeof(TA), size_t(W * U) * sizeof(TA),    \
                                       size_t(k) * sizeof(TA));                                                \
                     MB_TILE_FLOAT_ROW_STEP(r, j, VEC, W, LOAD, FMA)                                           \
                 }                                                                                             \
@@ -214,9 +213,9 @@ MB_TARGET_AVX2 void tile_quant(int64_t k, const uint8_t* a, size_t stride, const
         float row_off[4][NT] = {};
 #pragma GCC unroll 1
         for (int r = 0; r < 4; ++r) {
-            const uint8_t* next = r < 3 ? prow[r + 1] : prow[0] + 4 * stride;
             for (int64_t i = 0; i < nb; ++i) {
-                prefetch_row_walk(prow[r], next, size_t(i) * sizeof(Block), sizeof(Block), size_t(nb) * sizeof(Block));
+                prefetch_row_walk(prow, r, stride, size_t(i) * sizeof(Block), sizeof(Block),
+                                  size_t(nb) * sizeof(Block));
                 const Block& x = rows[r][i];
                 const float d = _cvtsh_ss(x.d);
                 const __m256i codes = block_codes(x);
@@ -267,17 +266,27 @@ MB_TARGET_AVX2 void tile_quant(int64_t k, const uint8_t* a, size_t stride, const
     }
 }
 
-// One q8_0 block of a row against block i of every token, into acc[t]: signed codes; |a| times b with
-// a's sign moved onto b (as dot_q8_0_x86 does).
+// One q8_0 block of a row against every token's block (codes bq[t], scale bd[t]), into acc[t]: signed
+// codes; |a| times b with a's sign moved onto b (as dot_q8_0_x86 does).
 template <typename Dot, int NT>
-MB_TARGET_AVX2 inline void q8_0_block(const BlockQ8_0& x, const BlockQ8Act* const* b, int64_t i, __m256* acc) {
+MB_TARGET_AVX2 inline void q8_0_block(const BlockQ8_0& x, const __m256i* bq, const float* bd, __m256* acc) {
     const __m256i q = load_codes32(x.qs);
     const __m256i abs_q = _mm256_sign_epi8(q, q);
     const float d = _cvtsh_ss(x.d);
 #pragma GCC unroll 2
     for (int t = 0; t < NT; ++t) {
-        const __m256i lanes = Dot::lanes(_mm256_setzero_si256(), abs_q, _mm256_sign_epi8(load_codes32(b[t][i].qs), q));
-        acc[t] = scale_add(lanes, d * b[t][i].d, acc[t]);
+        const __m256i lanes = Dot::lanes(_mm256_setzero_si256(), abs_q, _mm256_sign_epi8(bq[t], q));
+        acc[t] = scale_add(lanes, d * bd[t], acc[t]);
+    }
+}
+
+// Block i of every token's activations, for q8_0_block.
+template <int NT>
+MB_TARGET_AVX2 inline void q8_act_block(const BlockQ8Act* const* b, int64_t i, __m256i* bq, float* bd) {
+#pragma GCC unroll 2
+    for (int t = 0; t < NT; ++t) {
+        bq[t] = load_codes32(b[t][i].qs);
+        bd[t] = b[t][i].d;
     }
 }
 
@@ -294,14 +303,16 @@ MB_TARGET_AVX2 void tile_q8_0(int64_t k, const uint8_t* a, size_t stride, const 
     const uint8_t* prow[4] = {a, a + stride, a + 2 * stride, a + 3 * stride};
     constexpr int64_t kStep = kPrefetchStep<BlockQ8_0>;
     const int64_t nb = k / kBlock;
+    __m256i bq[NT];
+    float bd[NT];
     if (g_rows_in_order) {
 #pragma GCC unroll 1
         for (int r = 0; r < 4; ++r) {
-            const uint8_t* next = r < 3 ? prow[r + 1] : prow[0] + 4 * stride;
             for (int64_t i = 0; i < nb; ++i) {
-                prefetch_row_walk(prow[r], next, size_t(i) * sizeof(BlockQ8_0), sizeof(BlockQ8_0),
+                prefetch_row_walk(prow, r, stride, size_t(i) * sizeof(BlockQ8_0), sizeof(BlockQ8_0),
                                   size_t(nb) * sizeof(BlockQ8_0));
-                q8_0_block<Dot, NT>(rows[r][i], b, i, acc[r]);
+                q8_act_block<NT>(b, i, bq, bd);
+                q8_0_block<Dot, NT>(rows[r][i], bq, bd, acc[r]);
             }
         }
     } else {
@@ -310,8 +321,9 @@ MB_TARGET_AVX2 void tile_q8_0(int64_t k, const uint8_t* a, size_t stride, const 
                 prefetch_tile_rows(prow, size_t(i) * sizeof(BlockQ8_0), kStep * sizeof(BlockQ8_0),
                                    size_t(nb) * sizeof(BlockQ8_0), stride);
             }
+            q8_act_block<NT>(b, i, bq, bd);  // once for the four rows
 #pragma GCC unroll 4
-            for (int r = 0; r < 4; ++r) q8_0_block<Dot, NT>(rows[r][i], b, i, acc[r]);
+            for (int r = 0; r < 4; ++r) q8_0_block<Dot, NT>(rows[r][i], bq, bd, acc[r]);
         }
     }
     for (int t = 0; t < NT; ++t) _mm_storeu_ps(out + 4 * t, lane_sums4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
