@@ -214,7 +214,8 @@ def softmax_row(rng):
 
 def attention_rows(rng):
     """Whisper tiny's encoder self-attention (6 heads of 64, 1500 queries and keys, no mask), f32: ours
-    as flash_attn_ext and as mul_mat + soft_max_ext + mul_mat (the graph the matmul path builds),
+    as flash_attn_ext (f32 keys and values, and bf16 ones: the int8 compute type's on AVX512_BF16
+    hosts) and as mul_mat + soft_max_ext + mul_mat (the graph the matmul path builds),
     against ggml's flash_attn_ext (f16 keys and values, as whisper.cpp stores them) and torch's
     scaled_dot_product_attention."""
     h, n, d = 6, 1500, 64
@@ -228,6 +229,10 @@ def attention_rows(rng):
 
     def build_flash(ctx):
         t = [ctx.tensor(mb.f32, (1, h, n, d)) for _ in range(3)]
+        return t, mb.ops.flash_attn_ext(t[0], t[1], t[2], None, scale)
+
+    def build_flash_bf16(ctx):  # the int8 compute type's encoder attention on AVX512_BF16 hosts
+        t = [ctx.tensor(mb.f32, (1, h, n, d)), ctx.tensor(mb.bf16, (1, h, n, d)), ctx.tensor(mb.bf16, (1, h, n, d))]
         return t, mb.ops.flash_attn_ext(t[0], t[1], t[2], None, scale)
 
     def build_matmul(ctx):
@@ -250,6 +255,8 @@ def attention_rows(rng):
     vt = np.ascontiguousarray(np.swapaxes(v, 2, 3))
     return [Row("attn flash", f"{h}x{n}x{n}x{d}", flops, (build_flash, [q, k, v]), np_attention, ggml_spec,
                 torch_fn, 1e-4, numpy_peer=False),
+            Row("attn flash bf16", f"{h}x{n}x{n}x{d}", flops, (build_flash_bf16, [q, k, v]), np_attention, ggml_spec,
+                torch_fn, 1e-2, numpy_peer=False),
             Row("attn matmul", f"{h}x{n}x{n}x{d}", flops, (build_matmul, [q, k, vt]), np_attention, ggml_spec,
                 torch_fn, 1e-4, numpy_peer=False)]
 

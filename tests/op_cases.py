@@ -49,6 +49,9 @@ MM_Q = 5e-4
 # FLASH_ATTN_EXT: Metal takes Q.K^T and P.V with half-precision operands (ggml's threshold, 5e-4);
 # the CPU converts K/V exactly and stays near 1e-12.
 FA = 5e-4
+# FLASH_ATTN_EXT with bf16 keys and values: the scaled query and the softmax weights are rounded to
+# bf16 (relative 2^-9 each) for the products.
+FA_BF16 = 5e-5
 
 
 @dataclass(frozen=True)
@@ -991,6 +994,15 @@ def flash_attn_cases():
         ("tile_k1500_masked_rows", 1, 2, 2, 150, 1500, 64, 64, mb.f16, "masked_rows", 2, 0.0, 0.0),
         ("tile_k3000_streamed", 1, 1, 1, 21, 3000, 64, 64, mb.f16, "masked_rows", 1, 0.0, 0.0),
         ("tile_k1500_d128_streamed", 1, 2, 1, 19, 1500, 128, 128, mb.f16, "masked_rows", 1, 0.0, 0.0),
+        # bf16 keys and values: the query and the softmax weights are rounded to bf16 for the products
+        # (the CPU's bf16 pair tiles on AVX512_BF16, f32 products of the rounded values elsewhere): odd
+        # key counts (a tile's last pair half empty), an odd head size (a row's last pair half empty),
+        # a head's tiles held and streamed, and the row path.
+        ("tile_k257", 1, 2, 2, 37, 257, 64, 64, mb.bf16, "masked_rows", 1, 0.0, 0.0),
+        ("d33_softcap", 1, 3, 3, 21, 45, 33, 33, mb.bf16, "mask", 1, 0.0, 30.0),
+        ("tile_k3000_streamed", 1, 1, 1, 21, 3000, 64, 64, mb.bf16, "masked_rows", 1, 0.0, 0.0),
+        ("gqa_alibi", 2, 4, 2, 9, 40, 64, 64, mb.bf16, "uniform", 4, 8.0, 0.0),
+        ("decode", 1, 6, 6, 1, 77, 64, 64, mb.bf16, "mask", 1, 0.0, 0.0),
     ]
     for label, B, H, Hkv, nq, nkv, D, Dv, kvt, mgen, mh, max_bias, softcap in specs:
         scale = 1.0 / math.sqrt(D)
@@ -1005,8 +1017,8 @@ def flash_attn_cases():
         def ref(q, k, v, m=None, scale=scale, max_bias=max_bias, softcap=softcap):
             return flash_attn_ref(q, k, v, m, scale, max_bias, softcap)
 
-        kvn = {mb.f16: "f16", mb.f32: "f32", mb.q8_0: "q8_0", mb.q4_0: "q4_0"}[kvt]
-        case(f"flash_attn_ext/{kvn}/{label}", "FLASH_ATTN_EXT", ins, build, ref, FA)
+        kvn = {mb.f16: "f16", mb.f32: "f32", mb.bf16: "bf16", mb.q8_0: "q8_0", mb.q4_0: "q4_0"}[kvt]
+        case(f"flash_attn_ext/{kvn}/{label}", "FLASH_ATTN_EXT", ins, build, ref, FA_BF16 if kvt == mb.bf16 else FA)
 
 
 def mul_mat_cases():

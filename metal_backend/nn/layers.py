@@ -86,12 +86,12 @@ def head_view(x: mb.Tensor, n_head: int, head_dim: int, rows: int, row_elems: in
     """The (batch, n_head, rows, head_dim) view of the head_dim n_head columns starting at column
     offset_elems of the rows of x (rows of row_elems elements), where sequence b's rows start at
     row b * sequence_rows (default rows). No copy."""
-    if x.type not in (mb.f32, mb.f16):
-        raise mb.InvalidArgumentError(f"[head_view] x must be f32 or f16 (got {x.type.name})")
+    if x.type not in (mb.f32, mb.f16, mb.bf16):
+        raise mb.InvalidArgumentError(f"[head_view] x must be f32, f16 or bf16 (got {x.type.name})")
     if offset_elems + n_head * head_dim > row_elems:
         raise mb.InvalidArgumentError(f"[head_view] columns {offset_elems}..{offset_elems + n_head * head_dim} "
                                       f"do not fit rows of {row_elems}")
-    es = 2 if x.type == mb.f16 else 4
+    es = 4 if x.type == mb.f32 else 2
     if sequence_rows is None:
         sequence_rows = rows
     return ops.view(x, (batch, n_head, rows, head_dim),

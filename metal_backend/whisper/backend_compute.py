@@ -138,6 +138,22 @@ def resolve_device(device: mb.Device | str | None) -> mb.Device:
 DECODER_SPIN_US = 20_000
 
 
+def _encoder_kv_type(device: mb.Device, encoder_attention: str, int8_activations: bool):
+    """The type of the copies of the encoder's keys and values that flash_attn_ext reads, or None for
+    f32 views of the qkv product (no copy, no rounding). GPU devices: f16. The CPU device with
+    int8_activations on a host whose CPU multiplies bf16 pairs (prop bf16_dot "avx512bf16"): bf16,
+    so the attention's products run on vdpbf16ps (twice the products per instruction of f32; the
+    query and the softmax weights are rounded to bf16, as int8 rounds the linear layers' activations;
+    the WER of each compute type is measured in README's table)."""
+    if encoder_attention != "flash":
+        return None
+    if device.type != mb.DeviceType.CPU:
+        return mb.f16
+    if int8_activations and device.props.extra.get("bf16_dot") == "avx512bf16":
+        return mb.bf16
+    return None
+
+
 class BackendWhisper:
     """Runs Whisper's network on a metal_backend device (implements WhisperCompute).
 
@@ -165,10 +181,8 @@ class BackendWhisper:
             raise WhisperError(f"max_sequences must be a positive integer (got {max_sequences!r})")
         self.hp = hp = model.hparams
         self.encoder_attention = encoder_attention
-        # flash_attn_ext reads the encoder's keys and values as f16 copies on GPU devices and as f32
-        # views of the qkv product on CPU devices (no copy, no f16 rounding).
-        self._encoder_kv_f16 = encoder_attention == "flash" and device.type != mb.DeviceType.CPU
         self.int8_activations = bool(int8_activations)
+        self._encoder_kv_type = _encoder_kv_type(device, encoder_attention, self.int8_activations)
         self.runner = Runner(device, threads=threads, spin_us=DECODER_SPIN_US)
         self.device = self.runner.device
         self.backend = self.runner.backend
@@ -194,8 +208,8 @@ class BackendWhisper:
                           for i in range(hp.n_text_layer)]
         # The encoder's keys and values in f16 for flash_attn_ext, one pair of tensors per layer.
         self.encoder_kv = []
-        if self._encoder_kv_f16:
-            self.encoder_kv = [self.ctx.tensor(mb.f16, (hp.n_audio_ctx, 2 * d), name=f"encoder_kv.{i}")
+        if self._encoder_kv_type is not None:
+            self.encoder_kv = [self.ctx.tensor(self._encoder_kv_type, (hp.n_audio_ctx, 2 * d), name=f"encoder_kv.{i}")
                                for i in range(hp.n_audio_layer)]
         self.mel.is_input = True
         self.state_buffer = mb.alloc_ctx_tensors(self.ctx, self.device.buffer_type)
@@ -400,7 +414,7 @@ class BackendWhisper:
             qkv = self._linear(self._layer_norm(x, f"{p}.attn_ln"), f"{p}.attn.qkv")  # (w n, 3d)
             q = self._batch_heads(qkv, w, n, 3 * d, 0, n)
             if self.encoder_attention == "flash":
-                if encoder_kv:  # f16 copies of the keys and values
+                if encoder_kv:  # f16 or bf16 copies of the keys and values (_encoder_kv_type)
                     kv = ops.cpy(ops.view(qkv, (w * n, 2 * d), strides=(3 * d * 4, 4), offset=d * 4), encoder_kv[i])
                     src, width, k0 = kv, 2 * d, 0
                 else:  # f32 views of the qkv product
@@ -624,9 +638,9 @@ class BackendWhisper:
         cross_v_t = [self.ctx.tensor(mb.f16, (capacity + 1, d, n), name=f"batch.cross_v_t.{i}.{tag}")
                      for i in range(hp.n_text_layer)]
         kv = []
-        if self._encoder_kv_f16:
-            kv = [self.ctx.tensor(mb.f16, (capacity * n, 2 * hp.n_audio_state), name=f"batch.encoder_kv.{i}.{tag}")
-                  for i in range(hp.n_audio_layer)]
+        if self._encoder_kv_type is not None:
+            kv = [self.ctx.tensor(self._encoder_kv_type, (capacity * n, 2 * hp.n_audio_state),
+                                  name=f"batch.encoder_kv.{i}.{tag}") for i in range(hp.n_audio_layer)]
         buffer = self._new_buffer()
         for key in [k for k in self.decoder_graphs if k[0] > 0]:
             del self.decoder_graphs[key]

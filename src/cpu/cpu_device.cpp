@@ -17,6 +17,7 @@
 #include "cpu/cpu_backend.h"
 #include "cpu/cpu_ops.h"
 #include "cpu/host_info.h"
+#include "cpu/kernels/gemm_bf16.h"
 #include "cpu/kernels/simd.h"
 #include "cpu/kernels/vec_dot.h"
 
@@ -109,6 +110,8 @@ std::map<std::string, std::string> CpuDevice::extra_props() const {
             // From this many tokens, int8 products with q8_0 weights take the int8 GEMM (gemm_q8_0.h);
             // 0 where it is not built (the matrix-vector kernels take every count).
             {"int8_gemm_min_tokens", std::to_string(gemm_q8_0_built() ? gemm_q8_0_min_tokens() : 0)},
+            // How bf16 x bf16 products are multiplied (gemm_bf16.h): "avx512bf16" (vdpbf16ps) or "f32".
+            {"bf16_dot", gemm_bf16_native() ? "avx512bf16" : "f32"},
             // How the mat-vec tiles read their four weight rows (vec_dot.h): "rows" or "interleaved".
             {"vec_tile_order", vec_tile_order_name(vec_tile_order())},
             // core's f16 and quantized-type conversions (types.cpp), under the same cap; no NEON path.

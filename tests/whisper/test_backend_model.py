@@ -228,6 +228,20 @@ def test_compute_type_int8(tiny_en_dir, asset):
     assert normalize(model.transcribe(asset("jfk.wav")).text) == normalize(JFK_TEXT)
 
 
+def test_compute_type_int8_encoder_attention_types(tiny_en_dir):
+    # The int8 compute type's encoder attention reads bf16 copies of the keys and values where the CPU
+    # multiplies bf16 pairs (prop bf16_dot), f32 views of the qkv product (no copy) elsewhere; the
+    # float32 compute type always reads the f32 views.
+    bf16_dot = mb.device("CPU").props.extra["bf16_dot"]
+    assert bf16_dot in ("avx512bf16", "f32")
+    for compute_type in ("int8", "float32"):
+        model = Whisper.load(tiny_en_dir, threads=2, compute_type=compute_type)
+        flash = [n for n in model.compute.encoder_graph.nodes if n.op == "FLASH_ATTN_EXT"]
+        assert len(flash) == model.compute.hp.n_audio_layer
+        want = mb.bf16 if compute_type == "int8" and bf16_dot == "avx512bf16" else mb.f32
+        assert all(n.src[1].type == want and n.src[2].type == want for n in flash), (compute_type, bf16_dot)
+
+
 @pytest.mark.parametrize("qtype", ["q5_0", "q4_0"])
 def test_quantize_on_load_lower_bits_runs(tiny_en_dir, asset, qtype):
     # Fewer bits may change words; the graph must still run and produce text.

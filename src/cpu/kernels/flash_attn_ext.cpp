@@ -10,6 +10,12 @@
 // A few query rows (a decoder step: one query per sequence and head) take attend_row instead: the
 // tiles' conversions and transposes would serve one row each, so each row dots its query with the
 // key rows as stored, takes one softmax over all its keys, and adds up the value rows it weighs.
+//
+// bf16 keys and values: both products take bf16 operands, as ggml's CPU path rounds the query to the
+// keys' type: the scaled query rows and the softmax weights are rounded to bf16 (nearest even), the
+// products and sums are f32. On AVX512_BF16 hosts the tiled path keeps its tiles as bf16 pairs and
+// multiplies with vdpbf16ps (gemm_bf16.h: twice the products per instruction of the f32 tiles);
+// elsewhere the same rounded operands go through the f32 products.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -18,6 +24,7 @@
 
 #include "core/errors.h"
 #include "core/fp16.h"
+#include "cpu/kernels/gemm_bf16.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/vec.h"
 
@@ -52,6 +59,9 @@ struct Dims {
     int64_t d, dv, nq, h, b, nkv, hkv, bkv;
     int64_t dvp;    // dv padded to kCols
     int64_t slots;  // K/V tiles held in scratch: every tile of a head, or one
+    bool bf16;      // bf16 keys and values: the query and the softmax weights are rounded to bf16
+    bool pairs;     // ... and the tiled path multiplies bf16 pairs (gemm_bf16_pairs on vdpbf16ps)
+    int64_t dpair;  // pairs of a query or key row, ceil(d / 2)
 };
 
 // Floats of one K tile (transposed, d x kKB) and one V tile (kKB x dvp).
@@ -62,7 +72,10 @@ Dims dims_of(const Tensor& dst) {
     const Tensor& q = *dst.src[0];
     const Tensor& k = *dst.src[1];
     const Tensor& v = *dst.src[2];
-    Dims g{q.ne[0], v.ne[0], q.ne[1], q.ne[2], q.ne[3], k.ne[1], k.ne[2], k.ne[3], round_up(v.ne[0], kCols), 1};
+    Dims g{q.ne[0], v.ne[0], q.ne[1], q.ne[2], q.ne[3], k.ne[1], k.ne[2], k.ne[3], round_up(v.ne[0], kCols), 1,
+           false, false, (q.ne[0] + 1) / 2};
+    g.bf16 = k.type == Type::BF16 && v.type == Type::BF16;
+    g.pairs = g.bf16 && gemm_bf16_native();
     const int64_t tiles = (g.nkv + kKB - 1) / kKB;
     if (tiles * (kt_floats(g.d) + v_floats(g.dvp)) * int64_t(sizeof(float)) <= kHeadScratchBytes) g.slots = tiles;
     return g;
@@ -74,7 +87,7 @@ struct Scratch {
 };
 
 size_t scratch_floats(const Dims& g) {
-    const int64_t rowlen = std::max({g.d, g.dv, kKB});
+    const int64_t rowlen = std::max({g.d, 2 * round_up(g.dv, 16), kKB});  // two value rows: convert_tile_pairs
     return size_t(round_up(kQB * g.d, 16) + g.slots * (kt_floats(g.d) + v_floats(g.dvp)) + kQB * kKB + kQB * g.dvp +
                   2 * kQB + round_up(rowlen, 16));
 }
@@ -434,6 +447,11 @@ void axpy_row(float f, const Tensor& t, const uint8_t* p, float* y, int64_t n, f
     axpy(f, row_f32(t, p, n, buf), y, n);
 }
 
+float round_bf16(float x) { return bf16_to_fp32(fp32_to_bf16(x)); }
+
+// Two floats as one bf16 pair (lo in the low half), rounded to nearest even.
+uint32_t bf16_pair(float lo, float hi) { return uint32_t(fp32_to_bf16(lo)) | uint32_t(fp32_to_bf16(hi)) << 16; }
+
 // The scores of query row iq of head h, batch b fit the scratch's score block.
 bool few_rows(const Dims& g) { return g.nq <= kFewRows && round_up(g.nkv, 8) <= kQB * kKB; }
 
@@ -452,7 +470,7 @@ void attend_row(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h, 
 
     float* qs = sc.q;
     vec::gather_f32(at(q, 0, iq, h, b), q.nb[0], g.d, qs);
-    for (int64_t d = 0; d < g.d; ++d) qs[d] *= scale;
+    for (int64_t d = 0; d < g.d; ++d) qs[d] = g.bf16 ? round_bf16(qs[d] * scale) : qs[d] * scale;
     float* s = sc.s;
     for (int64_t j = 0; j < g.nkv; ++j) s[j] = dot_row(qs, k, at(k, 0, j, hk, bk), g.d, sc.row);
     std::fill(s + g.nkv, s + nkvp, 0.0f);
@@ -476,13 +494,34 @@ void attend_row(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h, 
     float* o = sc.o;
     std::fill(o, o + g.dv, 0.0f);
     for (int64_t j = 0; j < g.nkv; ++j) {
-        if (s[j] != 0.0f) axpy_row(s[j], v, at(v, 0, j, hk, bk), o, g.dv, sc.row);
+        const float w = g.bf16 ? round_bf16(s[j]) : s[j];
+        if (w != 0.0f) axpy_row(w, v, at(v, 0, j, hk, bk), o, g.dv, sc.row);
     }
     for (int64_t d = 0; d < g.dv; ++d) out[d] = o[d] * inv;
 }
 
+// convert_tile's bf16 pair layout (g.pairs): K transposed by pairs, kt[p * kKB + j] = key j's elements
+// (2p, 2p + 1); V by pairs of keys, vt[(j / 2) * dvp + c] = element c of keys j, j + 1 (a missing
+// last key of an odd tile as zeros). The padding columns of V stay zero.
+void convert_tile_pairs(const Tensor& k, const Tensor& v, const Dims& g, const Scratch& sc, uint32_t* kt,
+                        uint32_t* vt, int64_t hk, int64_t bk, int64_t j0, int64_t kb) {
+    for (int64_t j = 0; j < kb; ++j) {
+        const float* kf = row_f32(k, at(k, 0, j0 + j, hk, bk), g.d, sc.row);
+        for (int64_t p = 0; p < g.dpair; ++p) {
+            kt[p * kKB + j] = bf16_pair(kf[2 * p], 2 * p + 1 < g.d ? kf[2 * p + 1] : 0.0f);
+        }
+    }
+    float* second = sc.row + round_up(g.dv, 16);  // the scratch row holds both value rows (rowlen >= 2 dv)
+    for (int64_t j = 0; j < kb; j += 2) {
+        const float* v0 = row_f32(v, at(v, 0, j0 + j, hk, bk), g.dv, sc.row);
+        const float* v1 = j + 1 < kb ? row_f32(v, at(v, 0, j0 + j + 1, hk, bk), g.dv, second) : nullptr;
+        uint32_t* out = vt + (j / 2) * g.dvp;
+        for (int64_t c = 0; c < g.dv; ++c) out[c] = bf16_pair(v0[c], v1 ? v1[c] : 0.0f);
+    }
+}
+
 // Key tile t (keys [t kKB, t kKB + kKB)) of kv head hk, batch bk into its scratch slot: K transposed
-// (d x kKB), V as rows of dvp, both as f32.
+// (d x kKB), V as rows of dvp, both as f32 (or as bf16 pairs: convert_tile_pairs).
 void convert_tile(const Tensor& k, const Tensor& v, const Dims& g, const Scratch& sc, int64_t hk, int64_t bk,
                   int64_t t) {
     const int64_t slot = g.slots > 1 ? t : 0;
@@ -490,6 +529,10 @@ void convert_tile(const Tensor& k, const Tensor& v, const Dims& g, const Scratch
     float* vt = sc.v + slot * v_floats(g.dvp);
     const int64_t j0 = t * kKB;
     const int64_t kb = std::min(kKB, g.nkv - j0);
+    if (g.pairs) {
+        return convert_tile_pairs(k, v, g, sc, reinterpret_cast<uint32_t*>(kt), reinterpret_cast<uint32_t*>(vt), hk,
+                                  bk, j0, kb);
+    }
     for (int64_t j = 0; j < kb; ++j) {
         const float* kf = row_f32(k, at(k, 0, j0 + j, hk, bk), g.d, sc.row);
         for (int64_t d = 0; d < g.d; ++d) kt[d * kKB + j] = kf[d];
@@ -515,11 +558,17 @@ void attend_block(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h
     const int64_t hk = h / (g.h / g.hkv);
     const int64_t bk = b / (g.b / g.bkv);
 
+    // The scaled query rows: f32 rows of d (bf16-rounded values for bf16 keys), or rows of dpair
+    // bf16 pairs.
+    uint32_t* qpairs = reinterpret_cast<uint32_t*>(sc.q);
     for (int64_t i = 0; i < nr; ++i) {
         const uint8_t* qrow = at(q, 0, iq0 + i, h, b);
-        float* qs = sc.q + i * g.d;
+        float* qs = g.pairs ? sc.row : sc.q + i * g.d;
         vec::gather_f32(qrow, q.nb[0], g.d, qs);
-        for (int64_t d = 0; d < g.d; ++d) qs[d] *= scale;
+        for (int64_t d = 0; d < g.d; ++d) qs[d] = g.bf16 && !g.pairs ? round_bf16(qs[d] * scale) : qs[d] * scale;
+        for (int64_t p = 0; g.pairs && p < g.dpair; ++p) {
+            qpairs[i * g.dpair + p] = bf16_pair(qs[2 * p], 2 * p + 1 < g.d ? qs[2 * p + 1] : 0.0f);
+        }
         sc.m[i] = kNegInf;
         sc.l[i] = 0.0f;
     }
@@ -534,7 +583,12 @@ void attend_block(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h
         const float* kt = sc.kt + slot * kt_floats(g.d);
         const float* vt = sc.v + slot * v_floats(g.dvp);
 
-        gemm_set(nr, kbp, g.d, sc.q, g.d, kt, kKB, sc.s, kKB);
+        if (g.pairs) {
+            gemm_bf16_pairs(nr, kbp, g.dpair, qpairs, g.dpair, reinterpret_cast<const uint32_t*>(kt), kKB, sc.s, kKB,
+                            false);
+        } else {
+            gemm_set(nr, kbp, g.d, sc.q, g.d, kt, kKB, sc.s, kKB);
+        }
         // With every tile held, the next one (K transposed, then V, adjacent slots) is fetched early.
         const bool ahead = g.slots > 1 && converted && j0 + kKB < g.nkv;
         const float* next = sc.kt + (slot + 1) * kt_floats(g.d);
@@ -564,8 +618,20 @@ void attend_block(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h
             sc.l[i] = sc.l[i] * alpha + sum;
             sc.m[i] = m_new;
             if (alpha != 1.0f) block_scale(sc.o + i * g.dvp, alpha, g.dvp);
+            // The weights as the value product takes them: bf16 pairs over the row's first half, or
+            // f32 values rounded to bf16.
+            if (g.pairs) {
+                pack_bf16_pairs_in_place(srow, kbp);
+            } else if (g.bf16) {
+                for (int64_t j = 0; j < kb; ++j) srow[j] = round_bf16(srow[j]);
+            }
         }
-        gemm(nr, g.dvp, kb, sc.s, kKB, vt, g.dvp, sc.o, g.dvp);
+        if (g.pairs) {
+            gemm_bf16_pairs(nr, g.dvp, (kb + 1) / 2, reinterpret_cast<const uint32_t*>(sc.s), kKB,
+                            reinterpret_cast<const uint32_t*>(vt), g.dvp, sc.o, g.dvp, true);
+        } else {
+            gemm(nr, g.dvp, kb, sc.s, kKB, vt, g.dvp, sc.o, g.dvp);
+        }
     }
 
     for (int64_t i = 0; i < nr; ++i) {

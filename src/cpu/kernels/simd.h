@@ -74,6 +74,17 @@ inline bool cpu_hardware_has_avx_vnni() {
 #endif
 }
 
+// Whether the CPU has AVX512_BF16: vdpbf16ps, the dot product of bf16 pairs into f32 lanes (the
+// bf16 products of gemm_bf16.h). It belongs to the Avx512 level, like AVX512-VNNI above.
+inline bool cpu_hardware_has_avx512_bf16() {
+#if defined(MB_SIMD_X86)
+    static const bool has = cpu_isa_hardware() == CpuIsa::Avx512 && __builtin_cpu_supports("avx512bf16");
+    return has;
+#else
+    return false;
+#endif
+}
+
 // AVX2 with FMA and F16C, for kernels marked MB_TARGET_AVX2.
 inline bool cpu_has_avx2_fma_f16c() { return cpu_isa_in_use() >= CpuIsa::Avx2; }
 
@@ -82,6 +93,9 @@ inline bool cpu_has_avx512f() { return cpu_isa_in_use() >= CpuIsa::Avx512; }
 
 // AVX512-VNNI and AVX512VL, within the cap, for the kernels instantiated with DotVnni.
 inline bool cpu_has_avx512_vnni() { return cpu_has_avx512f() && cpu_hardware_has_avx512_vnni(); }
+
+// AVX512_BF16 within the cap, for the kernels of gemm_bf16.h.
+inline bool cpu_has_avx512_bf16() { return cpu_has_avx512f() && cpu_hardware_has_avx512_bf16(); }
 
 // AVX-VNNI within the cap, for the kernels instantiated with DotAvxVnni. Where AVX512-VNNI is also in
 // use, the kernels take that one (the same instruction; a choice, not a difference in results).
