@@ -320,11 +320,15 @@ class BackendWhisper:
                 else:
                     # Queries come from the text; keys and values from the audio, once per window.
                     # The values are made transposed, V^T = mul_mat(audio, W_v), which needs W_v
-                    # as the f32 operand.
+                    # as the f32 operand; with int8 activations W_v stays a (quantized) matrix and
+                    # the values are made row-major and transposed (_encoder_graph).
                     matrix(f"{a}.query.weight", [q])
                     vector(f"{a}.query.bias", t[f"{a}.query.bias"])
                     matrix(f"{a}.key.weight", [k])
-                    vector(f"{a}.value.weight", v)
+                    if self.int8_activations:
+                        matrix(f"{a}.value.weight", [v])
+                    else:
+                        vector(f"{a}.value.weight", v)
                     vector(f"{a}.value.bias", _f32(t[f"{a}.value.bias"]).reshape(d, 1))
                 matrix(f"{a}.out.weight", [t[f"{a}.out.weight"]])
                 vector(f"{a}.out.bias", t[f"{a}.out.bias"])
@@ -353,6 +357,12 @@ class BackendWhisper:
         weight = self.w[f"{name}.weight"]
         int8 = self.int8_activations and weight.type.is_quantized
         return layers.linear(x, weight, self.w[f"{name}.bias"], name, compute_type="int8" if int8 else "float32")
+
+    def _product(self, weight_name: str, x: mb.Tensor) -> mb.Tensor:
+        """mul_mat(weight, x) without a bias, 8-bit activations for quantized weights as in _linear."""
+        weight = self.w[weight_name]
+        int8 = self.int8_activations and weight.type.is_quantized
+        return ops.mul_mat(weight, x, compute_type="int8" if int8 else "float32")
 
     def _layer_norm(self, x: mb.Tensor, name: str) -> mb.Tensor:
         return layers.layer_norm(x, self.w[f"{name}.weight"], self.w[f"{name}.bias"], _LN_EPS, name)
@@ -432,14 +442,15 @@ class BackendWhisper:
         outputs = [encoded]
         for i in range(hp.n_text_layer):
             p = f"decoder.blocks.{i}.cross_attn"
-            k = layers.named(ops.mul_mat(self.w[f"{p}.key.weight"], encoded), f"{p}.key")  # (w n, d)
+            k = layers.named(self._product(f"{p}.key.weight", encoded), f"{p}.key")  # (w n, d)
             outputs.append(ops.cpy(self._batch_heads(k, w, n, d, 0, n), cross_k[i]))
-            if w == 1:
-                v_t = layers.named(ops.mul_mat(encoded, self.w[f"{p}.value.weight"]), f"{p}.value")  # (d, n)
+            weight_v = self.w[f"{p}.value.weight"]
+            if w == 1 and not weight_v.type.is_quantized:
+                v_t = layers.named(ops.mul_mat(encoded, weight_v), f"{p}.value")  # (d, n)
             else:
-                # mul_mat cannot broadcast the weight over the windows as its second operand: the
-                # values are made row-major and transposed window by window.
-                v = layers.named(ops.mul_mat(self.w[f"{p}.value.weight"], encoded), f"{p}.value")  # (w n, d)
+                # mul_mat cannot broadcast the weight over the windows as its second operand, nor take
+                # a quantized one there: the values are made row-major and transposed window by window.
+                v = layers.named(self._product(f"{p}.value.weight", encoded), f"{p}.value")  # (w n, d)
                 v_t = ops.cont(ops.permute(ops.reshape(v, (w, n, d)), [0, 2, 1]))  # (w, d, n)
             v_t = layers.named(ops.add(v_t, self.w[f"{p}.value.bias"]), f"{p}.value.bias")
             outputs.append(ops.cpy(v_t, cross_v_t[i]))
@@ -492,13 +503,15 @@ class BackendWhisper:
                                       m // windows)
                 cross_k = _prefix(self._windows.cross_k[i], (windows, self.n_head, n_audio, self.head_dim))
                 v_t = _prefix(self._windows.cross_v_t[i], (windows, self.n_head, self.head_dim, n_audio))
-            probs = ops.soft_max_ext(ops.mul_mat(cross_k, q), None, self.scale, 0.0)  # (., H, ., audio)
-            out = ops.mul_mat(v_t, probs)  # (., H, ., hd)
+            scores = layers.named(ops.mul_mat(cross_k, q), f"{p}.cross_attn.kq")
+            probs = ops.soft_max_ext(scores, None, self.scale, 0.0)  # (., H, ., audio)
+            out = layers.named(ops.mul_mat(v_t, probs), f"{p}.cross_attn.kqv")  # (., H, ., hd)
             a = ops.reshape(ops.cont(ops.permute(out, [0, 2, 1, 3])), (m, d))
             x = ops.add(x, self._linear(a, f"{p}.cross_attn.out"))
             x = ops.add(x, self._mlp(x, p))
         last = x if n == 1 else ops.cont(ops.view(x, (batch, d), strides=(n * d * 4, 4), offset=(n - 1) * d * 4))
-        logits = ops.mul_mat(self.w["decoder.token_embedding.weight"], self._layer_norm(last, "decoder.ln"))
+        logits = layers.named(self._product("decoder.token_embedding.weight", self._layer_norm(last, "decoder.ln")),
+                              "decoder.logits")
         return _DecoderGraph(mb.Graph(logits), tokens, positions, rows, mask, logits)
 
     def _build_reorder(self, count: int) -> _ReorderGraph:
