@@ -320,15 +320,11 @@ class BackendWhisper:
                 else:
                     # Queries come from the text; keys and values from the audio, once per window.
                     # The values are made transposed, V^T = mul_mat(audio, W_v), which needs W_v
-                    # as the f32 operand; with int8 activations W_v stays a (quantized) matrix and
-                    # the values are made row-major and transposed (_encoder_graph).
+                    # as the f32 operand.
                     matrix(f"{a}.query.weight", [q])
                     vector(f"{a}.query.bias", t[f"{a}.query.bias"])
                     matrix(f"{a}.key.weight", [k])
-                    if self.int8_activations:
-                        matrix(f"{a}.value.weight", [v])
-                    else:
-                        vector(f"{a}.value.weight", v)
+                    vector(f"{a}.value.weight", v)
                     vector(f"{a}.value.bias", _f32(t[f"{a}.value.bias"]).reshape(d, 1))
                 matrix(f"{a}.out.weight", [t[f"{a}.out.weight"]])
                 vector(f"{a}.out.bias", t[f"{a}.out.bias"])
@@ -442,7 +438,9 @@ class BackendWhisper:
         outputs = [encoded]
         for i in range(hp.n_text_layer):
             p = f"decoder.blocks.{i}.cross_attn"
-            k = layers.named(self._product(f"{p}.key.weight", encoded), f"{p}.key")  # (w n, d)
+            # f32 activations in both compute types: 8-bit ones here cost 2-3 words in three rows of
+            # the passage x5 (README, "Faster on the CPU").
+            k = layers.named(ops.mul_mat(self.w[f"{p}.key.weight"], encoded), f"{p}.key")  # (w n, d)
             outputs.append(ops.cpy(self._batch_heads(k, w, n, d, 0, n), cross_k[i]))
             weight_v = self.w[f"{p}.value.weight"]
             if w == 1 and not weight_v.type.is_quantized:
