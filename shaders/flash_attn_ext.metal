@@ -11,8 +11,9 @@
 //     kernel_flash_attn_ext_vec_reduce combines the nwg partials of each row.
 // The head size D is a function constant: each pipeline is compiled for one D, so the loops over
 // D unroll and the output accumulators (arrays sized for the largest D) stay in registers, without a
-// kernel per head size. k and v are f16, f32 or quantized (KV: their element or block type);
-// quantized values are staged as f32 (a block value q*d is not exact in f16).
+// kernel per head size. k and v are f16, f32, bf16 or quantized (KV: their element or block type);
+// bf16 and quantized values are staged as f32 (a block value q*d is not exact in f16), the products
+// taking q and the probabilities unrounded (the CPU rounds both to bf16 for bf16 k/v).
 #include <metal_stdlib>
 #include "kargs.h"
 #include "quants.h"
@@ -50,6 +51,10 @@ static inline float fa_elem(device const half * row, ulong nb0, int d) {
 
 static inline float fa_elem(device const float * row, ulong nb0, int d) {
     return *((device const float *) ((device const char *) row + (ulong) d * nb0));
+}
+
+static inline float fa_elem(device const mb_bf16 * row, ulong nb0, int d) {
+    return mb_to_float(*((device const mb_bf16 *) ((device const char *) row + (ulong) d * nb0)));
 }
 
 // Nibble j of a 32-element block: element j < 16 is the low nibble of qs[j], j + 16 the high one.
@@ -283,6 +288,7 @@ typedef decltype(kernel_flash_attn_ext<float, float, simdgroup_float8x8>) kernel
 
 template [[host_name("kernel_flash_attn_ext_f16")]] kernel kernel_flash_attn_ext_f16_t kernel_flash_attn_ext<half, half, simdgroup_half8x8>;
 template [[host_name("kernel_flash_attn_ext_f32")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<float, float, simdgroup_float8x8>;
+template [[host_name("kernel_flash_attn_ext_bf16")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<mb_bf16, float, simdgroup_float8x8>;
 template [[host_name("kernel_flash_attn_ext_q4_0")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<block_q4_0, float, simdgroup_float8x8>;
 template [[host_name("kernel_flash_attn_ext_q4_1")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<block_q4_1, float, simdgroup_float8x8>;
 template [[host_name("kernel_flash_attn_ext_q5_0")]] kernel kernel_flash_attn_ext_f32_t kernel_flash_attn_ext<block_q5_0, float, simdgroup_float8x8>;
@@ -394,6 +400,7 @@ typedef decltype(kernel_flash_attn_ext_vec<half>) kernel_flash_attn_ext_vec_t;
 
 template [[host_name("kernel_flash_attn_ext_vec_f16")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<half>;
 template [[host_name("kernel_flash_attn_ext_vec_f32")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<float>;
+template [[host_name("kernel_flash_attn_ext_vec_bf16")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<mb_bf16>;
 template [[host_name("kernel_flash_attn_ext_vec_q4_0")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<block_q4_0>;
 template [[host_name("kernel_flash_attn_ext_vec_q4_1")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<block_q4_1>;
 template [[host_name("kernel_flash_attn_ext_vec_q5_0")]] kernel kernel_flash_attn_ext_vec_t kernel_flash_attn_ext_vec<block_q5_0>;

@@ -37,6 +37,8 @@ REFUSED = {
     "argsort/f32/long_desc": "rows over 1024 values: the bitonic sort is one threadgroup per row (as ggml-metal 0.5.1)",
     "soft_max/f32/transposed": "the kernel reads packed rows; the Scheduler runs a strided one on the CPU",
     "mul_mat/f32xf32/transposed_b": "the kernels read packed activation rows",
+    "flash_attn_ext/bf16/d33_softcap": "head size 33: the Metal kernels take 40, 64, 80, 96, 112, 128, 192, 256 (the "
+                                       "CPU's odd-size bf16 pairs are what this case checks)",
     **{f"cpy/f32_{t}/contiguous": _QUANT_TARGETS for t in ("q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl",
                                                           "iq4_xs", "mxfp4")},
 }

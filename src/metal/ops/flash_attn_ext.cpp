@@ -43,6 +43,7 @@ const char* kv_suffix(Type t) {
     switch (t) {
         case Type::F16: return "f16";
         case Type::F32: return "f32";
+        case Type::BF16: return "bf16";
         case Type::Q4_0: return "q4_0";
         case Type::Q4_1: return "q4_1";
         case Type::Q5_0: return "q5_0";
@@ -58,7 +59,7 @@ bool use_vec(const Tensor& node) { return node.src[0]->ne[1] < kVecMaxRows; }
 // by more q rows), then longer tiles.
 TileConfig tile_config(const RuntimeProps& props, int64_t d, Type kv_type) {
     static const int kCandidates[][2] = {{4, 32}, {2, 32}, {4, 16}, {2, 16}, {1, 32}, {1, 16}, {1, 8}};
-    const size_t es = kv_type == Type::F16 ? 2 : 4;  // quantized values are staged as f32
+    const size_t es = kv_type == Type::F16 ? 2 : 4;  // bf16 and quantized values are staged as f32
     for (const auto& c : kCandidates) {
         TileConfig t;
         t.nsg = c[0];
