@@ -50,14 +50,16 @@ class AlignmentOutput:
 class AlignmentModel:
     """What the alignment pass reads of a Whisper network on the backend: the runner (device,
     backends), the weights (decoder tensors by their Whisper names, the qkv/out/query matrices as
-    BackendWhisper lays them out), the window's f16 cross-attention keys (1, H, n_audio, hd) and
-    transposed values (d, n_audio) per decoder layer, and the decoder's heads."""
+    BackendWhisper lays them out), the window's f16 cross-attention keys and values per decoder
+    layer as BackendWhisper stores them (keys (1, H, n_audio, hd); values the same shape as rows where
+    values_as_rows, else transposed, (1, H, hd, n_audio)), and the decoder's heads."""
 
     hp: WhisperHParams
     runner: Runner
     weights: Weights
-    cross_k: Sequence[mb.Tensor]
-    cross_v_t: Sequence[mb.Tensor]
+    cross_keys: Sequence[mb.Tensor]
+    cross_values: Sequence[mb.Tensor]
+    values_as_rows: bool
     n_head: int
     head_dim: int
 
@@ -157,13 +159,14 @@ class AlignmentGraphs:
 
             h = layer_norm(x, f"{p}.cross_attn_ln")
             q = view_heads(linear(h, f"{p}.cross_attn.query"), d, 0)
-            scores = ops.mul_mat(m.cross_k[i], q)  # (1, H, n, n_audio)
+            # Values stored as rows: mul_mat reads V^T as their transposed view.
+            v_t = ops.transpose(m.cross_values[i]) if m.values_as_rows else m.cross_values[i]
+            scores = ops.mul_mat(m.cross_keys[i], q)  # (1, H, n, n_audio)
             for layer, head in heads:
                 if layer == i:
                     head_scores = ops.view(scores, (n, n_audio), offset=head * n * n_audio * 4)
                     outputs.append(ops.soft_max_ext(head_scores, frames, scale, 0.0))
             probs = ops.soft_max_ext(scores, None, scale, 0.0)
-            v_t = ops.reshape(m.cross_v_t[i], (1, H, hd, n_audio))
             a = layers.merge_heads(ops.mul_mat(v_t, probs))
             x = ops.add(x, linear(a, f"{p}.cross_attn.out"))
             hm = layer_norm(x, f"{p}.mlp_ln")

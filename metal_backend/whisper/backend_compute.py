@@ -38,8 +38,14 @@ Attention, as measured on the CPU device:
   for every query block, was 27% slower than "matmul"). "matmul" stays selectable;
 - decoder self-attention (a few queries over at most 448 cached f16 positions) uses flash_attn_ext;
 - decoder cross-attention (a few queries over 1500 positions) uses mul_mat + soft_max_ext over
-  f16 keys and values stored transposed at encode time: the matrix-vector products read the f16
-  rows in place, where flash_attn_ext converts every key and value tile to f32 for each query block.
+  f16 keys and values stored at encode time, where flash_attn_ext would convert every key and value
+  tile to f32 for each query block. Keys are stored as K (1500 rows of head_dim), read in place by
+  the matrix-vector products. Values: on the CPU device as V (1500 rows of head_dim), read through a
+  transposed view, which the CPU's mul_mat multiplies with broadcast tiles (mul_mat_transposed.h:
+  no horizontal sums, one sequential pass over V for all of a window's queries); elsewhere as V^T
+  (the rows the matrix-vector products read in place): _cross_operands. Keys stored as K^T were
+  tried the same way: faster with the keys in cache, but the transposed tiles read K^T in strided
+  64-row pieces, which from memory ran at half the speed of K's sequential rows.
 """
 
 from __future__ import annotations
@@ -88,14 +94,14 @@ class BackendBatchFeatures:
 @dataclass
 class _WindowBatch:
     """The tensors of a batch of windows (capacity windows): mel input, each decoder layer's
-    cross-attention keys (capacity, H, n_audio, hd) and transposed values (capacity, d, n_audio),
-    the encoder's f16 keys and values for flash attention, and the encoder graph per count."""
+    cross-attention keys and values (capacity + 1 windows, in BackendWhisper's cross layout), the
+    encoder's f16 keys and values for flash attention, and the encoder graph per count."""
 
     capacity: int
     buffer: mb.Buffer
     mel: mb.Tensor
-    cross_k: list
-    cross_v_t: list
+    cross_keys: list
+    cross_values: list
     encoder_kv: list
     graphs: dict
     selects: dict = field(default_factory=dict)  # select_window's copy graph per window slot
@@ -192,6 +198,8 @@ class BackendWhisper:
         self.head_dim = hp.n_audio_state // hp.n_audio_head
         self.scale = 1.0 / math.sqrt(self.head_dim)
 
+        # Cross-attention keys and values in the layout the device multiplies fastest (_cross_operands).
+        self.values_as_rows = self.device.type == mb.DeviceType.CPU
         self.weights = Weights(self.device.buffer_type)
         self.ctx = self.weights.ctx
         self._create_weights(model)
@@ -200,12 +208,11 @@ class BackendWhisper:
 
         d = hp.n_text_state
         self.mel = self.ctx.tensor(mb.f32, (1, hp.n_mels, 2 * hp.n_audio_ctx), name="mel")
-        # Cross-attention keys head by head (each head's rows contiguous) and values transposed, so
-        # the decoder's matrix-vector products stream both from memory in order.
-        self.cross_k = [self.ctx.tensor(mb.f16, (1, self.n_head, hp.n_audio_ctx, self.head_dim), name=f"cross_k.{i}")
-                        for i in range(hp.n_text_layer)]
-        self.cross_v_t = [self.ctx.tensor(mb.f16, (d, hp.n_audio_ctx), name=f"cross_v_t.{i}")
-                          for i in range(hp.n_text_layer)]
+        # Cross-attention keys and values head by head: K, and V on the CPU, V^T elsewhere.
+        self.cross_keys = [self.ctx.tensor(mb.f16, (1, *self._cross_shapes()[0]), name=f"cross_keys.{i}")
+                           for i in range(hp.n_text_layer)]
+        self.cross_values = [self.ctx.tensor(mb.f16, (1, *self._cross_shapes()[1]), name=f"cross_values.{i}")
+                             for i in range(hp.n_text_layer)]
         # The encoder's keys and values in f16 for flash_attn_ext, one pair of tensors per layer.
         self.encoder_kv = []
         if self._encoder_kv_type is not None:
@@ -319,13 +326,18 @@ class BackendWhisper:
                                                              _f32(t[f"{a}.value.bias"])]))
                 else:
                     # Queries come from the text; keys and values from the audio, once per window.
-                    # The values are made transposed, V^T = mul_mat(audio, W_v), which needs W_v
-                    # as the f32 operand.
+                    # Values stored transposed are made as V^T = mul_mat(audio, W_v), which needs
+                    # W_v as the f32 operand (the bias a column); values stored as rows (the CPU's
+                    # layout, _cross_operands) are a product like the keys'.
                     matrix(f"{a}.query.weight", [q])
                     vector(f"{a}.query.bias", t[f"{a}.query.bias"])
                     matrix(f"{a}.key.weight", [k])
-                    vector(f"{a}.value.weight", v)
-                    vector(f"{a}.value.bias", _f32(t[f"{a}.value.bias"]).reshape(d, 1))
+                    if self.values_as_rows:
+                        matrix(f"{a}.value.weight", [v])
+                        vector(f"{a}.value.bias", t[f"{a}.value.bias"])
+                    else:
+                        vector(f"{a}.value.weight", v)
+                        vector(f"{a}.value.bias", _f32(t[f"{a}.value.bias"]).reshape(d, 1))
                 matrix(f"{a}.out.weight", [t[f"{a}.out.weight"]])
                 vector(f"{a}.out.bias", t[f"{a}.out.bias"])
             for norm in ("weight", "bias"):
@@ -372,6 +384,12 @@ class BackendWhisper:
         """(1, H, n, head_dim) view of the columns [offset, offset + d) of the rows of x."""
         return layers.head_view(x, self.n_head, self.head_dim, n, row_elems, offset_elems)
 
+    def _cross_shapes(self) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """The stored (H, ., .) shapes of one window's cross-attention keys and values."""
+        rows = (self.n_head, self.hp.n_audio_ctx, self.head_dim)
+        columns = (self.n_head, self.head_dim, self.hp.n_audio_ctx)
+        return rows, (rows if self.values_as_rows else columns)
+
     def _batch_heads(self, x: mb.Tensor, batch: int, n: int, row_elems: int, offset_elems: int,
                      sequence_rows: int) -> mb.Tensor:
         """(batch, H, n, head_dim) view of the columns [offset, offset + d) of rows of x, where
@@ -387,7 +405,7 @@ class BackendWhisper:
     def encoder_graph(self) -> mb.Graph:
         """The encoder graph of one window (encode())."""
         if self._encoder is None:
-            self._encoder = self._encoder_graph(self.mel, 1, self.cross_k, self.cross_v_t, self.encoder_kv)
+            self._encoder = self._encoder_graph(self.mel, 1, self.cross_keys, self.cross_values, self.encoder_kv)
         return self._encoder[0]
 
     def profile_encoder(self, repeat: int = 1) -> mb.Profile:
@@ -404,10 +422,11 @@ class BackendWhisper:
         self.encoder_graph
         return self._encoder[1]
 
-    def _encoder_graph(self, mel: mb.Tensor, windows: int, cross_k: list, cross_v_t: list,
+    def _encoder_graph(self, mel: mb.Tensor, windows: int, cross_keys: list, cross_values: list,
                        encoder_kv: list) -> tuple[mb.Graph, mb.Tensor]:
         """The encoder over `windows` mel windows (mel (windows, n_mels, 3000)), ending with the
-        cross-attention keys and values of every decoder layer copied into cross_k / cross_v_t."""
+        cross-attention keys and values of every decoder layer copied into cross_keys /
+        cross_values (the cross layout, _cross_operands)."""
         hp = self.hp
         n, d = hp.n_audio_ctx, hp.n_audio_state
         w = windows
@@ -441,18 +460,29 @@ class BackendWhisper:
             # f32 activations in both compute types: 8-bit ones here cost 2-3 words in three rows of
             # the passage x5 (README, "Faster on the CPU").
             k = layers.named(ops.mul_mat(self.w[f"{p}.key.weight"], encoded), f"{p}.key")  # (w n, d)
-            outputs.append(ops.cpy(self._batch_heads(k, w, n, d, 0, n), cross_k[i]))
+            outputs.append(ops.cpy(self._batch_heads(k, w, n, d, 0, n), cross_keys[i]))
             weight_v = self.w[f"{p}.value.weight"]
-            if w == 1 and not weight_v.type.is_quantized:
+            if self.values_as_rows:
+                v = layers.named(ops.mul_mat(weight_v, encoded), f"{p}.value")  # (w n, d)
+                v = layers.named(ops.add(v, self.w[f"{p}.value.bias"]), f"{p}.value.bias")
+                outputs.append(ops.cpy(self._batch_heads(v, w, n, d, 0, n), cross_values[i]))
+                continue
+            if w == 1:
                 v_t = layers.named(ops.mul_mat(encoded, weight_v), f"{p}.value")  # (d, n)
             else:
-                # mul_mat cannot broadcast the weight over the windows as its second operand, nor take
-                # a quantized one there: the values are made row-major and transposed window by window.
-                v = layers.named(self._product(f"{p}.value.weight", encoded), f"{p}.value")  # (w n, d)
+                # mul_mat cannot broadcast the weight over the windows as its second operand: the
+                # values are made row-major and transposed window by window.
+                v = layers.named(ops.mul_mat(weight_v, encoded), f"{p}.value")  # (w n, d)
                 v_t = ops.cont(ops.permute(ops.reshape(v, (w, n, d)), [0, 2, 1]))  # (w, d, n)
             v_t = layers.named(ops.add(v_t, self.w[f"{p}.value.bias"]), f"{p}.value.bias")
-            outputs.append(ops.cpy(v_t, cross_v_t[i]))
+            outputs.append(ops.cpy(v_t, ops.reshape(cross_values[i], v_t.shape)))
         return mb.Graph(*outputs), encoded
+
+    def _cross_operands(self, keys: mb.Tensor, values: mb.Tensor) -> tuple[mb.Tensor, mb.Tensor]:
+        """mul_mat's operands for the cross-attention scores and outputs from the stored keys and
+        values (windows, H, ., .): K (., H, n_audio, hd) and V^T (., H, hd, n_audio), the values a
+        transposed view of V where they are stored as rows (values_as_rows)."""
+        return keys, (ops.transpose(values) if self.values_as_rows else values)
 
     def _build_decoder(self, batch: int, n: int, n_kv: int, windows: int = 0, padded: bool = False) -> _DecoderGraph:
         """The graph feeding n tokens to each of batch sequences, whose attention reads n_kv cache
@@ -461,7 +491,7 @@ class BackendWhisper:
         consecutive sequences each. padded: every sequence has its own self-attention mask
         (sequences whose first slots are padding, decode_batch's skip)."""
         hp = self.hp
-        d, n_audio, n_ctx = hp.n_text_state, hp.n_audio_ctx, hp.n_text_ctx
+        d, n_ctx = hp.n_text_state, hp.n_text_ctx
         m = batch * n
         tokens = ops.view(self.tokens_in, (m,))
         positions = ops.view(self.positions_in, (m,))
@@ -492,15 +522,15 @@ class BackendWhisper:
             if windows == 0:
                 q = self._batch_heads(self._linear(h, f"{p}.cross_attn.query"), batch, n, d, 0, n)
                 # The window's keys and values (batch 1) broadcast over the sequences.
-                cross_k = self.cross_k[i]
-                v_t = ops.reshape(self.cross_v_t[i], (1, self.n_head, self.head_dim, n_audio))
+                cross_k, v_t = self._cross_operands(self.cross_keys[i], self.cross_values[i])
             else:
                 # A window's sequences are consecutive rows: their queries are rows of one product
                 # with that window's keys, (w, H, per_window * n, hd).
                 q = self._batch_heads(self._linear(h, f"{p}.cross_attn.query"), windows, m // windows, d, 0,
                                       m // windows)
-                cross_k = _prefix(self._windows.cross_k[i], (windows, self.n_head, n_audio, self.head_dim))
-                v_t = _prefix(self._windows.cross_v_t[i], (windows, self.n_head, self.head_dim, n_audio))
+                keys, values = self._cross_shapes()
+                cross_k, v_t = self._cross_operands(_prefix(self._windows.cross_keys[i], (windows, *keys)),
+                                                    _prefix(self._windows.cross_values[i], (windows, *values)))
             scores = layers.named(ops.mul_mat(cross_k, q), f"{p}.cross_attn.kq")
             probs = ops.soft_max_ext(scores, None, self.scale, 0.0)  # (., H, ., audio)
             out = layers.named(ops.mul_mat(v_t, probs), f"{p}.cross_attn.kqv")  # (., H, ., hd)
@@ -550,8 +580,8 @@ class BackendWhisper:
         graph = batch.graphs.get(count)
         if graph is None:
             mel = _prefix(batch.mel, (count, hp.n_mels, 2 * hp.n_audio_ctx))
-            cross_k = [_prefix(t, (count, *t.shape[1:])) for t in batch.cross_k]
-            cross_v_t = [_prefix(t, (count, *t.shape[1:])) for t in batch.cross_v_t]
+            cross_k = [_prefix(t, (count, *t.shape[1:])) for t in batch.cross_keys]
+            cross_v_t = [_prefix(t, (count, *t.shape[1:])) for t in batch.cross_values]
             kv = [_prefix(t, (count * hp.n_audio_ctx, t.shape[1])) for t in batch.encoder_kv]
             graph = batch.graphs[count] = self._encoder_graph(mel, count, cross_k, cross_v_t, kv)[0]
         full = np.zeros((batch.capacity, *expected), np.float32)
@@ -596,7 +626,7 @@ class BackendWhisper:
         graph = batch.moves.get((src, dst))
         if graph is None:
             copies = []
-            for whole in batch.cross_k + batch.cross_v_t:
+            for whole in batch.cross_keys + batch.cross_values:
                 size = whole.nelements // (batch.capacity + 1)
                 view = ops.view(whole, (size,), offset=src * size * 2)
                 copies.append(ops.cpy(view, ops.view(whole, (size,), offset=dst * size * 2)))
@@ -618,7 +648,7 @@ class BackendWhisper:
         graph = batch.selects.get(slot)
         if graph is None:
             copies = []
-            for whole, one in zip(batch.cross_k + batch.cross_v_t, self.cross_k + self.cross_v_t):
+            for whole, one in zip(batch.cross_keys + batch.cross_values, self.cross_keys + self.cross_values):
                 size = one.nelements
                 flat = ops.view(whole, (size,), offset=slot * one.nbytes)
                 copies.append(ops.cpy(flat, ops.view(one, (size,))))
@@ -638,15 +668,16 @@ class BackendWhisper:
         """Tensors for batches of up to capacity windows (replacing smaller ones, whose decoder
         graphs are dropped)."""
         hp = self.hp
-        d, n = hp.n_text_state, hp.n_audio_ctx
+        n = hp.n_audio_ctx
         tag = self._cache_generation
         self._cache_generation += 1
         mel = self.ctx.tensor(mb.f32, (capacity, hp.n_mels, 2 * n), name=f"batch.mel.{tag}")
         mel.is_input = True
         # One window more than the capacity: the spare slot through which keep_windows swaps two.
-        cross_k = [self.ctx.tensor(mb.f16, (capacity + 1, self.n_head, n, self.head_dim),
-                                   name=f"batch.cross_k.{i}.{tag}") for i in range(hp.n_text_layer)]
-        cross_v_t = [self.ctx.tensor(mb.f16, (capacity + 1, d, n), name=f"batch.cross_v_t.{i}.{tag}")
+        keys, values = self._cross_shapes()
+        cross_k = [self.ctx.tensor(mb.f16, (capacity + 1, *keys), name=f"batch.cross_keys.{i}.{tag}")
+                   for i in range(hp.n_text_layer)]
+        cross_v_t = [self.ctx.tensor(mb.f16, (capacity + 1, *values), name=f"batch.cross_values.{i}.{tag}")
                      for i in range(hp.n_text_layer)]
         kv = []
         if self._encoder_kv_type is not None:
@@ -836,7 +867,8 @@ class BackendWhisper:
         if self._alignment is None:
             hp = self.hp
             self._alignment = AlignmentGraphs(AlignmentModel(
-                hp=hp, runner=self.runner, weights=self.weights, cross_k=self.cross_k, cross_v_t=self.cross_v_t,
+                hp=hp, runner=self.runner, weights=self.weights, cross_keys=self.cross_keys,
+                cross_values=self.cross_values, values_as_rows=self.values_as_rows,
                 n_head=hp.n_text_head, head_dim=hp.n_text_state // hp.n_text_head))
         return self._alignment.run(tokens, heads, n_audio)
 

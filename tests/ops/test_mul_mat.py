@@ -218,3 +218,73 @@ def test_unsupported_pairings_are_refused():
     wq = ctx.tensor(mb.q4_0, (4, 64))
     assert not CPU.supports_op(mb.ops.mul_mat(wq, x))
     assert CPU.supports_op(mb.ops.mul_mat(wq, ctx.tensor(mb.f32, (3, 64))))
+
+
+def run_transposed_weights(backend, w_type, w_vals, x_vals, n_threads=2):
+    """mul_mat(transpose(stored), x) where stored holds w with its last two axes swapped (the CPU's
+    transposed-operand path, mul_mat_transposed.h). Returns (out, weights as stored)."""
+    ctx = mb.Context()
+    stored = ctx.tensor(w_type, w_vals.shape[:-2] + w_vals.shape[-2:][::-1], name="w_t")
+    x = ctx.tensor(mb.f32, x_vals.shape, name="x")
+    w_in = mb.ops.transpose(stored)
+    assert tuple(w_in.shape) == w_vals.shape and w_in.nb[1] == w_type.type_size
+    y = mb.ops.mul_mat(w_in, x)
+    guard = ctx.tensor(mb.f32, (16,), name="guard")
+    backend.options = {"n_threads": n_threads}
+    assert mb.device("CPU").supports_op(y)
+    buf = mb.alloc_ctx_tensors(ctx, backend)
+    buf.clear(SENTINEL)
+    stored_vals = np.ascontiguousarray(np.swapaxes(w_vals, -1, -2))
+    stored.set(stored_vals.astype(np.float16) if w_type == mb.f16 else stored_vals)
+    x.set(x_vals)
+    backend.graph_compute(mb.Graph(y))
+    out = y.get()
+    _check_sentinels(buf, _ranges_owned([stored, x, y, guard]))
+    return out, mb.dequantize(mb.quantize(w_vals, w_type), w_type, w_vals.shape).astype(np.float64)
+
+
+@pytest.fixture(params=[2, 1, 0], ids=["avx512", "avx2", "portable"])
+def isa_cap(request):
+    """The CPU's max_isa for one test (a cap above the hardware's level runs its widest kernels)."""
+    cpu = mb.device("CPU")
+    before = int(cpu.props.extra["max_isa"])
+    cpu.set_prop("max_isa", request.param)
+    yield request.param
+    cpu.set_prop("max_isa", before)
+
+
+@pytest.mark.parametrize("m, k", [(1500, 64), (64, 1500), (7, 5), (77, 33), (16, 1), (200, 129)])
+@pytest.mark.parametrize("n", [1, 2, 5, 7, 13])
+@pytest.mark.parametrize("w_type", FLOAT_TYPES, ids=lambda t: t.name)
+def test_transposed_weights(backend, w_type, n, m, k, isa_cap):
+    """Weights read through a transposed view (attention values kept as V rows, read as V^T): column
+    counts off the 16/8-wide vectors, token counts off the 6/3/4-token tiles, every ISA path."""
+    rng = np.random.default_rng(n * 7 + m + k)
+    w = _data(rng, (1, 2, m, k))
+    x = _data(rng, (1, 2, n, k))
+    out, w_stored = run_transposed_weights(backend, w_type, w, x)
+    check(out, w_stored, x, w_type)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 5])
+@pytest.mark.parametrize("n", [1, 5, 20])
+def test_transposed_weights_broadcast(backend, n, n_threads):
+    """One stored matrix per (a3, a2) shared by 3 x 2 b matrices: the shared matrix's tokens are
+    every b matrix's (as a decoder's beams over one window's values), in tiles across matrices."""
+    rng = np.random.default_rng(n + 10 * n_threads)
+    w = _data(rng, (2, 3, 70, 150))
+    x = _data(rng, (6, 6, n, 150))
+    out, w_stored = run_transposed_weights(backend, mb.f16, w, x, n_threads=n_threads)
+    check(out, w_stored, x, mb.f16)
+
+
+def test_transposed_weights_on_metalsim_fall_back():
+    """The GPU devices do not take a transposed first operand (as ggml's Metal backend): supports_op
+    says so, and the scheduler runs such a product on the CPU."""
+    ctx = mb.Context()
+    stored = ctx.tensor(mb.f16, (1, 2, 40, 64), name="v")
+    y = mb.ops.mul_mat(mb.ops.transpose(stored), ctx.tensor(mb.f32, (1, 2, 5, 40), name="p"))
+    assert mb.device("CPU").supports_op(y)
+    sim = [d for d in mb.devices() if d.name == "MetalSim"]
+    if sim:
+        assert not sim[0].supports_op(y)

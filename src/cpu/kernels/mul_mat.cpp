@@ -18,6 +18,8 @@
 //   q8_0 weights from gemm_q8_0_min_tokens() tokens (x86 builds): the int8 GEMM (gemm_q8_0.h) on the same
 //   jobs and quantized activations, with its own order of float operations (one integer sum per
 //   block), which AVX2 computes with integer accumulators in registers.
+// - a transposed first operand (a float matrix stored with the product's columns contiguous, such as
+//   attention keys kept as K^T): mul_mat_transposed.h, broadcast tiles with no horizontal sums.
 // Threads take jobs from shared counters, which keeps every core busy when one of them is slowed by
 // something else on the machine. The matrix-vector path has no barrier (a slot never waits for one
 // that has not started, see kernels.h): the activation rows (or, fewer rows than threads, pieces of
@@ -38,6 +40,7 @@
 #include "cpu/kernels/gemm_f32.h"
 #include "cpu/kernels/gemm_q8_0.h"
 #include "cpu/kernels/kernels.h"
+#include "cpu/kernels/mul_mat_transposed.h"
 #include "cpu/kernels/simd.h"
 #include "cpu/kernels/vec_dot.h"
 
@@ -562,6 +565,10 @@ void run_vec(const ComputeParams& cp, const Plan& p, const Shape& s, const Tenso
 }  // namespace
 
 void mul_mat_prepare(const ComputeParams& cp, Tensor& dst) {
+    if (mul_mat_transposed_applies(dst)) {
+        mul_mat_transposed_prepare(cp, dst);
+        return;
+    }
     if (dst.is_empty() || dst.src[0]->ne[0] == 0 || cp.wdata == nullptr) {
         return;
     }
@@ -581,6 +588,9 @@ bool mul_mat_supported(const Tensor& dst) {
     const Tensor* b = dst.src[1];
     if (dst.op != Op::MUL_MAT || a == nullptr || b == nullptr) {
         return false;
+    }
+    if (mul_mat_transposed_applies(dst)) {
+        return mul_mat_transposed_supported(dst);
     }
     if (dst.type != Type::F32 || !dst.is_contiguous() || !is_weight_type(a->type)) {
         return false;
@@ -615,6 +625,9 @@ size_t mul_mat_work_size(const Tensor& dst, int nth) {
     if (dst.is_empty() || dst.src[0]->ne[0] == 0) {
         return 0;
     }
+    if (mul_mat_transposed_applies(dst)) {
+        return mul_mat_transposed_work_size(dst, nth);
+    }
     return make_plan(dst, std::max(1, nth)).total;
 }
 
@@ -626,6 +639,10 @@ void compute_mul_mat(const ComputeParams& cp, Tensor& dst) {
     const Tensor& b = *dst.src[1];
     if (a.ne[0] == 0) {
         zero_dst(cp, dst);
+        return;
+    }
+    if (mul_mat_transposed_applies(dst)) {
+        compute_mul_mat_transposed(cp, dst);
         return;
     }
     const Shape s = shape_of(dst);
