@@ -83,7 +83,7 @@ class Ggml:
 
     def __init__(self, threads, build, inputs):
         params = ggml.ggml_init_params(
-            mem_size=ggml.ggml_tensor_overhead() * 16 + ggml.ggml_graph_overhead(), mem_buffer=None, no_alloc=True
+            mem_size=ggml.ggml_tensor_overhead() * 64 + ggml.ggml_graph_overhead(), mem_buffer=None, no_alloc=True
         )
         self.ctx = ggml.ggml_init(params)
         tensors, out = build(self.ctx)
@@ -190,6 +190,65 @@ def matmul_row(wtype, n, k, m, rng):
         tol,
         weight_bytes=len(w_raw) if n == 1 else None,
     )
+
+
+def attention_decode_row(rng):
+    """A Whisper decoder step's self-attention (flash_attn_ext's row path): 4 layers, each 20 sequences x
+    6 heads of 64 with one query over 224 of a sequence's 448 cached f16 positions, the heads side by side
+    in the cache rows (views, as backend_compute reads them); the 4 caches (28 MB read) outgrow the
+    caches that a step's weights share, as they do in the decoder. Ours and ggml sum the 4 outputs."""
+    layers_, b, h, d, ctx_rows, n = 4, 20, 6, 64, 448, 224
+    scale = 1.0 / np.sqrt(d)
+    qs = [rng.standard_normal((b, h, 1, d)).astype(np.float32) for _ in range(layers_)]
+    caches = [rng.standard_normal((b * ctx_rows, h * d)).astype(np.float16) for _ in range(2 * layers_)]
+
+    def heads(cache):  # (b, h, n, d) of the first n positions of each sequence
+        return cache.reshape(b, ctx_rows, h, d)[:, :n].transpose(0, 2, 1, 3).astype(np.float32)
+
+    def np_attention():  # (b, 1, h, d), the layout flash_attn_ext writes, summed over the layers
+        out = 0.0
+        for i in range(layers_):
+            s = np.einsum("bhqd,bhkd->bhqk", qs[i], heads(caches[2 * i])) * np.float32(scale)
+            e = np.exp(s - s.max(axis=-1, keepdims=True))
+            out = out + np.einsum("bhqk,bhkd->bqhd", e / e.sum(axis=-1, keepdims=True), heads(caches[2 * i + 1]))
+        return out
+
+    def build_ours(ctx):
+        from metal_backend.nn import layers
+
+        tq = [ctx.tensor(mb.f32, (b, h, 1, d)) for _ in range(layers_)]
+        tc = [ctx.tensor(mb.f16, (b * ctx_rows, h * d)) for _ in range(2 * layers_)]
+        out = None
+        for i in range(layers_):
+            k, v = (layers.head_view(c, h, d, n, h * d, 0, b, ctx_rows) for c in (tc[2 * i], tc[2 * i + 1]))
+            a = mb.ops.flash_attn_ext(tq[i], k, v, None, scale)
+            out = a if out is None else mb.ops.add(out, a)
+        return [*tq, *tc], out
+
+    def build_ggml(ctx):
+        tq = [ggml.ggml_new_tensor_4d(ctx, ggml.GGML_TYPE_F32, d, 1, h, b) for _ in range(layers_)]
+        tc = [ggml.ggml_new_tensor_2d(ctx, ggml.GGML_TYPE_F16, h * d, b * ctx_rows) for _ in range(2 * layers_)]
+        out = None
+        for i in range(layers_):
+            k, v = (ggml.ggml_view_4d(ctx, c, d, n, h, b, h * d * 2, d * 2, ctx_rows * h * d * 2, 0)
+                    for c in (tc[2 * i], tc[2 * i + 1]))
+            a = ggml.ggml_flash_attn_ext(ctx, tq[i], k, v, None, scale, 0.0, 0.0)
+            ggml.ggml_flash_attn_ext_set_prec(a, ggml.GGML_PREC_F32)
+            out = a if out is None else ggml.ggml_add(ctx, out, a)
+        return [*tq, *tc], out
+
+    torch_fn = None
+    if torch is not None:
+        tq = [torch.from_numpy(q) for q in qs]
+        tc = [torch.from_numpy(c).view(b, ctx_rows, h, d)[:, :n].transpose(1, 2) for c in caches]
+
+        def torch_fn():  # f16 strided views as stored: SDPA reads them converted (its CPU kernels take one type)
+            return sum(F.scaled_dot_product_attention(tq[i], tc[2 * i].float(), tc[2 * i + 1].float())
+                       for i in range(layers_))
+
+    flops = 4.0 * layers_ * b * h * n * d
+    return Row("attn decode", f"{layers_}x{b}x{h}x1x{n}x{d}", flops, (build_ours, [*qs, *caches]), np_attention,
+               (build_ggml, [*qs, *caches]), torch_fn, 1e-4, numpy_peer=False)
 
 
 def softmax_row(rng):
@@ -789,7 +848,8 @@ def all_rows(rng):
         for (k, m) in [(512, 2048), (2048, 512)]:
             for n in (1, 1500):
                 rows.append(matmul_row(wtype, n, k, m, rng))
-    rows += [softmax_row(rng), *attention_rows(rng), norm_row(rng), gelu_row(rng), add_row(rng)]
+    rows += [softmax_row(rng), *attention_rows(rng), attention_decode_row(rng), norm_row(rng), gelu_row(rng),
+             add_row(rng)]
     rows += [mul_mat_id_row(rng), argsort_row(rng), top_k_row(rng), group_norm_row(rng), conv_transpose_1d_row(rng)]
     rows += [ssm_scan_row(rng), *rwkv_rows(rng), interpolate_row("bilinear", rng), interpolate_row("bicubic", rng)]
     rows += [cumsum_row(rng), out_prod_row(rng), conv_2d_row(rng), conv_2d_dw_row(rng), pool_2d_row(rng),

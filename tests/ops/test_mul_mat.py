@@ -243,16 +243,6 @@ def run_transposed_weights(backend, w_type, w_vals, x_vals, n_threads=2):
     return out, mb.dequantize(mb.quantize(w_vals, w_type), w_type, w_vals.shape).astype(np.float64)
 
 
-@pytest.fixture(params=[2, 1, 0], ids=["avx512", "avx2", "portable"])
-def isa_cap(request):
-    """The CPU's max_isa for one test (a cap above the hardware's level runs its widest kernels)."""
-    cpu = mb.device("CPU")
-    before = int(cpu.props.extra["max_isa"])
-    cpu.set_prop("max_isa", request.param)
-    yield request.param
-    cpu.set_prop("max_isa", before)
-
-
 @pytest.mark.parametrize("m, k", [(1500, 64), (64, 1500), (7, 5), (77, 33), (16, 1), (200, 129)])
 @pytest.mark.parametrize("n", [1, 2, 5, 7, 13])
 @pytest.mark.parametrize("w_type", FLOAT_TYPES, ids=lambda t: t.name)

@@ -9,7 +9,8 @@
 //
 // A few query rows (a decoder step: one query per sequence and head) take attend_row instead: the
 // tiles' conversions and transposes would serve one row each, so each row dots its query with the
-// key rows as stored, takes one softmax over all its keys, and adds up the value rows it weighs.
+// key rows as stored, takes one softmax over all its keys, and adds up the value rows it weighs
+// (f32 and f16 rows on AVX2 and AVX-512 hosts: flash_attn_row.h, four keys a step, prefetched).
 //
 // bf16 keys and values: both products take bf16 operands, as ggml's CPU path rounds the query to the
 // keys' type: the scaled query rows and the softmax weights are rounded to bf16 (nearest even), the
@@ -24,6 +25,7 @@
 
 #include "core/errors.h"
 #include "core/fp16.h"
+#include "cpu/kernels/flash_attn_row.h"
 #include "cpu/kernels/gemm_bf16.h"
 #include "cpu/kernels/kernels.h"
 #include "cpu/kernels/vec.h"
@@ -472,7 +474,13 @@ void attend_row(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h, 
     vec::gather_f32(at(q, 0, iq, h, b), q.nb[0], g.d, qs);
     for (int64_t d = 0; d < g.d; ++d) qs[d] = g.bf16 ? round_bf16(qs[d] * scale) : qs[d] * scale;
     float* s = sc.s;
-    for (int64_t j = 0; j < g.nkv; ++j) s[j] = dot_row(qs, k, at(k, 0, j, hk, bk), g.d, sc.row);
+    const bool rows_native = flash_attn_row_applies(k, v);
+    if (rows_native) {
+        attn_row_scores(qs, g.d, at(k, 0, 0, hk, bk), k.nb[1], k.type, g.nkv, at(v, 0, 0, hk, bk), v.nb[1],
+                        size_t(g.dv) * type_traits(v.type).type_size, s);
+    } else {
+        for (int64_t j = 0; j < g.nkv; ++j) s[j] = dot_row(qs, k, at(k, 0, j, hk, bk), g.d, sc.row);
+    }
     std::fill(s + g.nkv, s + nkvp, 0.0f);
     if (cap > 0.0f) softcap(s, cap, nkvp);
     if (mask) {
@@ -492,10 +500,14 @@ void attend_row(const Tensor& dst, const Dims& g, const Scratch& sc, int64_t h, 
     }
     const float inv = 1.0f / exp_sum(s, mx, nkvp);
     float* o = sc.o;
-    std::fill(o, o + g.dv, 0.0f);
-    for (int64_t j = 0; j < g.nkv; ++j) {
-        const float w = g.bf16 ? round_bf16(s[j]) : s[j];
-        if (w != 0.0f) axpy_row(w, v, at(v, 0, j, hk, bk), o, g.dv, sc.row);
+    if (rows_native) {
+        attn_row_values(s, g.nkv, at(v, 0, 0, hk, bk), v.nb[1], v.type, g.dv, o);
+    } else {
+        std::fill(o, o + g.dv, 0.0f);
+        for (int64_t j = 0; j < g.nkv; ++j) {
+            const float w = g.bf16 ? round_bf16(s[j]) : s[j];
+            if (w != 0.0f) axpy_row(w, v, at(v, 0, j, hk, bk), o, g.dv, sc.row);
+        }
     }
     for (int64_t d = 0; d < g.dv; ++d) out[d] = o[d] * inv;
 }
