@@ -26,7 +26,7 @@ import numpy as np
 from .compute import WhisperCompute
 from .decoding import DecodingResult, WindowDecoder, compression_ratio
 from .errors import WhisperError
-from .logit_filters import log_normalizers, log_softmax, top_k
+from .logit_filters import log_normalizers, log_softmax, log_softmax_top_k
 
 
 class BatchDecoder(WindowDecoder):
@@ -154,8 +154,7 @@ class BatchDecoder(WindowDecoder):
                              None if open_until is None else [open_until[w] for w in live for _ in range(beam_size)])
             # Every row's beam_size + 1 best tokens and the log-softmax at those only, for all rows at
             # once (as WindowDecoder._beam_search: log_normalizers gives log_softmax's bits).
-            top, log_total = log_normalizers(logits)
-            best = top_k(logits, beam_size + 1)
+            top, log_total, best = log_softmax_top_k(logits, beam_size + 1)
             # float32 log-probabilities added to the float totals, as the sequential search adds them.
             best_logprobs = (np.take_along_axis(logits, best, axis=-1) - top) - log_total
             best = best.tolist()

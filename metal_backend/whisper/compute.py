@@ -22,7 +22,8 @@ class WhisperCompute(Protocol):
     decode_batch(features, tokens, offset) feeds tokens[s] to sequence s at
     text positions offset .. offset + len(tokens[s]) - 1 (every row the same
     length) and returns the float32 logits (len(tokens), n_vocab) of each
-    sequence's last token. offset 0 starts len(tokens) new sequences for these
+    sequence's last token, a new array that the caller owns (decoding edits it
+    in place). offset 0 starts len(tokens) new sequences for these
     features; a later call must continue where the previous one stopped
     (offset = number of tokens fed so far, the same number of sequences),
     which is what lets an implementation keep a self-attention key/value cache

@@ -26,7 +26,7 @@ import numpy as np
 
 from .compute import WhisperCompute
 from .errors import WhisperError
-from .logit_filters import LogitRules, log_normalizers, log_softmax, top_k
+from .logit_filters import LogitRules, log_normalizers, log_softmax, log_softmax_top_k
 from .model_data import WhisperModelData
 from .options import DecodingOptions
 from .tokenizer import Tokenizer
@@ -198,8 +198,7 @@ class WindowDecoder:
             self.rules.apply(logits, [tokens for tokens, _ in beams])
             # Each row's beam_size + 1 best tokens (the logits rank a row as its log-softmax does)
             # and the log-softmax at those tokens only.
-            top, log_total = log_normalizers(logits)
-            best = top_k(logits, beam_size + 1)
+            top, log_total, best = log_softmax_top_k(logits, beam_size + 1)
             best_logprobs = (np.take_along_axis(logits, best, axis=-1) - top) - log_total
             candidates = []
             for row, (tokens, total) in enumerate(beams):
@@ -248,7 +247,11 @@ class WindowDecoder:
         return sum_logprob / weight
 
     def _logits(self, logits: np.ndarray, rows: int) -> np.ndarray:
-        logits = np.array(logits, dtype=np.float32)
+        # decode_batch's array is the caller's (WhisperCompute): edited in place, copied only when it
+        # is not already writeable float32.
+        logits = np.asarray(logits, dtype=np.float32)
+        if not logits.flags.writeable:
+            logits = logits.copy()
         expected = (rows, self.model.hparams.n_vocab)
         if logits.shape != expected:
             raise WhisperError(f"decode returned logits of shape {logits.shape}, expected {expected}")

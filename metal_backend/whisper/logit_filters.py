@@ -19,6 +19,8 @@ from typing import Sequence
 
 import numpy as np
 
+import metal_backend as mb
+
 from .errors import WhisperError
 from .model_data import WhisperModelData
 from .options import DecodingOptions
@@ -27,57 +29,40 @@ TIME_PRECISION = 0.02  # seconds per timestamp token
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
-    """Row-wise log-softmax in float32, sums in float64 (rows may hold -inf, not all of them)."""
+    """Row-wise log-softmax in float32 (rows may hold -inf, not all of them): (x - top) - log_total
+    with log_normalizers' values, so both give the same bits."""
     x = np.asarray(logits, dtype=np.float32)
-    shifted = x - x.max(axis=-1, keepdims=True)
-    total = np.exp(shifted).sum(axis=-1, keepdims=True, dtype=np.float64)
-    return shifted - np.log(total).astype(np.float32)
+    rows = x.reshape(1, -1) if x.ndim == 1 else x
+    top, log_total = log_normalizers(rows)
+    return ((rows - top) - log_total).reshape(x.shape)
 
 
 def log_normalizers(logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, the max and the log of sum(exp(x - max)), both float32 (n, 1): log_softmax(x)[i, t]
-    is (x[i, t] - max[i]) - log_total[i], bit for bit, without the whole log-softmax in memory
-    (for callers that read a few entries of each row)."""
-    x = np.asarray(logits, dtype=np.float32)
-    top = x.max(axis=-1, keepdims=True)
-    shifted = x - top
-    np.exp(shifted, out=shifted)
-    total = shifted.sum(axis=-1, keepdims=True, dtype=np.float64)
-    return top, np.log(total).astype(np.float32)
+    """Per row, the max and the log of sum(exp(x - max)) (exps in float32, the sum in float64), both
+    float32 (n, 1): log_softmax(x)[i, t] is (x[i, t] - max[i]) - log_total[i], without the whole
+    log-softmax in memory (for callers that read a few entries of each row). One native pass per row
+    (mb.log_softmax_rows)."""
+    top, log_total, _ = log_softmax_top_k(logits, 0)
+    return top, log_total
 
 
 def top_k(logits: np.ndarray, k: int) -> np.ndarray:
-    """Indices (n, k) of k largest entries of each row, in no order (ties at the k-th value broken
-    either way, as np.argpartition does). Beam search asks for a few of ~52,000 logits: the k-th
-    largest of the maxima of any k or more disjoint groups of a row bounds its k-th largest entry
-    from below, so one pass of group maxima and one comparison leave a few candidates, partitioned
-    in place of the whole row. The groups are strided (entries j, j + m, j + 2m, .. of the row's
-    first 64 * m entries, and the tail), so their maxima are an elementwise maximum over 64
-    contiguous slices of the row, one vector pass, where maxima of 64 consecutive entries reduce
-    each group on its own."""
+    """Indices (n, k) of the k largest entries of each row, largest first (ties to the lower index;
+    NaN ranks below every number)."""
+    if k < 1:
+        raise WhisperError(f"top_k of {k}: at least one index per row")
+    return log_softmax_top_k(logits, k)[2]
+
+
+def log_softmax_top_k(logits: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """log_normalizers and top_k of the same rows in one pass over them (beam search asks for a few
+    of ~52,000 logits per row and the log-softmax at those only): (top, log_total, best)."""
     x = np.asarray(logits, dtype=np.float32)
-    n, v = x.shape
-    chunk = 64
-    if not 0 < k <= v:
-        raise WhisperError(f"top_k of {k} from rows of {v}")
-    if v < 4 * chunk or k * 8 > v // chunk:
-        return np.argpartition(x, v - k, axis=-1)[:, v - k:]
-    groups = v // chunk
-    full = groups * chunk
-    maxima = x[:, :full].reshape(n, chunk, groups).max(axis=1)
-    if full < v:
-        maxima = np.concatenate([maxima, x[:, full:].max(axis=-1, keepdims=True)], axis=1)
-    bound = np.partition(maxima, maxima.shape[1] - k, axis=-1)[:, maxima.shape[1] - k]
-    # NaN never passes the comparison; a row holding one takes the whole-row partition.
-    passing = x >= bound[:, None]
-    out = np.empty((n, k), dtype=np.intp)
-    for row in range(n):
-        candidates = np.flatnonzero(passing[row])
-        if candidates.size < k:
-            out[row] = np.argpartition(x[row], v - k)[v - k:]
-            continue
-        out[row] = candidates[np.argpartition(x[row, candidates], candidates.size - k)[candidates.size - k:]]
-    return out
+    if x.ndim != 2:
+        raise WhisperError(f"logits must be (rows, n_vocab), got shape {x.shape}")
+    if not 0 <= k <= x.shape[1]:
+        raise WhisperError(f"top_k of {k} from rows of {x.shape[1]}")
+    return mb.log_softmax_rows(x, k)
 
 
 def logsumexp(x: np.ndarray) -> np.ndarray:

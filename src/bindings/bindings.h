@@ -22,6 +22,7 @@ void init_graph(py::module_& m);
 void init_host_view(py::module_& m);  // host_view.cpp
 void init_dlpack(py::module_& m);     // dlpack.cpp
 void init_profile(py::module_& m);    // profile.cpp
+void init_log_softmax_rows(py::module_& m);  // log_softmax_rows.cpp
 
 // A Python int as a byte count or offset: TypeError if not an int, InvalidArgumentError if negative,
 // OutOfRangeError if it does not fit (OutOfMemoryError instead when `too_big_is_oom`).

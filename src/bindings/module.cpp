@@ -16,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
     mb::bindings::init_graph(m);
     mb::bindings::init_dlpack(m);
     mb::bindings::init_profile(m);
+    mb::bindings::init_log_softmax_rows(m);
 }
