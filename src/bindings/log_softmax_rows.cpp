@@ -2,6 +2,9 @@
 // host (cpu/kernels/log_softmax_rows.h), for decoders that pick tokens from logits read back.
 #include <pybind11/numpy.h>
 
+#include <cstdint>
+#include <string>
+
 #include "bindings/bindings.h"
 #include "bindings/gil.h"
 #include "core/errors.h"
@@ -15,7 +18,10 @@ void init_log_softmax_rows(py::module_& m) {
         const int64_t k = to_int64(k_obj, who, "k");
         // float32 rows, C-contiguous: other dtypes and layouts are converted (a copy), as np.asarray does.
         auto x = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(obj);
-        if (!x) fail<InvalidArgumentError>(who, "logits must be a float array, got ", std::string(py::str(py::type::of(obj))));
+        if (!x) {
+            fail<InvalidArgumentError>(who, "logits must be a float array, got ",
+                                       std::string(py::str(py::type::of(obj))));
+        }
         if (x.ndim() != 2) fail<InvalidArgumentError>(who, "logits must be 2-D (rows, entries), got ", x.ndim(), "-D");
         const int64_t rows = x.shape(0), v = x.shape(1);
         if (v == 0) fail<InvalidArgumentError>(who, "rows of 0 entries have no log-softmax");

@@ -2,6 +2,7 @@
 #include "cpu/kernels/log_softmax_rows.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
