@@ -32,7 +32,7 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     """Row-wise log-softmax in float32 (rows may hold -inf, not all of them): (x - top) - log_total
     with log_normalizers' values, so both give the same bits."""
     x = np.asarray(logits, dtype=np.float32)
-    rows = x.reshape(1, -1) if x.ndim == 1 else x
+    rows = x.reshape(-1, x.shape[-1])  # any leading dimensions, as along axis -1
     top, log_total = log_normalizers(rows)
     return ((rows - top) - log_total).reshape(x.shape)
 

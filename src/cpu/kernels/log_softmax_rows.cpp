@@ -2,8 +2,8 @@
 #include "cpu/kernels/log_softmax_rows.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -26,7 +26,7 @@ struct TopK {
 
     void offer(float x, int64_t j) {
         if (!(x == x)) return;  // NaN: placed after the pass, below every number
-        if (full() && !(x > value[k - 1])) return;
+        if (full() && !(x > threshold())) return;
         int64_t at = full() ? k - 1 : n++;
         while (at > 0 && x > value[at - 1]) {
             value[at] = value[at - 1];

@@ -1,7 +1,7 @@
 // Per-row log-softmax normalizers and the k largest entries of float32 rows, in one pass over memory
 // the host already holds (decoders read logits back and pick tokens from them: Whisper's greedy and
 // beam search ask, per step, for log_softmax at a few tokens of ~52,000, where numpy's max, exp,
-// float64 sum and partition cost 0.4 ms per 5 rows against 0.05 here).
+// float64 sum and partition took 0.37 ms for 5 rows of 51,864 against 0.13 here, Zen 4, 1 thread).
 //
 // For row r of x (v entries):
 //   top[r]       = max of the row (NaN if the row holds a NaN), as numpy's max
