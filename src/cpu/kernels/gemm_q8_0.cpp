@@ -596,6 +596,17 @@ constexpr int kTokenTile = 8;                           // tokens whose sums sta
 // transpose is pure cost (16: 4.12 / 3.20); at 32 they tie (7.04 / 6.82); past 48 the vectors fill.
 bool few_tokens_win(int64_t nt) { return nt <= 8 || (nt > 16 && nt <= 48 && nt != 32); }
 
+// While a panel is transposed, the rows of the panel this many ahead are asked into L2 (_MM_HINT_T1).
+// Into L1 (T0), one panel ahead, as first written, the lines evicted the transposed codes and the
+// activations the tiles were reading: measured on Zen 4 (2 threads, best of 40 calls, 51864 q8_0
+// weight rows, 3 alternating runs each, a 40 MB read between calls so the weights come from memory),
+// T0 one panel ahead / T1 two ahead, ms: K = 384, 5 tokens 1.08-1.60 / 0.91-0.93 and one 1.57
+// (1 thread 2.9 / 1.8); K = 512, 5 tokens 1.96-2.97 / 1.22-1.23; K = 384, 8 tokens 1.93-2.08 /
+// 1.34-1.37, 20: 2.72-2.97 / 2.39, 40: 4.44-4.56 / 3.85-4.19; one, three and four panels ahead in L2
+// were no better than two. The matrix-vector tiles (tile_prefetch.h) were not faster with T1 (same
+// runs, 1 token: 0.96-0.98 against 0.98-1.00 ms).
+constexpr int64_t kPrefetchPanels = 2;
+
 size_t scratch_bytes_few512(int64_t nb, int64_t nt) {
     return 64 + size_t(nb) * (kPanelBlockBytes + kLanes16 * sizeof(float)) + size_t(nt * nb) * sizeof(int32_t);
 }
@@ -647,10 +658,11 @@ MB_TARGET_Q8_VNNI512 void pack_panel16(int64_t nb, const uint8_t* a, size_t stri
         // The 16 scales by one gather of the dwords that start the blocks (scale, then two codes).
         const __m512i first = _mm512_i32gather_epi32(starts, row[0] + off, 1);
         _mm512_storeu_ps(dw + i * kLanes16, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(first)));
-        // The next panel's rows, one line per row and block, while this panel's are transposed.
+        // The rows kPrefetchPanels panels on, one line per row and block, into L2 (see kPrefetchPanels).
         if (prefetch) {
             for (int j = 0; j < kLanes16; ++j) {
-                _mm_prefetch(reinterpret_cast<const char*>(row[j] + off + kLanes16 * stride), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(row[j] + off + kPrefetchPanels * kLanes16 * stride),
+                             _MM_HINT_T1);
             }
         }
     }
@@ -733,7 +745,8 @@ MB_TARGET_Q8_VNNI512 void gemm_few_vnni512(int64_t k, const uint8_t* a, size_t s
     for (int64_t r = 0; r < rows; r += kLanes16) {
         const int nr = int(std::min<int64_t>(kLanes16, rows - r));
         const auto mask = __mmask16((1u << nr) - 1u);
-        pack_panel16(nb, a + size_t(r) * stride, stride, nr, r + 2 * kLanes16 <= rows, codes, dw);
+        pack_panel16(nb, a + size_t(r) * stride, stride, nr, r + (kPrefetchPanels + 1) * kLanes16 <= rows, codes,
+                     dw);
         for (int64_t t0 = 0; t0 < nt; t0 += kTokenTile) {
             const int tokens = int(std::min<int64_t>(kTokenTile, nt - t0));
             const BlockQ8Act* x[kTokenTile];
