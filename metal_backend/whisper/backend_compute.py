@@ -520,8 +520,9 @@ class BackendWhisper:
 
             h = self._layer_norm(x, f"{p}.cross_attn_ln")
             if windows == 0:
-                q = self._batch_heads(self._linear(h, f"{p}.cross_attn.query"), batch, n, d, 0, n)
-                # The window's keys and values (batch 1) broadcast over the sequences.
+                # Every sequence's queries are rows of one product with the window's keys,
+                # (1, H, m, hd): the keys are read once per step, not once per sequence.
+                q = self._batch_heads(self._linear(h, f"{p}.cross_attn.query"), 1, m, d, 0, m)
                 cross_k, v_t = self._cross_operands(self.cross_keys[i], self.cross_values[i])
             else:
                 # A window's sequences are consecutive rows: their queries are rows of one product
