@@ -427,6 +427,21 @@ void run_gemm_job(const Plan& p, const Shape& s, const Tensor& b, Tensor& dst, c
     }
 }
 
+// Whether the wide tiles take an odd token count of 3 or 5 in one call (vec_dot_rows_wide_fn), rather
+// than its pairs side by side and the last token through the one-token tile. Where that tile reads its
+// rows one after the other (VecTileOrder::Rows, AMD) and the weights come from memory, the one-token
+// tile's sequential stream is the faster read: f16 weights of 51864 x 384 (40 MB) evicted between
+// calls, 2 threads, Zen 4, 3 and 5 tokens 1.8-2.4 -> 2.3-2.6 ms in one call; 26041 x 384 (20 MB)
+// 1.6-1.8 -> 1.0-1.3; Whisper base's cross-attention keys (6 x 8 heads of 1500 x 64 f16, 1.5 MB a
+// layer) 5 tokens 0.98-1.06 -> 0.71 ms, 3 tokens 1.0-1.19 -> 0.57-0.61 (medians, two builds run in
+// turn). So in one call everywhere else, and on Rows hosts up to this many bytes of
+// weights per matrix.
+constexpr size_t kOddTileMaxBytes = size_t(8) << 20;
+
+bool odd_tiles(const Shape& s, const Tensor& a) {
+    return vec_tile_order() == VecTileOrder::Interleaved || size_t(s.m) * a.nb[1] <= kOddTileMaxBytes;
+}
+
 // Weight rows go kVecDotRows at a time, tokens kVecDotTokens at a time, through dot_rows where there
 // is one (dst is packed, so a token's results for consecutive rows are adjacent); the rest one by one.
 // With int8_gemm, the whole job goes through the int8 GEMM.
@@ -445,7 +460,9 @@ void run_vec_job(const Plan& p, const Shape& s, const Tensor& a, const Tensor& b
     if (dot_wide != nullptr) {
         // Pairs of tokens as the two-token tile takes them (an odd last token through the one-token
         // tile), up to three pairs per call: the same results bit for bit, each weight row read once
-        // per six tokens instead of once per two.
+        // per six tokens instead of once per two. The last three or five tokens go in one call where
+        // odd_tiles says (pairs and the odd one side by side, the same bits again).
+        const bool odd = odd_tiles(s, a);
         const int64_t pairs_end = j.t0 + (j.t1 - j.t0) / 2 * 2;
         for (; r + kVecDotRows <= j.r1; r += kVecDotRows) {
             const uint8_t* w = base + r * a.nb[1];
@@ -453,7 +470,9 @@ void run_vec_job(const Plan& p, const Shape& s, const Tensor& a, const Tensor& b
             float v[kVecDotTokensWide * kVecDotRows];
             int64_t t = j.t0;
             while (t < j.t1) {
-                const int nt = int(t < pairs_end ? std::min<int64_t>(kVecDotTokensWide, pairs_end - t) : 1);
+                const int64_t left = j.t1 - t;
+                const int nt = int(odd && (left == 3 || left == 5) ? left
+                                   : t < pairs_end ? std::min<int64_t>(kVecDotTokensWide, pairs_end - t) : 1);
                 for (int u = 0; u < nt; ++u) acts[u] = b_row(p, s, b, conv, t + u, j.i12, j.i13);
                 if (nt == 1) {
                     dot_rows(s.k, w, a.nb[1], acts, 1, v);

@@ -178,6 +178,73 @@ MB_TILE_FLOAT(tile_float_avx512, MB_TARGET_AVX512, __m512, 16, load16, _mm512_se
 #undef MB_TILE_FLOAT
 #undef MB_TILE_FLOAT_STEP
 #undef MB_TILE_FLOAT_ROW_STEP
+
+// NP token pairs and one token more, each weight vector loaded once for all 2 * NP + 1: the paired
+// tokens in the two-token tile's chains (one per row and token, k in steps of 16) and the last in the
+// one-token tile's two (even and odd steps of 16, the last lone step in the first), reduced and their
+// tails summed as those tiles do, so every result is bit for bit the one the tiles it replaces give.
+// Five tokens (beam search's five beams) then read the rows once instead of twice, and the lone token
+// no longer runs the one-token tile's per-row call and reduction alone.
+template <typename TA, typename TB, int NP>
+MB_TARGET_AVX512 void tile_float_avx512_odd(int64_t k, const uint8_t* a, size_t stride, const void* const* vb,
+                                            float* out) {
+    constexpr int NT = 2 * NP + 1;
+    const TA* rows[4];
+    const TB* b[NT];
+    for (int r = 0; r < 4; ++r) rows[r] = reinterpret_cast<const TA*>(a + size_t(r) * stride);
+    for (int t = 0; t < NT; ++t) b[t] = static_cast<const TB*>(vb[t]);
+    __m512 pair_acc[4][2 * NP];
+    __m512 lone_acc[4][2];
+    for (int r = 0; r < 4; ++r) {
+        for (auto& v : pair_acc[r]) v = _mm512_setzero_ps();
+        lone_acc[r][0] = lone_acc[r][1] = _mm512_setzero_ps();
+    }
+    const uint8_t* prow[4] = {a, a + stride, a + 2 * stride, a + 3 * stride};
+    const TB* lone = b[NT - 1];
+    int64_t i = 0;
+    for (; i + 32 <= k; i += 32) {
+        prefetch_tile_rows(prow, size_t(i) * sizeof(TA), 32 * sizeof(TA), size_t(k) * sizeof(TA), stride,
+                           kFloatPrefetchBytes);
+#pragma GCC unroll 2
+        for (int u = 0; u < 2; ++u) {
+            __m512 bv[2 * NP];
+#pragma GCC unroll 4
+            for (int t = 0; t < 2 * NP; ++t) bv[t] = load16(b[t] + i + 16 * u);
+            const __m512 lv = load16(lone + i + 16 * u);
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; ++r) {
+                const __m512 av = load16(rows[r] + i + 16 * u);
+#pragma GCC unroll 4
+                for (int t = 0; t < 2 * NP; ++t) pair_acc[r][t] = _mm512_fmadd_ps(av, bv[t], pair_acc[r][t]);
+                lone_acc[r][u] = _mm512_fmadd_ps(av, lv, lone_acc[r][u]);
+            }
+        }
+    }
+    if (i + 16 <= k) {
+        __m512 bv[2 * NP];
+        for (int t = 0; t < 2 * NP; ++t) bv[t] = load16(b[t] + i);
+        const __m512 lv = load16(lone + i);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) {
+            const __m512 av = load16(rows[r] + i);
+            for (int t = 0; t < 2 * NP; ++t) pair_acc[r][t] = _mm512_fmadd_ps(av, bv[t], pair_acc[r][t]);
+            lone_acc[r][0] = _mm512_fmadd_ps(av, lv, lone_acc[r][0]);
+        }
+        i += 16;
+    }
+    for (int t = 0; t < NT; ++t) {
+        __m256 sum[4];
+        for (int r = 0; r < 4; ++r) {
+            sum[r] = halves16(t < 2 * NP ? pair_acc[r][t] : _mm512_add_ps(lone_acc[r][0], lone_acc[r][1]));
+        }
+        alignas(16) float tail[4] = {};
+        for (int64_t j = i; j < k; ++j) {
+            const float bj = load1(b[t] + j);
+            for (int r = 0; r < 4; ++r) tail[r] += load1(rows[r] + j) * bj;
+        }
+        _mm_storeu_ps(out + 4 * t, _mm_add_ps(lane_sums4(sum[0], sum[1], sum[2], sum[3]), _mm_load_ps(tail)));
+    }
+}
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -341,17 +408,19 @@ template <typename TA, typename TB>
 constexpr VecDotRowsFn rows_float = by_tokens<tile_float<TA, TB, 1>, tile_float<TA, TB, 2>>;
 template <typename TA, typename TB>
 constexpr VecDotRowsFn rows_float_avx512 = by_tokens<tile_float_avx512<TA, TB, 1>, tile_float_avx512<TA, TB, 2>>;
-// nt of 2, 4 or 6 (kVecDotTokensWide): every tile of two or more tokens keeps one FMA chain per (row,
+// nt of 2 .. 6 (kVecDotTokensWide): every tile of two or more tokens keeps one FMA chain per (row,
 // token) in the same k order and reduces it the same way, so each result is bit for bit the two-token
-// tile's. Six tokens: 24 accumulators, 6 activation vectors and one weight vector of the 32 zmm.
+// tile's; 3 and 5 are pairs and a last token in the one-token tile's chains (tile_float_avx512_odd),
+// its results those of that tile. Six tokens: 24 accumulators, 6 activation vectors and one weight
+// vector of the 32 zmm; five: 16 + 8 accumulators.
 template <typename TA, typename TB>
 void rows_float_avx512_wide(int64_t k, const uint8_t* a, size_t stride, const void* const* b, int nt, float* out) {
-    if (nt == 6) {
-        tile_float_avx512<TA, TB, 6>(k, a, stride, b, out);
-    } else if (nt == 4) {
-        tile_float_avx512<TA, TB, 4>(k, a, stride, b, out);
-    } else {
-        tile_float_avx512<TA, TB, 2>(k, a, stride, b, out);
+    switch (nt) {
+        case 6: return tile_float_avx512<TA, TB, 6>(k, a, stride, b, out);
+        case 5: return tile_float_avx512_odd<TA, TB, 2>(k, a, stride, b, out);
+        case 4: return tile_float_avx512<TA, TB, 4>(k, a, stride, b, out);
+        case 3: return tile_float_avx512_odd<TA, TB, 1>(k, a, stride, b, out);
+        default: return tile_float_avx512<TA, TB, 2>(k, a, stride, b, out);
     }
 }
 template <typename Dot, typename Block, int kZero>
