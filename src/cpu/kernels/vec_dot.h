@@ -75,10 +75,11 @@ enum class VecTileOrder { Interleaved, Rows };
 VecTileOrder vec_tile_order();
 const char* vec_tile_order_name(VecTileOrder order);
 
-// Wider tiles for the float pairings where the CPU has AVX-512F: kVecDotRows rows x nt of 2, 4 or
+// Wider tiles for the float pairings where the CPU has AVX-512F: kVecDotRows rows x nt of 2 ..
 // kVecDotTokensWide tokens, each weight vector loaded once for all of them. Every result is bit for
 // bit what vec_dot_rows_fn's two-token tile gives for that row and token (not its one-token tile,
-// which sums k in two chains). nullptr elsewhere.
+// which sums k in two chains), except the last token of an odd nt (3 or 5), which gets the one-token
+// tile's bits: the pairs and that token as the tiles they replace would compute them. nullptr elsewhere.
 constexpr int kVecDotTokensWide = 6;
 VecDotRowsFn vec_dot_rows_wide_fn(Type a, VecType vt);
 
