@@ -1,8 +1,9 @@
 """mul_mat on the CPU's matrix-vector path (few tokens, float weights): the AVX-512 tiles of 4 weight
 rows x 3 to 6 tokens (vec_dot.h: vec_dot_rows_wide_fn; 3 and 5 are pairs plus a last token, used for
 matrices this small on every host) against a float64 numpy product, and bit for bit against the tiles
-they replace: tokens in pairs through the two-token tile, an odd last token through the one-token tile. Computing the tokens two at a time (N=2 products) and the odd last one alone (N=1)
-gives those old results, so every token count must match them byte for byte.
+they replace: tokens in pairs through the two-token tile, an odd last token through the one-token tile.
+Computing the tokens two at a time (N=2 products) and the odd last one alone (N=1) gives those old
+results, so every token count must match them byte for byte.
 (The one-token tile sums k in two chains, so N=1 alone is not the reference for paired tokens.)
 """
 from __future__ import annotations
