@@ -519,16 +519,14 @@ class BackendWhisper:
             x = ops.add(x, self._linear(a, f"{p}.attn.out"))
 
             h = self._layer_norm(x, f"{p}.cross_attn_ln")
+            # A window's sequences are consecutive rows: their queries are rows of one product with that
+            # window's keys, (w, H, per_window * n, hd), so the keys are read once per step, not once per
+            # sequence (encode()'s single window: w = 1).
+            w = max(windows, 1)
+            q = self._batch_heads(self._linear(h, f"{p}.cross_attn.query"), w, m // w, d, 0, m // w)
             if windows == 0:
-                # Every sequence's queries are rows of one product with the window's keys,
-                # (1, H, m, hd): the keys are read once per step, not once per sequence.
-                q = self._batch_heads(self._linear(h, f"{p}.cross_attn.query"), 1, m, d, 0, m)
                 cross_k, v_t = self._cross_operands(self.cross_keys[i], self.cross_values[i])
             else:
-                # A window's sequences are consecutive rows: their queries are rows of one product
-                # with that window's keys, (w, H, per_window * n, hd).
-                q = self._batch_heads(self._linear(h, f"{p}.cross_attn.query"), windows, m // windows, d, 0,
-                                      m // windows)
                 keys, values = self._cross_shapes()
                 cross_k, v_t = self._cross_operands(_prefix(self._windows.cross_keys[i], (windows, *keys)),
                                                     _prefix(self._windows.cross_values[i], (windows, *values)))

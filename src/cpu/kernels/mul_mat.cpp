@@ -434,8 +434,7 @@ void run_gemm_job(const Plan& p, const Shape& s, const Tensor& b, Tensor& dst, c
 // calls, 2 threads, Zen 4, 3 and 5 tokens 1.8-2.4 -> 2.3-2.6 ms in one call; 26041 x 384 (20 MB)
 // 1.6-1.8 -> 1.0-1.3; Whisper base's cross-attention keys (6 x 8 heads of 1500 x 64 f16, 1.5 MB a
 // layer) 5 tokens 0.98-1.06 -> 0.71 ms, 3 tokens 1.0-1.19 -> 0.57-0.61 (medians, two builds run in
-// turn). So in one call everywhere else, and on Rows hosts up to this many bytes of
-// weights per matrix.
+// turn). So in one call everywhere else, and on Rows hosts up to this many bytes of weights per matrix.
 constexpr size_t kOddTileMaxBytes = size_t(8) << 20;
 
 bool odd_tiles(const Shape& s, const Tensor& a) {
@@ -471,8 +470,12 @@ void run_vec_job(const Plan& p, const Shape& s, const Tensor& a, const Tensor& b
             int64_t t = j.t0;
             while (t < j.t1) {
                 const int64_t left = j.t1 - t;
-                const int nt = int(odd && (left == 3 || left == 5) ? left
-                                   : t < pairs_end ? std::min<int64_t>(kVecDotTokensWide, pairs_end - t) : 1);
+                int nt = 1;
+                if (odd && (left == 3 || left == 5)) {
+                    nt = int(left);
+                } else if (t < pairs_end) {
+                    nt = int(std::min<int64_t>(kVecDotTokensWide, pairs_end - t));
+                }
                 for (int u = 0; u < nt; ++u) acts[u] = b_row(p, s, b, conv, t + u, j.i12, j.i13);
                 if (nt == 1) {
                     dot_rows(s.k, w, a.nb[1], acts, 1, v);
